@@ -1,0 +1,281 @@
+package jobgraph
+
+import "slices"
+
+// JobGraph is the job a host program builds and submits: vertices (one per task, e.g. an operator
+// chain), each with a parallelism and the name of its task code, joined by edges that say how data
+// flows between them. It is plain data: build it with New, AddVertex and Connect (or fill the fields
+// yourself), check it with Validate, persist it with encoding/json (see Decode).
+// Flink: org.apache.flink.runtime.jobgraph.JobGraph.
+//
+// A JobGraph is not safe for concurrent mutation. Once submitted it must not be changed: the
+// Dispatcher keeps its own decoded copy in the ExecutionPlanStore.
+type JobGraph struct {
+	// JobID identifies the job. New sets a random one.
+	JobID JobID `json:"jobId"`
+	// Name is shown in logs and results.
+	Name string `json:"name"`
+	// Type is STREAMING or BATCH.
+	Type JobType `json:"type"`
+	// Vertices in insertion order. Edges are stored on their target vertex (JobVertex.Inputs).
+	Vertices []*JobVertex `json:"vertices"`
+
+	// Checkpointing: zero value disables checkpoints.
+	Checkpointing CheckpointingSettings `json:"checkpointing,omitzero"`
+	// SavepointRestore: zero value restores nothing.
+	SavepointRestore SavepointRestoreSettings `json:"savepointRestore,omitzero"`
+	// RestartStrategy: zero value is Flink's default (none without checkpointing, exponential-delay
+	// with it). See RestartStrategyConfig.Resolve.
+	RestartStrategy RestartStrategyConfig `json:"restartStrategy,omitzero"`
+	// FailoverStrategy: jobmanager.execution.failover-strategy, "" means region.
+	FailoverStrategy FailoverStrategy `json:"failoverStrategy,omitempty"`
+}
+
+// JobVertex is one task of the job: Parallelism subtasks, each running the task code registered
+// under Invokable, with Config handed to it. Flink: org.apache.flink.runtime.jobgraph.JobVertex.
+type JobVertex struct {
+	// ID identifies the vertex within the job. AddVertex sets a random one.
+	ID JobVertexID `json:"id"`
+	// Name is for people: logs, results, errors.
+	Name string `json:"name"`
+	// Parallelism is the number of subtasks, 1 ≤ Parallelism ≤ the effective max parallelism.
+	Parallelism int `json:"parallelism"`
+	// MaxParallelism bounds rescaling (the number of key groups); 0 means Flink's default, see
+	// EffectiveMaxParallelism. At most MaxMaxParallelism (32768).
+	MaxParallelism int `json:"maxParallelism,omitempty"`
+	// Invokable names the task code; every TaskExecutor looks it up in its registry by this name.
+	// Flink keeps a class name here.
+	Invokable string `json:"invokable"`
+	// Config is opaque to jobgraph and handed to the task code as is.
+	Config []byte `json:"config,omitempty"`
+	// Resources is the minimum the vertex needs per subtask; the zero value is UNKNOWN (any slot).
+	Resources ResourceProfile `json:"resources,omitzero"`
+	// SlotSharingGroup: subtasks of vertices with the same non-empty group name may share one
+	// slot (one subtask of each vertex per slot). Empty: the vertex is alone in its own group,
+	// as Flink's JobVertex is when no group was set.
+	SlotSharingGroup string `json:"slotSharingGroup,omitempty"`
+	// CoLocationGroup: subtask i of every vertex in the same non-empty group runs in the same
+	// slot. Co-located vertices need the same parallelism and the same SlotSharingGroup.
+	CoLocationGroup string `json:"coLocationGroup,omitempty"`
+	// Inputs are the edges that read into this vertex, in input-index order: a task gets its
+	// inputs by this index.
+	Inputs []*JobEdge `json:"inputs,omitempty"`
+	// Results are the data sets this vertex produces, in output-index order: a task gets its
+	// outputs by this index.
+	Results []*IntermediateDataSet `json:"results,omitempty"`
+}
+
+// IntermediateDataSet is one output of a JobVertex: what its subtasks produce for one or more
+// consuming edges. Flink: org.apache.flink.runtime.jobgraph.IntermediateDataSet.
+type IntermediateDataSet struct {
+	// ID identifies the data set within the job.
+	ID IntermediateDataSetID `json:"id"`
+	// ResultType says how its partitions are exchanged (pipelined, blocking, hybrid…).
+	ResultType ResultPartitionType `json:"resultType"`
+}
+
+// JobEdge connects a data set to the vertex that reads it. It lives in the target's Inputs.
+// Flink: org.apache.flink.runtime.jobgraph.JobEdge.
+type JobEdge struct {
+	// Source is the data set read.
+	Source IntermediateDataSetID `json:"source"`
+	// Target is the reading vertex; it must be the vertex whose Inputs hold this edge.
+	Target JobVertexID `json:"target"`
+	// DistributionPattern: ALL_TO_ALL or POINTWISE.
+	DistributionPattern DistributionPattern `json:"distributionPattern"`
+	// ShipStrategy is for display only (FORWARD, HASH, REBALANCE…), as Flink's
+	// JobEdge.getShipStrategyName.
+	ShipStrategy string `json:"shipStrategy,omitempty"`
+}
+
+// MaxMaxParallelism is the largest max parallelism Flink allows (1 << 15).
+// Flink: KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM.
+const MaxMaxParallelism = 1 << 15
+
+// DefaultMaxParallelism returns Flink's default max parallelism for a vertex of the given
+// parallelism: 1.5 × parallelism rounded up to a power of two, at least 128, at most 32768.
+// Flink: KeyGroupRangeAssignment.computeDefaultMaxParallelism.
+func DefaultMaxParallelism(parallelism int) int {
+	n := parallelism + parallelism/2
+	p := 1
+	for p < n && p < MaxMaxParallelism {
+		p <<= 1
+	}
+	return min(max(p, 128), MaxMaxParallelism)
+}
+
+// EffectiveMaxParallelism is MaxParallelism, or DefaultMaxParallelism(Parallelism) when unset.
+func (v *JobVertex) EffectiveMaxParallelism() int {
+	if v.MaxParallelism > 0 {
+		return v.MaxParallelism
+	}
+	return DefaultMaxParallelism(v.Parallelism)
+}
+
+// New returns an empty JobGraph with a random JobID.
+func New(name string, jobType JobType) *JobGraph {
+	return &JobGraph{JobID: NewJobID(), Name: name, Type: jobType}
+}
+
+// AddVertex appends a vertex with a random ID running the task code registered as invokable,
+// and returns it for further settings.
+func (g *JobGraph) AddVertex(name, invokable string, parallelism int) *JobVertex {
+	v := &JobVertex{ID: NewJobVertexID(), Name: name, Invokable: invokable, Parallelism: parallelism}
+	g.Vertices = append(g.Vertices, v)
+	return v
+}
+
+// Connect makes producer emit a new data set of the given result type and consumer read it with
+// the given pattern, as Flink's JobVertex.connectNewDataSetAsInput does. The new data set is
+// producer's last output and the edge is consumer's last input.
+func (g *JobGraph) Connect(producer, consumer *JobVertex, pattern DistributionPattern, resultType ResultPartitionType) *JobEdge {
+	ds := &IntermediateDataSet{ID: NewIntermediateDataSetID(), ResultType: resultType}
+	producer.Results = append(producer.Results, ds)
+	return g.ConnectDataSet(ds, consumer, pattern)
+}
+
+// ConnectDataSet makes consumer read an existing data set too (a data set with several
+// consumers), and returns the new edge, consumer's last input.
+func (g *JobGraph) ConnectDataSet(ds *IntermediateDataSet, consumer *JobVertex, pattern DistributionPattern) *JobEdge {
+	e := &JobEdge{Source: ds.ID, Target: consumer.ID, DistributionPattern: pattern}
+	consumer.Inputs = append(consumer.Inputs, e)
+	return e
+}
+
+// Vertex returns the vertex with the given ID, or nil.
+func (g *JobGraph) Vertex(id JobVertexID) *JobVertex {
+	for _, v := range g.Vertices {
+		if v != nil && v.ID == id {
+			return v
+		}
+	}
+	return nil
+}
+
+// VertexByName returns the first vertex with the given name, or nil.
+func (g *JobGraph) VertexByName(name string) *JobVertex {
+	for _, v := range g.Vertices {
+		if v != nil && v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// Producers maps every data set of the graph to the vertex producing it.
+func (g *JobGraph) Producers() map[IntermediateDataSetID]*JobVertex {
+	m := make(map[IntermediateDataSetID]*JobVertex)
+	for _, v := range g.Vertices {
+		if v == nil {
+			continue
+		}
+		for _, ds := range v.Results {
+			if ds != nil {
+				m[ds.ID] = v
+			}
+		}
+	}
+	return m
+}
+
+// NumEdges is the number of JobEdges (inputs over all vertices).
+func (g *JobGraph) NumEdges() int {
+	n := 0
+	for _, v := range g.Vertices {
+		if v != nil {
+			n += len(v.Inputs)
+		}
+	}
+	return n
+}
+
+// NumTasks is the sum of the vertices' parallelism.
+func (g *JobGraph) NumTasks() int {
+	n := 0
+	for _, v := range g.Vertices {
+		if v != nil {
+			n += v.Parallelism
+		}
+	}
+	return n
+}
+
+// WithMaxParallelism sets MaxParallelism and returns v.
+func (v *JobVertex) WithMaxParallelism(n int) *JobVertex { v.MaxParallelism = n; return v }
+
+// WithResources sets the per-subtask ResourceProfile and returns v.
+func (v *JobVertex) WithResources(p ResourceProfile) *JobVertex { v.Resources = p; return v }
+
+// WithSlotSharingGroup sets SlotSharingGroup and returns v.
+func (v *JobVertex) WithSlotSharingGroup(name string) *JobVertex { v.SlotSharingGroup = name; return v }
+
+// WithCoLocationGroup sets CoLocationGroup and returns v.
+func (v *JobVertex) WithCoLocationGroup(name string) *JobVertex { v.CoLocationGroup = name; return v }
+
+// WithConfig sets the opaque task config and returns v.
+func (v *JobVertex) WithConfig(config []byte) *JobVertex { v.Config = config; return v }
+
+// TopologicalOrder returns the vertices so that every producer comes before its consumers; among
+// vertices that are free to go next, insertion order decides, so the result is deterministic.
+// It returns a *ValidationError (RuleCycle, or RuleDanglingEdge for an input whose data set no
+// vertex produces) when there is no such order.
+func (g *JobGraph) TopologicalOrder() ([]*JobVertex, error) {
+	if err := g.checkNil(); err != nil {
+		return nil, err
+	}
+	producers := g.Producers()
+	index := make(map[*JobVertex]int, len(g.Vertices))
+	for i, v := range g.Vertices {
+		index[v] = i
+	}
+	indegree := make([]int, len(g.Vertices))
+	consumers := make([][]int, len(g.Vertices))
+	for i, v := range g.Vertices {
+		for _, e := range v.Inputs {
+			p, ok := producers[e.Source]
+			if !ok {
+				return nil, &ValidationError{Rule: RuleDanglingEdge, Vertex: v.ID, VertexName: v.Name, DataSet: e.Source,
+					Detail: "input reads data set " + e.Source.String() + ", which no vertex of the graph produces"}
+			}
+			indegree[i]++
+			consumers[index[p]] = append(consumers[index[p]], i)
+		}
+	}
+	// Kahn's algorithm with a queue kept in insertion order.
+	order := make([]*JobVertex, 0, len(g.Vertices))
+	ready := make([]int, 0, len(g.Vertices))
+	for i := range g.Vertices {
+		if indegree[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	for len(ready) > 0 {
+		i := ready[0]
+		ready = ready[1:]
+		order = append(order, g.Vertices[i])
+		for _, c := range consumers[i] {
+			if indegree[c]--; indegree[c] == 0 {
+				ready = append(ready, c)
+			}
+		}
+	}
+	if len(order) < len(g.Vertices) {
+		// Every vertex left has a producer that is left too; walking from one to a producer of it
+		// must come back to a vertex already seen, and that vertex lies on a cycle.
+		seen := make(map[int]bool)
+		i := slices.IndexFunc(indegree, func(d int) bool { return d > 0 })
+		for !seen[i] {
+			seen[i] = true
+			for _, e := range g.Vertices[i].Inputs {
+				if p := index[producers[e.Source]]; indegree[p] > 0 {
+					i = p
+					break
+				}
+			}
+		}
+		v := g.Vertices[i]
+		return nil, &ValidationError{Rule: RuleCycle, Vertex: v.ID, VertexName: v.Name,
+			Detail: "the vertex lies on a cycle; a job graph must be acyclic"}
+	}
+	return order, nil
+}

@@ -1,0 +1,39 @@
+package jobgraph
+
+import "time"
+
+// ErrorInfo is a failure as stores and people see it: its message and when it happened.
+// Flink: org.apache.flink.runtime.executiongraph.ErrorInfo (which carries a SerializedThrowable).
+type ErrorInfo struct {
+	// Message is the error's text, with its chain of causes (err.Error()).
+	Message string `json:"message"`
+	// Timestamp is when the failure was recorded.
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// NewErrorInfo records err at t; nil for a nil err.
+func NewErrorInfo(err error, t time.Time) *ErrorInfo {
+	if err == nil {
+		return nil
+	}
+	return &ErrorInfo{Message: err.Error(), Timestamp: t}
+}
+
+// JobResult is how a job ended. Flink: org.apache.flink.runtime.jobmaster.JobResult.
+type JobResult struct {
+	JobID JobID  `json:"jobId"`
+	Name  string `json:"name,omitempty"`
+	// Status is the final status: FINISHED, FAILED, CANCELED, or SUSPENDED when the cluster shut
+	// down before the job ended.
+	Status JobStatus `json:"status"`
+	// Failure is the root cause when Status is FAILED (and may be set for SUSPENDED).
+	Failure *ErrorInfo `json:"failure,omitempty"`
+	// NetRuntime is the time from the job's start to its end.
+	NetRuntime time.Duration `json:"netRuntime"`
+	// RootCause is the failure as an error value, so callers can use errors.Is / errors.As on it.
+	// It lives only in the process that ran the job and is not persisted.
+	RootCause error `json:"-"`
+}
+
+// Success reports whether the job FINISHED.
+func (r *JobResult) Success() bool { return r.Status == JobStatusFinished }
