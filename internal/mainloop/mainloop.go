@@ -1,0 +1,169 @@
+// Package mainloop is the main-thread executor every endpoint runs on: Flink's RpcEndpoint main
+// thread. A Loop owns one goroutine that runs posted closures one at a time, in the order posted,
+// so the state an endpoint keeps needs no locks. Timers fire onto the loop too.
+//
+// Posting never blocks (the queue is unbounded), so a closure may post to its own loop, and two
+// loops may post to each other without deadlock. Call waits for the reply or for ctx.
+package mainloop
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by Call and Submit when the loop was closed before the closure ran.
+var ErrClosed = errors.New("mainloop: closed")
+
+// Loop runs closures on its own goroutine, one at a time. Create it with New; Close it once.
+// All methods are safe for concurrent use.
+type Loop struct {
+	name string
+
+	mu      sync.Mutex
+	queue   []func()
+	closed  bool
+	timers  map[*time.Timer]struct{}
+	wake    chan struct{}
+	stopped chan struct{}
+}
+
+// New starts a loop. name is for diagnostics.
+func New(name string) *Loop {
+	l := &Loop{
+		name:    name,
+		timers:  make(map[*time.Timer]struct{}),
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+	}
+	go l.run()
+	return l
+}
+
+// Name returns the name given to New.
+func (l *Loop) Name() string { return l.name }
+
+func (l *Loop) run() {
+	defer close(l.stopped)
+	var batch []func()
+	for {
+		l.mu.Lock()
+		for len(l.queue) == 0 && !l.closed {
+			l.mu.Unlock()
+			<-l.wake
+			l.mu.Lock()
+		}
+		if len(l.queue) == 0 && l.closed {
+			l.mu.Unlock()
+			return
+		}
+		batch, l.queue = l.queue, batch[:0]
+		l.mu.Unlock()
+		for i, fn := range batch {
+			fn()
+			batch[i] = nil
+		}
+	}
+}
+
+// Execute posts fn to run on the loop and returns at once. It reports false, and fn never runs,
+// when the loop is closed.
+func (l *Loop) Execute(fn func()) bool {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	l.queue = append(l.queue, fn)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Schedule runs fn on the loop after d. The returned cancel stops it if it has not been posted
+// yet and reports whether it did. Timers still pending when the loop closes never fire.
+func (l *Loop) Schedule(d time.Duration, fn func()) (cancel func() bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return func() bool { return false }
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		l.mu.Lock()
+		_, live := l.timers[t]
+		delete(l.timers, t)
+		l.mu.Unlock()
+		if live {
+			l.Execute(fn)
+		}
+	})
+	l.timers[t] = struct{}{}
+	return func() bool {
+		l.mu.Lock()
+		_, live := l.timers[t]
+		delete(l.timers, t)
+		l.mu.Unlock()
+		return live && t.Stop()
+	}
+}
+
+// Call runs fn on the loop and returns its error, or ctx's error if ctx ends first (fn may still
+// run later), or ErrClosed if the loop closed before fn ran. Never call it from the loop itself:
+// that waits forever for a closure queued behind the caller.
+func (l *Loop) Call(ctx context.Context, fn func() error) error {
+	_, err := Submit(ctx, l, func() (struct{}, error) { return struct{}{}, fn() })
+	return err
+}
+
+// Submit runs fn on the loop and returns its results; see Call for the errors.
+func Submit[T any](ctx context.Context, l *Loop, fn func() (T, error)) (T, error) {
+	type reply struct {
+		v   T
+		err error
+	}
+	ch := make(chan reply, 1)
+	var zero T
+	if !l.Execute(func() { v, err := fn(); ch <- reply{v, err} }) {
+		return zero, ErrClosed
+	}
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-l.stopped:
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		default:
+			return zero, ErrClosed
+		}
+	}
+}
+
+// Close stops accepting closures, stops pending timers, runs what was already queued, and waits
+// until the loop's goroutine has returned. Closing twice is harmless. Do not call it from the loop.
+func (l *Loop) Close() {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		for t := range l.timers {
+			t.Stop()
+		}
+		clear(l.timers)
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	<-l.stopped
+}
+
+// Done is closed once the loop's goroutine has returned.
+func (l *Loop) Done() <-chan struct{} { return l.stopped }

@@ -1,0 +1,119 @@
+// Package rpc is jobgraph's transport plug point: the gateways the endpoints call each other
+// through, the plain-data messages they exchange, and a Service that resolves an address to a
+// gateway. The in-process Service (NewLocalService) hands out the endpoints themselves; a host
+// program can carry the same calls over any RPC by implementing Service and the gateways.
+//
+// Every gateway method takes a context; it returns ctx's error if the context ends first, and
+// ErrFencingTokenMismatch (errors.Is) when a fenced call carries a stale token. Methods are safe
+// for concurrent use. Flink: org.apache.flink.runtime.rpc.RpcGateway and its subinterfaces.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// ErrFencingTokenMismatch is returned by fenced calls whose token is not the endpoint's current
+// one (a JobMasterID of an earlier leadership session, say). Flink: FencingTokenException.
+var ErrFencingTokenMismatch = errors.New("fencing token mismatch")
+
+// ErrUnknownAddress is returned by Service.Connect for an address nothing is registered under.
+var ErrUnknownAddress = errors.New("rpc: no endpoint at address")
+
+// FencingError wraps ErrFencingTokenMismatch with the tokens involved.
+type FencingError struct {
+	Endpoint string
+	Expected string
+	Got      string
+}
+
+func (e *FencingError) Error() string {
+	return fmt.Sprintf("%s: fencing token mismatch: expected %s, got %s", e.Endpoint, e.Expected, e.Got)
+}
+
+func (e *FencingError) Is(target error) bool { return target == ErrFencingTokenMismatch }
+
+// DispatcherGateway is the Dispatcher's public face. Flink: DispatcherGateway.
+type DispatcherGateway interface {
+	// SubmitJob validates, persists and starts the job. Errors: *jobgraph.ValidationError,
+	// a duplicate-submission error, or a persistence failure; nothing is kept on error.
+	SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error
+	// CancelJob cancels a running job; a no-op for a CANCELED one; an error for another
+	// terminated job, and a job-not-found error for an unknown JobID.
+	CancelJob(ctx context.Context, id jobgraph.JobID) error
+	// RequestJobStatus returns the job's current status, or a job-not-found error.
+	RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error)
+	// RequestJobResult waits until the job ends (or ctx does) and returns its result.
+	RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error)
+	// ListJobs lists running and archived jobs.
+	ListJobs(ctx context.Context) ([]JobStatusMessage, error)
+}
+
+// JobMasterGateway is how TaskExecutors and the ResourceManager reach a JobMaster. Calls fenced by
+// JobMasterID fail with ErrFencingTokenMismatch for a stale token. Flink: JobMasterGateway.
+type JobMasterGateway interface {
+	// UpdateTaskExecutionState reports an execution's new state; it returns false when the
+	// JobMaster does not know the attempt (an old or unknown one), true when it was applied.
+	UpdateTaskExecutionState(ctx context.Context, token jobgraph.JobMasterID, state TaskExecutionState) (bool, error)
+	// RegisterTaskExecutor connects a TaskExecutor to this job before it offers slots.
+	RegisterTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, registration TaskExecutorRegistration) error
+	// OfferSlots offers slots of a registered TaskExecutor; it returns those accepted.
+	OfferSlots(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, offers []SlotOffer) ([]SlotOffer, error)
+	// FailSlot tells the JobMaster that a slot it holds is gone (its tasks fail).
+	FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause error) error
+	// DisconnectTaskExecutor drops a TaskExecutor: its slots fail, and so do its tasks.
+	DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause error) error
+	// DisconnectResourceManager tells the JobMaster its ResourceManager went away.
+	DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error
+	// HeartbeatFromTaskExecutor and HeartbeatFromResourceManager carry heartbeats to the JobMaster.
+	HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report AllocatedSlotReport) error
+	HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error
+}
+
+// ResourceManagerGateway is how TaskExecutors and JobMasters reach the ResourceManager.
+// Flink: ResourceManagerGateway.
+type ResourceManagerGateway interface {
+	// RegisterTaskExecutor registers a TaskExecutor and its slots; it returns the
+	// ResourceManager's fencing token.
+	RegisterTaskExecutor(ctx context.Context, registration TaskExecutorRegistration) (jobgraph.ResourceManagerID, error)
+	// SendSlotReport replaces what the ResourceManager knows of a TaskExecutor's slots.
+	SendSlotReport(ctx context.Context, taskExecutor jobgraph.ResourceID, report SlotReport) error
+	// NotifySlotAvailable tells the ResourceManager that a slot was freed.
+	NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot SlotID, allocation jobgraph.AllocationID) error
+	// DisconnectTaskExecutor drops a TaskExecutor and its slots.
+	DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause error) error
+	// RegisterJobMaster connects a job's JobMaster (at address, fenced by token).
+	RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) error
+	// DeclareRequiredResources replaces the job's declared requirements.
+	DeclareRequiredResources(ctx context.Context, token jobgraph.JobMasterID, requirements ResourceRequirements) error
+	// DisconnectJobMaster drops the job's JobMaster; its requirements are cleared.
+	DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error
+	// HeartbeatFromTaskExecutor and HeartbeatFromJobMaster carry heartbeats.
+	HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report SlotReport) error
+	HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error
+}
+
+// TaskExecutorGateway is how the ResourceManager and JobMasters reach a TaskExecutor.
+// Flink: TaskExecutorGateway.
+type TaskExecutorGateway interface {
+	// RequestSlot allocates slot for job under allocation and offers it to the JobMaster at
+	// jobMasterAddress. Fails if the slot is allocated to another allocation.
+	RequestSlot(ctx context.Context, slot SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, rm jobgraph.ResourceManagerID) error
+	// SubmitTask starts an execution in the slot named by the descriptor. Fenced by the
+	// JobMasterID the slot was offered to: a stale one fails with ErrFencingTokenMismatch.
+	SubmitTask(ctx context.Context, token jobgraph.JobMasterID, tdd TaskDeploymentDescriptor) error
+	// CancelTask cancels a running execution; CANCELED is reported once it has returned.
+	CancelTask(ctx context.Context, attempt jobgraph.ExecutionAttemptID) error
+	// FreeSlot frees an allocated slot (canceling what runs in it).
+	FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause error) error
+	// ReleasePartitions drops the job's partitions named.
+	ReleasePartitions(ctx context.Context, job jobgraph.JobID, partitions []ResultPartitionID) error
+	// DisconnectJobMaster drops the job's JobMaster: its slots are freed, its tasks fail.
+	DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error
+	// HeartbeatFromJobMaster and HeartbeatFromResourceManager carry heartbeats.
+	HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error
+	HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error
+}

@@ -1,0 +1,139 @@
+package rpc
+
+import (
+	"github.com/jobgraph/jobgraph"
+)
+
+// SlotID names one slot of a TaskExecutor's slot table: the TaskExecutor and the slot's index.
+// Flink: org.apache.flink.runtime.clusterframework.types.SlotID.
+type SlotID struct {
+	ResourceID jobgraph.ResourceID `json:"resourceId"`
+	SlotNumber int                 `json:"slotNumber"`
+}
+
+// SlotStatus is one slot in a SlotReport: its profile and, when allocated, to which job.
+// Flink: org.apache.flink.runtime.taskexecutor.SlotStatus.
+type SlotStatus struct {
+	SlotID          SlotID                   `json:"slotId"`
+	ResourceProfile jobgraph.ResourceProfile `json:"resourceProfile"`
+	// AllocationID and JobID are zero for a free slot.
+	AllocationID jobgraph.AllocationID `json:"allocationId"`
+	JobID        jobgraph.JobID        `json:"jobId"`
+}
+
+// SlotReport is what a TaskExecutor tells the ResourceManager about its slots, on registration
+// and with every heartbeat. Flink: org.apache.flink.runtime.taskexecutor.SlotReport.
+type SlotReport struct {
+	Slots []SlotStatus `json:"slots"`
+}
+
+// TaskExecutorRegistration is what a TaskExecutor sends to register with the ResourceManager.
+// Flink: org.apache.flink.runtime.resourcemanager.TaskExecutorRegistration.
+type TaskExecutorRegistration struct {
+	ResourceID jobgraph.ResourceID `json:"resourceId"`
+	// Address resolves to the TaskExecutor's gateway through the rpc.Service.
+	Address string `json:"address"`
+	// TotalResource is the sum of all slots; DefaultSlotResource the profile of one slot.
+	TotalResource       jobgraph.ResourceProfile `json:"totalResource"`
+	DefaultSlotResource jobgraph.ResourceProfile `json:"defaultSlotResource"`
+	SlotReport          SlotReport               `json:"slotReport"`
+}
+
+// ResourceRequirement is one line of a job's declared needs: Count slots matching Profile.
+// Flink: org.apache.flink.runtime.slots.ResourceRequirement.
+type ResourceRequirement struct {
+	Profile jobgraph.ResourceProfile `json:"profile"`
+	Count   int                      `json:"count"`
+}
+
+// ResourceRequirements is the whole of what a JobMaster needs now; each declaration replaces
+// the previous one. Flink: org.apache.flink.runtime.slots.ResourceRequirements.
+type ResourceRequirements struct {
+	JobID jobgraph.JobID `json:"jobId"`
+	// TargetAddress is the JobMaster's address, where TaskExecutors offer the slots.
+	TargetAddress string                `json:"targetAddress"`
+	Requirements  []ResourceRequirement `json:"requirements"`
+}
+
+// SlotOffer is a slot a TaskExecutor offers to a JobMaster. Flink: org.apache.flink.runtime.taskexecutor.slot.SlotOffer.
+type SlotOffer struct {
+	AllocationID    jobgraph.AllocationID    `json:"allocationId"`
+	SlotIndex       int                      `json:"slotIndex"`
+	ResourceProfile jobgraph.ResourceProfile `json:"resourceProfile"`
+}
+
+// ResultPartitionID names one produced partition at run time: the partition and the attempt that
+// produces it, so the output of a restarted producer never mixes with the old one.
+// Flink: org.apache.flink.runtime.io.network.partition.ResultPartitionID.
+type ResultPartitionID struct {
+	PartitionID jobgraph.IntermediateResultPartitionID `json:"partitionId"`
+	ProducerID  jobgraph.ExecutionAttemptID            `json:"producerId"`
+}
+
+// ResultPartitionDeploymentDescriptor tells a task about one partition it produces (one per
+// output, in output-index order). Flink: org.apache.flink.runtime.deployment.ResultPartitionDeploymentDescriptor.
+type ResultPartitionDeploymentDescriptor struct {
+	ResultPartitionID ResultPartitionID            `json:"resultPartitionId"`
+	ResultType        jobgraph.ResultPartitionType `json:"resultType"`
+	// NumberOfSubpartitions is the number of consumer subtasks that read this partition
+	// (ALL_TO_ALL: all consumers; POINTWISE: those of its consumer range), at least 1.
+	NumberOfSubpartitions int `json:"numberOfSubpartitions"`
+}
+
+// InputGateDeploymentDescriptor tells a task about one input (one per JobEdge, in input-index
+// order): the partitions it reads and which subpartition of each.
+// Flink: org.apache.flink.runtime.deployment.InputGateDeploymentDescriptor.
+type InputGateDeploymentDescriptor struct {
+	DataSetID  jobgraph.IntermediateDataSetID `json:"dataSetId"`
+	ResultType jobgraph.ResultPartitionType   `json:"resultType"`
+	// Partitions are read in this order; SubpartitionIndex[i] is the subpartition of Partitions[i]
+	// this consumer reads.
+	Partitions        []ResultPartitionID `json:"partitions"`
+	SubpartitionIndex []int               `json:"subpartitionIndex"`
+}
+
+// TaskDeploymentDescriptor is everything a TaskExecutor needs to run one execution attempt.
+// Flink: org.apache.flink.runtime.deployment.TaskDeploymentDescriptor.
+type TaskDeploymentDescriptor struct {
+	JobID              jobgraph.JobID              `json:"jobId"`
+	ExecutionAttemptID jobgraph.ExecutionAttemptID `json:"executionAttemptId"`
+	AllocationID       jobgraph.AllocationID       `json:"allocationId"`
+	// TaskName is "<vertex name> (<subtask+1>/<parallelism>)", as Flink prints it.
+	TaskName       string `json:"taskName"`
+	VertexName     string `json:"vertexName"`
+	Invokable      string `json:"invokable"`
+	Config         []byte `json:"config,omitempty"`
+	SubtaskIndex   int    `json:"subtaskIndex"`
+	Parallelism    int    `json:"parallelism"`
+	MaxParallelism int    `json:"maxParallelism"`
+	AttemptNumber  int    `json:"attemptNumber"`
+
+	ProducedPartitions []ResultPartitionDeploymentDescriptor `json:"producedPartitions,omitempty"`
+	InputGates         []InputGateDeploymentDescriptor       `json:"inputGates,omitempty"`
+}
+
+// TaskExecutionState is a TaskExecutor's report of an execution's new state.
+// Flink: org.apache.flink.runtime.taskmanager.TaskExecutionState.
+type TaskExecutionState struct {
+	ExecutionAttemptID jobgraph.ExecutionAttemptID `json:"executionAttemptId"`
+	State              jobgraph.ExecutionState     `json:"state"`
+	// Failure is the error's text when State is FAILED.
+	Failure string `json:"failure,omitempty"`
+	// Err is the failure as an error value, for errors.Is in-process; not serialized.
+	Err error `json:"-"`
+}
+
+// JobStatusMessage is one line of ListJobs. Flink: org.apache.flink.runtime.client.JobStatusMessage.
+type JobStatusMessage struct {
+	JobID     jobgraph.JobID     `json:"jobId"`
+	Name      string             `json:"name"`
+	Status    jobgraph.JobStatus `json:"status"`
+	StartTime int64              `json:"startTime"` // unix milliseconds
+}
+
+// AllocatedSlotReport lists the slots a TaskExecutor holds for one job, sent with heartbeats to
+// that job's JobMaster. Flink: org.apache.flink.runtime.jobmaster.AllocatedSlotReport.
+type AllocatedSlotReport struct {
+	JobID jobgraph.JobID          `json:"jobId"`
+	Slots []jobgraph.AllocationID `json:"slots"`
+}

@@ -1,0 +1,78 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Service resolves addresses to gateways. Endpoints register under an address when they start
+// and unregister when they stop; callers connect by address, typically one they learned from
+// leader retrieval or a registration message. A host program brings its own Service to carry
+// calls across processes: Lookup then returns client stubs implementing the gateway interfaces.
+// Fenced gateways take their fencing token on every call (see JobMasterGateway), so the token a
+// caller holds travels with each call rather than with the connection.
+// Flink: org.apache.flink.runtime.rpc.RpcService (connect, startServer).
+type Service interface {
+	// Register makes endpoint reachable under address. It fails if the address is taken.
+	Register(address string, endpoint any) error
+	// Unregister removes whatever is registered under address.
+	Unregister(address string)
+	// Lookup returns what is registered under address, or an error wrapping ErrUnknownAddress.
+	Lookup(ctx context.Context, address string) (any, error)
+}
+
+// Connect looks address up and returns it as gateway type G (DispatcherGateway,
+// JobMasterGateway, ResourceManagerGateway or TaskExecutorGateway). It fails with
+// ErrUnknownAddress when nothing is there and with a type error when the endpoint there is not a G.
+func Connect[G any](ctx context.Context, s Service, address string) (G, error) {
+	var zero G
+	ep, err := s.Lookup(ctx, address)
+	if err != nil {
+		return zero, err
+	}
+	g, ok := ep.(G)
+	if !ok {
+		return zero, fmt.Errorf("rpc: endpoint at %q is a %T, not the gateway asked for", address, ep)
+	}
+	return g, nil
+}
+
+// LocalService is the in-process Service: Lookup returns the registered endpoint itself, so a call
+// is a plain method call (each endpoint then hops onto its own main loop). Safe for concurrent use.
+type LocalService struct {
+	mu        sync.RWMutex
+	endpoints map[string]any
+}
+
+// NewLocalService returns an empty in-process Service.
+func NewLocalService() *LocalService { return &LocalService{endpoints: make(map[string]any)} }
+
+func (s *LocalService) Register(address string, endpoint any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, taken := s.endpoints[address]; taken {
+		return fmt.Errorf("rpc: address %q is already registered", address)
+	}
+	s.endpoints[address] = endpoint
+	return nil
+}
+
+func (s *LocalService) Unregister(address string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.endpoints, address)
+}
+
+func (s *LocalService) Lookup(ctx context.Context, address string) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ep, ok := s.endpoints[address]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAddress, address)
+	}
+	return ep, nil
+}
