@@ -100,8 +100,10 @@ type ResourceManagerGateway interface {
 // Flink: TaskExecutorGateway.
 type TaskExecutorGateway interface {
 	// RequestSlot allocates slot for job under allocation and offers it to the JobMaster at
-	// jobMasterAddress. Fails if the slot is allocated to another allocation.
-	RequestSlot(ctx context.Context, slot SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, rm jobgraph.ResourceManagerID) error
+	// jobMasterAddress, whose current fencing token is jobMaster. Fails if the slot is allocated
+	// to another allocation. (Flink's TaskExecutor learns the JobMaster's token through its
+	// JobLeaderService; here the ResourceManager, which knows it from RegisterJobMaster, passes it.)
+	RequestSlot(ctx context.Context, slot SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error
 	// SubmitTask starts an execution in the slot named by the descriptor. Fenced by the
 	// JobMasterID the slot was offered to: a stale one fails with ErrFencingTokenMismatch.
 	SubmitTask(ctx context.Context, token jobgraph.JobMasterID, tdd TaskDeploymentDescriptor) error
