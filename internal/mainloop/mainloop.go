@@ -85,7 +85,8 @@ func (l *Loop) Execute(fn func()) bool {
 }
 
 // Schedule runs fn on the loop after d. The returned cancel stops it if it has not been posted
-// yet and reports whether it did. Timers still pending when the loop closes never fire.
+// yet and reports whether it did: after true, fn never runs; false means fn was already posted
+// (or the loop closed). Timers still pending when the loop closes never fire.
 func (l *Loop) Schedule(d time.Duration, fn func()) (cancel func() bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -108,7 +109,10 @@ func (l *Loop) Schedule(d time.Duration, fn func()) (cancel func() bool) {
 		_, live := l.timers[t]
 		delete(l.timers, t)
 		l.mu.Unlock()
-		return live && t.Stop()
+		// Once out of the map, the timer's callback can no longer post fn even if it already
+		// started (it checks the map under mu), so a live timer is stopped whatever Stop says.
+		t.Stop()
+		return live
 	}
 }
 

@@ -1,0 +1,377 @@
+package mainloop_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/jobgraph/jobgraph/internal/mainloop"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestNameAndDone(t *testing.T) {
+	l := mainloop.New("jobmaster-1")
+	assert.Equal(t, "jobmaster-1", l.Name())
+	select {
+	case <-l.Done():
+		t.Fatal("Done closed before Close")
+	default:
+	}
+	l.Close()
+	_, open := <-l.Done()
+	assert.False(t, open)
+}
+
+func TestExecuteRunsInPostedOrder(t *testing.T) {
+	l := mainloop.New("order")
+	defer l.Close()
+
+	const n = 10_000
+	var got []int // touched only on the loop
+	for i := range n {
+		require.True(t, l.Execute(func() { got = append(got, i) }))
+	}
+	require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i
+	}
+	assert.Equal(t, want, got)
+}
+
+func TestExecuteKeepsPerPosterOrderUnderConcurrency(t *testing.T) {
+	l := mainloop.New("concurrent")
+	defer l.Close()
+
+	const posters, each = 8, 1000
+	seen := make([][]int, posters)
+	var wg sync.WaitGroup
+	for p := range posters {
+		wg.Go(func() {
+			for i := range each {
+				l.Execute(func() { seen[p] = append(seen[p], i) })
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+	for p := range posters {
+		require.Len(t, seen[p], each)
+		for i, v := range seen[p] {
+			require.Equal(t, i, v, "poster %d", p)
+		}
+	}
+}
+
+func TestClosureMayPostToItsOwnLoop(t *testing.T) {
+	l := mainloop.New("self")
+	defer l.Close()
+
+	var order []string
+	err := l.Call(context.Background(), func() error {
+		order = append(order, "outer")
+		l.Execute(func() { order = append(order, "inner") })
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+	assert.Equal(t, []string{"outer", "inner"}, order)
+}
+
+func TestExecuteAfterCloseReturnsFalse(t *testing.T) {
+	l := mainloop.New("closed")
+	l.Close()
+	ran := false
+	assert.False(t, l.Execute(func() { ran = true }))
+	assert.False(t, ran)
+}
+
+func TestCallReturnsTheClosuresError(t *testing.T) {
+	l := mainloop.New("call")
+	defer l.Close()
+
+	boom := errors.New("boom")
+	assert.Same(t, boom, l.Call(context.Background(), func() error { return boom }))
+	assert.NoError(t, l.Call(context.Background(), func() error { return nil }))
+}
+
+func TestSubmitReturnsValueAndError(t *testing.T) {
+	l := mainloop.New("submit")
+	defer l.Close()
+
+	v, err := mainloop.Submit(context.Background(), l, func() (int, error) { return 42, nil })
+	require.NoError(t, err)
+	assert.Equal(t, 42, v)
+
+	boom := errors.New("boom")
+	s, err := mainloop.Submit(context.Background(), l, func() (string, error) { return "partial", boom })
+	assert.Same(t, boom, err)
+	assert.Equal(t, "partial", s)
+}
+
+func TestCallAndSubmitAfterCloseReturnErrClosed(t *testing.T) {
+	l := mainloop.New("closed")
+	l.Close()
+	ran := false
+	assert.ErrorIs(t, l.Call(context.Background(), func() error { ran = true; return nil }), mainloop.ErrClosed)
+	v, err := mainloop.Submit(context.Background(), l, func() (int, error) { ran = true; return 1, nil })
+	assert.ErrorIs(t, err, mainloop.ErrClosed)
+	assert.Equal(t, 0, v)
+	assert.False(t, ran)
+}
+
+func TestCallReturnsWhenContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("ctx")
+		defer l.Close()
+
+		release := make(chan struct{})
+		l.Execute(func() { <-release }) // keep the loop busy
+
+		ctx, cancel := context.WithCancel(context.Background())
+		var ran atomic.Bool
+		var callErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			callErr = l.Call(ctx, func() error { ran.Store(true); return nil })
+		}()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("Call returned while its closure was queued behind a busy loop")
+		default:
+		}
+		cancel()
+		<-done
+		assert.ErrorIs(t, callErr, context.Canceled)
+		assert.False(t, ran.Load())
+
+		// The closure was posted, so it still runs once the loop gets to it.
+		close(release)
+		require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+		assert.True(t, ran.Load())
+	})
+}
+
+func TestSubmitWithDeadlineUnderSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("deadline")
+		defer l.Close()
+		release := make(chan struct{})
+		l.Execute(func() { <-release })
+
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err := mainloop.Submit(ctx, l, func() (int, error) { return 1, nil })
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 3*time.Second, time.Since(start))
+		close(release)
+	})
+}
+
+func TestQueuedCallIsAnsweredWhenLoopCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("drain")
+		release := make(chan struct{})
+		l.Execute(func() { <-release })
+
+		var v int
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			v, err = mainloop.Submit(context.Background(), l, func() (int, error) { return 7, nil })
+		}()
+		synctest.Wait() // the Submit is queued behind the blocked closure
+
+		closed := make(chan struct{})
+		go func() { l.Close(); close(closed) }()
+		synctest.Wait()
+		close(release)
+		<-closed
+		<-done
+		require.NoError(t, err, "Close runs what was queued before it")
+		assert.Equal(t, 7, v)
+	})
+}
+
+func TestScheduleFiresAtExactVirtualInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("timer")
+		defer l.Close()
+
+		start := time.Now()
+		var firedAt time.Time
+		var fired atomic.Int32
+		var onLoop atomic.Bool
+		l.Execute(func() {
+			// Schedule from the loop, and check the timer also fires onto the loop: nothing else
+			// runs concurrently with it.
+			l.Schedule(5*time.Second, func() {
+				firedAt = time.Now()
+				fired.Add(1)
+				onLoop.Store(true)
+			})
+		})
+
+		time.Sleep(5*time.Second - time.Nanosecond)
+		synctest.Wait()
+		require.Equal(t, int32(0), fired.Load(), "fired early")
+
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		require.Equal(t, int32(1), fired.Load())
+		require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+		assert.Equal(t, start.Add(5*time.Second), firedAt)
+		assert.True(t, onLoop.Load())
+
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Equal(t, int32(1), fired.Load(), "fires once")
+	})
+}
+
+func TestScheduleOrdersTimersByDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("timers")
+		defer l.Close()
+
+		var order []time.Duration
+		start := time.Now()
+		for _, d := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
+			l.Schedule(d, func() { order = append(order, time.Since(start)) })
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}, order)
+	})
+}
+
+func TestScheduleCancelStopsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("cancel")
+		defer l.Close()
+
+		var fired atomic.Bool
+		cancel := l.Schedule(time.Second, func() { fired.Store(true) })
+		time.Sleep(time.Second - time.Nanosecond)
+		assert.True(t, cancel(), "cancel of a pending timer reports true")
+		assert.False(t, cancel(), "second cancel reports false")
+
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.False(t, fired.Load())
+	})
+}
+
+func TestScheduleCancelAfterFiringReportsFalse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("late-cancel")
+		defer l.Close()
+
+		release := make(chan struct{})
+		l.Execute(func() { <-release }) // the loop is busy, so the fired timer's closure waits in the queue
+
+		var fired atomic.Bool
+		cancel := l.Schedule(time.Second, func() { fired.Store(true) })
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.False(t, cancel(), "already posted to the loop: too late to cancel")
+		close(release)
+		require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+		assert.True(t, fired.Load())
+	})
+}
+
+func TestCloseStopsPendingTimers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("close-timers")
+		var fired atomic.Int32
+		cancels := make([]func() bool, 0, 3)
+		for _, d := range []time.Duration{time.Second, time.Minute, time.Hour} {
+			cancels = append(cancels, l.Schedule(d, func() { fired.Add(1) }))
+		}
+		l.Close()
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		assert.Equal(t, int32(0), fired.Load())
+		for _, c := range cancels {
+			assert.False(t, c(), "a timer stopped by Close cannot be canceled again")
+		}
+		// Scheduling on a closed loop does nothing.
+		c := l.Schedule(time.Second, func() { fired.Add(1) })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.False(t, c())
+		assert.Equal(t, int32(0), fired.Load())
+	})
+}
+
+func TestCloseWaitsForTheRunningClosure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("wait")
+		release := make(chan struct{})
+		var finished atomic.Bool
+		l.Execute(func() { <-release; finished.Store(true) })
+		var queuedRan atomic.Bool
+		l.Execute(func() { queuedRan.Store(true) })
+
+		closed := make(chan struct{})
+		go func() { l.Close(); close(closed) }()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a closure was still running")
+		default:
+		}
+		assert.False(t, l.Execute(func() {}), "no new closures once Close has begun")
+
+		close(release)
+		<-closed
+		assert.True(t, finished.Load())
+		assert.True(t, queuedRan.Load(), "Close runs what was queued before it")
+		_, open := <-l.Done()
+		assert.False(t, open)
+	})
+}
+
+func TestCloseTwiceIsHarmless(t *testing.T) {
+	l := mainloop.New("twice")
+	l.Close()
+	l.Close()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(l.Close)
+	}
+	wg.Wait()
+}
+
+// cancel reports whether it stopped the timer: whatever it reports, fn runs exactly when cancel
+// reported false — also when cancel races with the timer firing at the same instant.
+func TestScheduleCancelRacingTheTimerTellsTheTruth(t *testing.T) {
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			l := mainloop.New("race")
+			defer l.Close()
+			var fired atomic.Bool
+			cancel := l.Schedule(time.Second, func() { fired.Store(true) })
+			time.Sleep(time.Second) // wakes at the instant the timer fires
+			stopped := cancel()
+			synctest.Wait()
+			require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+			require.Equal(t, !stopped, fired.Load(), "cancel reported %v", stopped)
+		})
+	}
+}
