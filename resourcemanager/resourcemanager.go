@@ -1,0 +1,459 @@
+// Package resourcemanager is jobgraph's ResourceManager: TaskExecutors register with it and report
+// their slots, JobMasters register and declare the slots their jobs need, and its slot manager
+// matches the two, asking a TaskExecutor to allocate a slot and offer it to the JobMaster.
+// It behaves as Flink's StandaloneResourceManager with the DeclarativeSlotManager: the set of
+// TaskExecutors is whatever registers; none is ever started or stopped by it.
+//
+// The ResourceManager is an endpoint: its state lives on one main loop; its gateway methods post
+// to that loop and wait. SlotManager, the matching core, is a plain struct driven from the loop.
+package resourcemanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/mainloop"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+var (
+	// ErrNotRunning is returned by calls made before Start or after Close.
+	ErrNotRunning = errors.New("resourcemanager: not running")
+	// ErrJobNotRegistered is returned by DeclareRequiredResources for a job whose JobMaster has
+	// not registered (or has disconnected).
+	ErrJobNotRegistered = errors.New("resourcemanager: no JobMaster registered for job")
+	// ErrTaskExecutorNotRegistered is returned by calls naming a TaskExecutor that is not
+	// registered (Flink: "Unknown TaskManager registration id").
+	ErrTaskExecutorNotRegistered = errors.New("resourcemanager: TaskExecutor not registered")
+	// ErrInvalidRequirements is returned for declared requirements that make no sense (a negative
+	// count).
+	ErrInvalidRequirements = errors.New("resourcemanager: invalid resource requirements")
+	// ErrInvalidRegistration is returned for a TaskExecutor or JobMaster registration that lacks
+	// its ID or address.
+	ErrInvalidRegistration = errors.New("resourcemanager: invalid registration")
+)
+
+// Defaults for Config.
+const (
+	// DefaultRequestTimeout is Flink's pekko.ask.timeout, which its slot manager uses as the
+	// TaskManager request timeout.
+	DefaultRequestTimeout = 10 * time.Second
+	// DefaultSlotRequestRetryDelay: see Config.SlotRequestRetryDelay.
+	DefaultSlotRequestRetryDelay = time.Second
+)
+
+// Config configures a ResourceManager.
+type Config struct {
+	// ResourceID identifies the ResourceManager in heartbeats; empty means a random one.
+	ResourceID jobgraph.ResourceID
+	// Address is where Start registers the ResourceManager in RPC. Required.
+	Address string
+	// RPC resolves TaskExecutor addresses and serves the ResourceManager. Required.
+	RPC rpc.Service
+	// Logger receives the ResourceManager's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// RequestTimeout bounds one RequestSlot call to a TaskExecutor; the slot is free again when
+	// it expires. Flink: pekko.ask.timeout (slot manager's taskManagerRequestTimeout), default 10 s;
+	// zero means the default.
+	RequestTimeout time.Duration
+	// SlotRequestRetryDelay is how long after a failed RequestSlot the ResourceManager matches
+	// requirements again (other events — a slot report, a freed slot, a new declaration — match at
+	// once regardless). Flink retries at once; we wait so that a TaskExecutor that keeps refusing
+	// a slot (one whose view is out of date until its next slot report) does not spin the main
+	// loop. No Flink option; zero means DefaultSlotRequestRetryDelay, a negative value retries at
+	// once as Flink does.
+	SlotRequestRetryDelay time.Duration
+}
+
+type taskExecutorRegistration struct {
+	address string
+	gateway rpc.TaskExecutorGateway
+}
+
+// ResourceManager is the in-process ResourceManager endpoint. It implements
+// rpc.ResourceManagerGateway; all methods are safe for concurrent use. Create it with New, then
+// Start it; Close it once done.
+type ResourceManager struct {
+	cfg  Config
+	log  *slog.Logger
+	loop *mainloop.Loop
+
+	// ctx bounds RequestSlot calls in flight; canceled by Close. wg counts them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	lifeMu     sync.Mutex // guards started, closed, registered, id (the copy read off the loop)
+	started    bool
+	closed     bool
+	registered bool
+	publicID   jobgraph.ResourceManagerID
+
+	// Owned by the loop.
+	running        bool
+	id             jobgraph.ResourceManagerID
+	sm             *SlotManager
+	taskExecutors  map[jobgraph.ResourceID]*taskExecutorRegistration
+	retryScheduled bool
+}
+
+var _ rpc.ResourceManagerGateway = (*ResourceManager)(nil)
+
+// New returns a ResourceManager that is not started yet. It fails without Address or RPC.
+func New(cfg Config) (*ResourceManager, error) {
+	if cfg.Address == "" {
+		return nil, errors.New("resourcemanager: Config.Address is required")
+	}
+	if cfg.RPC == nil {
+		return nil, errors.New("resourcemanager: Config.RPC is required")
+	}
+	if cfg.ResourceID == "" {
+		cfg.ResourceID = jobgraph.NewResourceID("resourcemanager")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.SlotRequestRetryDelay == 0 {
+		cfg.SlotRequestRetryDelay = DefaultSlotRequestRetryDelay
+	}
+	rm := &ResourceManager{
+		cfg:           cfg,
+		log:           cfg.Logger.With("component", "resourcemanager", "address", cfg.Address),
+		loop:          mainloop.New("resourcemanager " + cfg.Address),
+		taskExecutors: make(map[jobgraph.ResourceID]*taskExecutorRegistration),
+	}
+	rm.ctx, rm.cancel = context.WithCancel(context.Background())
+	rm.sm = NewSlotManager(SlotAllocatorFunc(rm.requestSlot), rm.log)
+	return rm, nil
+}
+
+// Start creates the ResourceManager's fencing token (its ResourceManagerID) and registers it in
+// RPC under Config.Address, where TaskExecutors and JobMasters reach it.
+func (rm *ResourceManager) Start(ctx context.Context) error {
+	rm.lifeMu.Lock()
+	defer rm.lifeMu.Unlock()
+	switch {
+	case rm.closed:
+		return ErrNotRunning
+	case rm.started:
+		return errors.New("resourcemanager: already started")
+	}
+	id := jobgraph.NewResourceManagerID()
+	if err := rm.call(ctx, func() error { rm.id, rm.running = id, true; return nil }); err != nil {
+		return err
+	}
+	if err := rm.cfg.RPC.Register(rm.cfg.Address, rm); err != nil {
+		// Best effort: the loop may already be gone if ctx ended; then nothing runs anyway.
+		rm.loop.Execute(func() { rm.running = false })
+		return fmt.Errorf("resourcemanager: register at %q: %w", rm.cfg.Address, err)
+	}
+	rm.started, rm.registered, rm.publicID = true, true, id
+	rm.log.Info("ResourceManager started", "resourceManagerID", id, "resourceID", rm.cfg.ResourceID)
+	return nil
+}
+
+// Close unregisters the ResourceManager from RPC, cancels the slot requests in flight, stops the
+// main loop and waits for every goroutine it started. Calls made afterwards fail with
+// ErrNotRunning. Closing twice is harmless.
+func (rm *ResourceManager) Close() {
+	rm.lifeMu.Lock()
+	if rm.closed {
+		rm.lifeMu.Unlock()
+		return
+	}
+	rm.closed = true
+	if rm.registered {
+		rm.cfg.RPC.Unregister(rm.cfg.Address)
+		rm.registered = false
+	}
+	rm.lifeMu.Unlock()
+
+	rm.cancel()
+	rm.loop.Close() // no closure runs after this, so no new slot request starts
+	rm.wg.Wait()
+}
+
+// ResourceManagerID returns the fencing token Start created; zero before Start.
+func (rm *ResourceManager) ResourceManagerID() jobgraph.ResourceManagerID {
+	rm.lifeMu.Lock()
+	defer rm.lifeMu.Unlock()
+	return rm.publicID
+}
+
+// ResourceID returns the ResourceManager's ResourceID.
+func (rm *ResourceManager) ResourceID() jobgraph.ResourceID { return rm.cfg.ResourceID }
+
+// Address returns the address the ResourceManager registers under.
+func (rm *ResourceManager) Address() string { return rm.cfg.Address }
+
+// call runs fn on the loop once the ResourceManager runs; see submit.
+func (rm *ResourceManager) call(ctx context.Context, fn func() error) error {
+	_, err := submit(ctx, rm, func() (struct{}, error) { return struct{}{}, fn() })
+	return err
+}
+
+// submit runs fn on rm's loop and maps a closed loop to ErrNotRunning.
+func submit[T any](ctx context.Context, rm *ResourceManager, fn func() (T, error)) (T, error) {
+	v, err := mainloop.Submit(ctx, rm.loop, fn)
+	if errors.Is(err, mainloop.ErrClosed) {
+		err = fmt.Errorf("%w: %w", ErrNotRunning, err)
+	}
+	return v, err
+}
+
+// checkRunning returns ErrNotRunning before Start. Called on the loop.
+func (rm *ResourceManager) checkRunning() error {
+	if !rm.running {
+		return ErrNotRunning
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------------
+// TaskExecutors
+
+// RegisterTaskExecutor connects to the TaskExecutor's gateway at registration.Address, registers
+// it with its slot report and returns the ResourceManagerID. A TaskExecutor registering again
+// under the same ResourceID replaces its earlier registration (whose slots are dropped first), as
+// Flink's ResourceManager does.
+func (rm *ResourceManager) RegisterTaskExecutor(ctx context.Context, registration rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
+	if registration.ResourceID == "" || registration.Address == "" {
+		return jobgraph.ResourceManagerID{}, fmt.Errorf("%w: TaskExecutor registration needs a ResourceID and an Address", ErrInvalidRegistration)
+	}
+	// Connect off the loop: with a remote Service this may take a while.
+	gw, err := rpc.Connect[rpc.TaskExecutorGateway](ctx, rm.cfg.RPC, registration.Address)
+	if err != nil {
+		return jobgraph.ResourceManagerID{}, fmt.Errorf("resourcemanager: connect to TaskExecutor %s: %w", registration.ResourceID, err)
+	}
+	return submit(ctx, rm, func() (jobgraph.ResourceManagerID, error) {
+		if err := rm.checkRunning(); err != nil {
+			return jobgraph.ResourceManagerID{}, err
+		}
+		id := registration.ResourceID
+		if old, ok := rm.taskExecutors[id]; ok {
+			rm.log.Info("replacing the registration of TaskExecutor", "taskExecutor", id, "oldAddress", old.address, "address", registration.Address)
+			delete(rm.taskExecutors, id)
+			rm.sm.UnregisterTaskExecutor(id)
+		}
+		rm.taskExecutors[id] = &taskExecutorRegistration{address: registration.Address, gateway: gw}
+		rm.log.Info("registered TaskExecutor", "taskExecutor", id, "address", registration.Address, "slots", len(registration.SlotReport.Slots))
+		rm.sm.RegisterTaskExecutor(id, registration.SlotReport)
+		return rm.id, nil
+	})
+}
+
+// SendSlotReport replaces what the ResourceManager knows of the TaskExecutor's slots (see
+// SlotManager.ReportSlotStatus). Fails with ErrTaskExecutorNotRegistered for an unknown one.
+func (rm *ResourceManager) SendSlotReport(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
+	return rm.call(ctx, func() error {
+		if err := rm.checkRunning(); err != nil {
+			return err
+		}
+		if !rm.sm.ReportSlotStatus(taskExecutor, report) {
+			return fmt.Errorf("%w: %s", ErrTaskExecutorNotRegistered, taskExecutor)
+		}
+		return nil
+	})
+}
+
+// NotifySlotAvailable marks the slot free again if it is still held by allocation, and matches
+// waiting requirements with it. A notice for a slot that moved on to another allocation is
+// ignored. Fails with ErrTaskExecutorNotRegistered for an unknown TaskExecutor.
+func (rm *ResourceManager) NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot rpc.SlotID, allocation jobgraph.AllocationID) error {
+	return rm.call(ctx, func() error {
+		if err := rm.checkRunning(); err != nil {
+			return err
+		}
+		if _, ok := rm.taskExecutors[taskExecutor]; !ok {
+			return fmt.Errorf("%w: %s", ErrTaskExecutorNotRegistered, taskExecutor)
+		}
+		if slot.ResourceID != taskExecutor {
+			rm.log.Warn("TaskExecutor announced a slot that is not its own; ignoring it", "taskExecutor", taskExecutor, "slot", slot)
+			return nil
+		}
+		rm.sm.FreeSlot(slot, allocation)
+		return nil
+	})
+}
+
+// DisconnectTaskExecutor drops the TaskExecutor and its slots; the requirements they served are
+// matched elsewhere. Unknown TaskExecutors are ignored.
+func (rm *ResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause error) error {
+	return rm.call(ctx, func() error {
+		if err := rm.checkRunning(); err != nil {
+			return err
+		}
+		if _, ok := rm.taskExecutors[taskExecutor]; !ok {
+			rm.log.Debug("disconnect of an unknown TaskExecutor", "taskExecutor", taskExecutor, "cause", cause)
+			return nil
+		}
+		rm.log.Info("disconnecting TaskExecutor", "taskExecutor", taskExecutor, "cause", cause)
+		delete(rm.taskExecutors, taskExecutor)
+		rm.sm.UnregisterTaskExecutor(taskExecutor)
+		return nil
+	})
+}
+
+// ---------------------------------------------------------------------------------------------
+// JobMasters
+
+// RegisterJobMaster records the JobMaster of job: its fencing token, ResourceID and the address
+// slots are offered at. A registration with a new token replaces the earlier JobMaster and clears
+// the job's requirements until the new one declares. Flink checks the token against the job's
+// leader through its JobLeaderIdService; here the latest registration wins.
+func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) error {
+	if job.IsZero() || address == "" {
+		return fmt.Errorf("%w: JobMaster registration needs a JobID and an address", ErrInvalidRegistration)
+	}
+	return rm.call(ctx, func() error {
+		if err := rm.checkRunning(); err != nil {
+			return err
+		}
+		if old, ok := rm.sm.JobMaster(job); ok && old.ID != token {
+			rm.log.Info("replacing the JobMaster of job", "job", job, "oldJobMasterID", old.ID, "jobMasterID", token)
+		} else if !ok {
+			rm.log.Info("registered JobMaster", "job", job, "jobMasterID", token, "address", address)
+		}
+		rm.sm.RegisterJob(job, JobMasterInfo{ID: token, ResourceID: jobMaster, Address: address})
+		return nil
+	})
+}
+
+// DeclareRequiredResources replaces the job's requirements and matches them. It fails with
+// ErrJobNotRegistered when no JobMaster is registered for the job, with a *rpc.FencingError
+// (errors.Is rpc.ErrFencingTokenMismatch) when token is not the registered JobMaster's, and with
+// ErrInvalidRequirements for a negative count.
+func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
+	return rm.call(ctx, func() error {
+		if err := rm.checkRunning(); err != nil {
+			return err
+		}
+		job := requirements.JobID
+		jm, ok := rm.sm.JobMaster(job)
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrJobNotRegistered, job)
+		}
+		if jm.ID != token {
+			return &rpc.FencingError{
+				Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
+				Expected: jm.ID.String(),
+				Got:      token.String(),
+			}
+		}
+		return rm.sm.DeclareRequirements(job, requirements.Requirements, requirements.TargetAddress)
+	})
+}
+
+// DisconnectJobMaster clears the job's requirements and forgets its JobMaster. Slots allocated to
+// the job stay so until their TaskExecutors free them. Unknown jobs are ignored.
+func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error {
+	return rm.call(ctx, func() error {
+		if err := rm.checkRunning(); err != nil {
+			return err
+		}
+		if rm.sm.UnregisterJob(job) {
+			rm.log.Info("disconnected JobMaster", "job", job, "cause", cause)
+		}
+		return nil
+	})
+}
+
+// HeartbeatFromTaskExecutor does nothing yet: heartbeats come with a later change.
+func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
+	return nil
+}
+
+// HeartbeatFromJobMaster does nothing yet: heartbeats come with a later change.
+func (rm *ResourceManager) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slot requests
+
+// requestSlot is the SlotAllocator: it asks the TaskExecutor for the slot off the loop and posts
+// the answer back. Runs on the loop.
+func (rm *ResourceManager) requestSlot(req SlotRequest) {
+	te, ok := rm.taskExecutors[req.Slot.ResourceID]
+	if !ok {
+		panic(fmt.Sprintf("resourcemanager: slot manager requested slot %v of unregistered TaskExecutor", req.Slot))
+	}
+	gw, rmID := te.gateway, rm.id
+	rm.wg.Add(1)
+	go func() {
+		defer rm.wg.Done()
+		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		err := gw.RequestSlot(ctx, req.Slot, req.Job, req.Allocation, req.Profile, req.JobMasterAddress, req.JobMasterID, rmID)
+		cancel()
+		rm.loop.Execute(func() { rm.slotRequestDone(req, err) })
+	}()
+}
+
+func (rm *ResourceManager) slotRequestDone(req SlotRequest, err error) {
+	if !rm.sm.CompleteAllocation(req.Slot, req.Allocation, err) || rm.retryScheduled {
+		return
+	}
+	if rm.cfg.SlotRequestRetryDelay < 0 {
+		rm.sm.CheckResourceRequirements()
+		return
+	}
+	rm.retryScheduled = true
+	rm.loop.Schedule(rm.cfg.SlotRequestRetryDelay, func() {
+		rm.retryScheduled = false
+		rm.sm.CheckResourceRequirements()
+	})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observation (for tests and status pages). Each reads the state on the loop; after Close they
+// return zero values.
+
+// NumRegisteredTaskExecutors returns how many TaskExecutors are registered.
+func (rm *ResourceManager) NumRegisteredTaskExecutors() int {
+	return observe(rm, (*SlotManager).NumRegisteredTaskExecutors)
+}
+
+// NumRegisteredSlots returns how many slots the registered TaskExecutors have.
+func (rm *ResourceManager) NumRegisteredSlots() int {
+	return observe(rm, (*SlotManager).NumRegisteredSlots)
+}
+
+// NumFreeSlots returns how many slots are free.
+func (rm *ResourceManager) NumFreeSlots() int { return observe(rm, (*SlotManager).NumFreeSlots) }
+
+// NumPendingSlots returns how many slots have a RequestSlot in flight.
+func (rm *ResourceManager) NumPendingSlots() int { return observe(rm, (*SlotManager).NumPendingSlots) }
+
+// NumAllocatedSlots returns how many slots are allocated (confirmed by their TaskExecutor, or
+// reported allocated); slots with a request in flight are not counted.
+func (rm *ResourceManager) NumAllocatedSlots() int {
+	return observe(rm, (*SlotManager).NumAllocatedSlots)
+}
+
+// Requirements returns the job's declared requirements, one line per profile in matching order
+// (specific profiles, larger first, UNKNOWN last); nil for an unknown job.
+func (rm *ResourceManager) Requirements(job jobgraph.JobID) []rpc.ResourceRequirement {
+	return observe(rm, func(sm *SlotManager) []rpc.ResourceRequirement { return sm.Requirements(job) })
+}
+
+// MissingResources returns what the job's pending and allocated slots do not cover of its
+// requirements; nil when nothing is missing.
+func (rm *ResourceManager) MissingResources(job jobgraph.JobID) []rpc.ResourceRequirement {
+	return observe(rm, func(sm *SlotManager) []rpc.ResourceRequirement { return sm.MissingResources(job) })
+}
+
+// Slots lists every slot the ResourceManager tracks (see SlotManager.Slots).
+func (rm *ResourceManager) Slots() []SlotInfo { return observe(rm, (*SlotManager).Slots) }
+
+func observe[T any](rm *ResourceManager, fn func(*SlotManager) T) T {
+	v, _ := mainloop.Submit(context.Background(), rm.loop, func() (T, error) { return fn(rm.sm), nil })
+	return v
+}

@@ -1,0 +1,614 @@
+package resourcemanager
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// SlotRequest is one slot the slot manager wants allocated: the TaskExecutor owning Slot is to
+// allocate it for Job under Allocation and offer it to the JobMaster at JobMasterAddress, fenced by
+// JobMasterID. Profile is the requirement the slot serves (not the slot's own profile), as Flink
+// passes it to TaskExecutorGateway.requestSlot.
+type SlotRequest struct {
+	Slot             rpc.SlotID
+	Job              jobgraph.JobID
+	Allocation       jobgraph.AllocationID
+	Profile          jobgraph.ResourceProfile
+	JobMasterAddress string
+	JobMasterID      jobgraph.JobMasterID
+}
+
+// SlotAllocator carries out the slot manager's side effects. RequestSlot is called on the slot
+// manager's goroutine and must not block: it starts the request and later reports its outcome
+// with SlotManager.CompleteAllocation, on the same goroutine as every other SlotManager call.
+type SlotAllocator interface {
+	RequestSlot(req SlotRequest)
+}
+
+// SlotAllocatorFunc adapts a function to SlotAllocator.
+type SlotAllocatorFunc func(req SlotRequest)
+
+// RequestSlot calls f(req).
+func (f SlotAllocatorFunc) RequestSlot(req SlotRequest) { f(req) }
+
+// JobMasterInfo is what the slot manager knows of a job's JobMaster: its fencing token, its
+// ResourceID and the address slots are offered at.
+type JobMasterInfo struct {
+	ID         jobgraph.JobMasterID
+	ResourceID jobgraph.ResourceID
+	Address    string
+}
+
+// SlotState is the slot manager's view of one TaskExecutor slot. Flink: SlotState.
+type SlotState int
+
+const (
+	// SlotFree: nobody holds the slot; it can be requested.
+	SlotFree SlotState = iota
+	// SlotPending: the slot manager asked the TaskExecutor for it and awaits the answer.
+	SlotPending
+	// SlotAllocated: the TaskExecutor confirmed the allocation, or reported it.
+	SlotAllocated
+)
+
+func (s SlotState) String() string {
+	switch s {
+	case SlotFree:
+		return "FREE"
+	case SlotPending:
+		return "PENDING"
+	case SlotAllocated:
+		return "ALLOCATED"
+	}
+	return fmt.Sprintf("SlotState(%d)", int(s))
+}
+
+// SlotInfo describes one tracked slot (see SlotManager.Slots).
+type SlotInfo struct {
+	SlotID  rpc.SlotID
+	Profile jobgraph.ResourceProfile
+	State   SlotState
+	// Job and Allocation are zero for a free slot. A slot learned from a slot report may have a
+	// zero Allocation.
+	Job        jobgraph.JobID
+	Allocation jobgraph.AllocationID
+}
+
+type slot struct {
+	SlotInfo
+	te *taskExecutor
+}
+
+type taskExecutor struct {
+	id    jobgraph.ResourceID
+	slots []*slot // by SlotNumber
+	byNum map[int]*slot
+}
+
+type job struct {
+	id           jobgraph.JobID
+	jobMaster    JobMasterInfo
+	target       string                    // where slots are offered: the declared TargetAddress, else jobMaster.Address
+	requirements []rpc.ResourceRequirement // normalized
+}
+
+// SlotManager matches the resource requirements jobs declare with the slots of registered
+// TaskExecutors and asks, through its SlotAllocator, for each matched slot to be allocated to its
+// job. It is Flink's DeclarativeSlotManager (with DefaultSlotTracker and DefaultResourceTracker)
+// for a fixed set of TaskExecutors: it never starts new workers.
+//
+// A SlotManager is a plain state machine: no locks, no goroutines, no I/O. Drive it from one
+// goroutine (the ResourceManager's main loop). Every call that can make a slot free or a
+// requirement unmet runs the matching again (CheckResourceRequirements), except
+// CompleteAllocation, whose caller decides when to retry.
+//
+// Matching is deterministic: jobs in registration order; each job's requirements in
+// compareProfiles order (specific profiles, larger first, UNKNOWN last); for each missing slot the
+// first free slot whose profile equals the requirement's, else the first free slot whose profile
+// IsMatching it, TaskExecutors in registration order and slots by SlotNumber. A job's slots that
+// are pending or allocated count towards its requirements; requirements going down never take a
+// slot back (the JobMaster frees what it does not need).
+type SlotManager struct {
+	allocator SlotAllocator
+	log       *slog.Logger
+
+	taskExecutors []*taskExecutor // registration order
+	teByID        map[jobgraph.ResourceID]*taskExecutor
+
+	jobs     []*job // registration order
+	jobByID  map[jobgraph.JobID]*job
+	acquired map[jobgraph.JobID]map[jobgraph.ResourceProfile]int // pending+allocated slots by slot profile
+
+	numSlots, numPending, numAllocated int
+}
+
+// NewSlotManager returns an empty slot manager that requests slots through allocator. A nil
+// logger means slog.Default().
+func NewSlotManager(allocator SlotAllocator, logger *slog.Logger) *SlotManager {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &SlotManager{
+		allocator: allocator,
+		log:       logger,
+		teByID:    make(map[jobgraph.ResourceID]*taskExecutor),
+		jobByID:   make(map[jobgraph.JobID]*job),
+		acquired:  make(map[jobgraph.JobID]map[jobgraph.ResourceProfile]int),
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// TaskExecutors and their slots
+
+// RegisterTaskExecutor adds a TaskExecutor with the slots of its initial report and matches
+// requirements against them. If the TaskExecutor is registered already, the report is applied as
+// by ReportSlotStatus and RegisterTaskExecutor returns false.
+func (m *SlotManager) RegisterTaskExecutor(id jobgraph.ResourceID, report rpc.SlotReport) bool {
+	if te, ok := m.teByID[id]; ok {
+		m.log.Debug("TaskExecutor was already registered; applying its slot report", "taskExecutor", id)
+		m.applyReport(te, report)
+		m.CheckResourceRequirements()
+		return false
+	}
+	te := &taskExecutor{id: id, byNum: make(map[int]*slot)}
+	m.taskExecutors = append(m.taskExecutors, te)
+	m.teByID[id] = te
+	m.applyReport(te, report)
+	m.log.Debug("registered TaskExecutor", "taskExecutor", id, "slots", len(te.slots))
+	m.CheckResourceRequirements()
+	return true
+}
+
+// UnregisterTaskExecutor removes a TaskExecutor and all its slots. The requirements its pending
+// and allocated slots served become unmet again and are matched with other slots at once. It
+// returns false for an unknown TaskExecutor.
+func (m *SlotManager) UnregisterTaskExecutor(id jobgraph.ResourceID) bool {
+	te, ok := m.teByID[id]
+	if !ok {
+		return false
+	}
+	for _, s := range te.slots {
+		m.removeSlot(s)
+	}
+	delete(m.teByID, id)
+	m.taskExecutors = slices.DeleteFunc(m.taskExecutors, func(x *taskExecutor) bool { return x == te })
+	m.log.Debug("unregistered TaskExecutor", "taskExecutor", id)
+	m.CheckResourceRequirements()
+	return true
+}
+
+// ReportSlotStatus replaces the view of a TaskExecutor's slots with its report, the source of
+// truth: reported slots not known yet are added, known slots not reported are removed, and each
+// slot's state follows the report, except that a slot reported free while a request for it is
+// still pending stays pending (the TaskExecutor has not seen the request yet; its answer will
+// settle the slot). It returns false, changing nothing, for an unknown TaskExecutor.
+func (m *SlotManager) ReportSlotStatus(id jobgraph.ResourceID, report rpc.SlotReport) bool {
+	te, ok := m.teByID[id]
+	if !ok {
+		return false
+	}
+	m.applyReport(te, report)
+	m.CheckResourceRequirements()
+	return true
+}
+
+// FreeSlot marks a slot free again after its TaskExecutor freed allocation in it (Flink:
+// ResourceManagerGateway.notifySlotAvailable) and matches requirements again. It changes nothing,
+// and returns false, when the slot is unknown, already free, or now belongs to another
+// allocation (the notice is stale). A zero allocation frees an allocated slot whatever its
+// allocation, but never a pending one.
+func (m *SlotManager) FreeSlot(id rpc.SlotID, allocation jobgraph.AllocationID) bool {
+	s := m.slot(id)
+	if s == nil || s.State == SlotFree {
+		return false
+	}
+	same := allocation == s.Allocation
+	if s.State == SlotAllocated && (allocation.IsZero() || s.Allocation.IsZero()) {
+		same = true
+	}
+	if !same {
+		m.log.Debug("ignoring stale slot-available notice", "slot", id, "allocation", allocation, "current", s.Allocation)
+		return false
+	}
+	m.log.Debug("slot freed", "slot", id, "job", s.Job, "allocation", s.Allocation)
+	m.release(s)
+	m.CheckResourceRequirements()
+	return true
+}
+
+// CompleteAllocation records the answer to a SlotRequest: on success the pending slot becomes
+// allocated; on failure it is free again. Answers for slots no longer pending under that
+// allocation (freed, removed, or settled by a slot report meanwhile) are ignored. It reports
+// whether a failure freed the slot: the caller should then run CheckResourceRequirements again
+// (Flink does so at once; the ResourceManager waits Config.SlotRequestRetryDelay).
+func (m *SlotManager) CompleteAllocation(id rpc.SlotID, allocation jobgraph.AllocationID, err error) (retry bool) {
+	s := m.slot(id)
+	if s == nil || s.State != SlotPending || s.Allocation != allocation {
+		m.log.Debug("ignoring answer to an outdated slot request", "slot", id, "allocation", allocation, "error", err)
+		return false
+	}
+	if err == nil {
+		s.State = SlotAllocated
+		m.numPending--
+		m.numAllocated++
+		m.log.Debug("slot allocated", "slot", id, "job", s.Job, "allocation", allocation)
+		return false
+	}
+	m.log.Warn("slot request failed", "slot", id, "job", s.Job, "allocation", allocation, "error", err)
+	m.release(s)
+	return true
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs and their requirements
+
+// RegisterJob records the JobMaster of job. A job registered for the first time is appended to
+// the matching order. A registration with another JobMasterID replaces the earlier JobMaster (a
+// new leader) and clears the job's requirements until the new one declares its own; the job keeps
+// its place in the order and the slots it holds.
+func (m *SlotManager) RegisterJob(id jobgraph.JobID, jm JobMasterInfo) {
+	j, ok := m.jobByID[id]
+	if !ok {
+		j = &job{id: id, jobMaster: jm, target: jm.Address}
+		m.jobs = append(m.jobs, j)
+		m.jobByID[id] = j
+		return
+	}
+	if j.jobMaster.ID != jm.ID || j.target == j.jobMaster.Address {
+		j.target = jm.Address
+	}
+	if j.jobMaster.ID != jm.ID {
+		j.requirements = nil
+	}
+	j.jobMaster = jm
+}
+
+// JobMaster returns what RegisterJob recorded for job.
+func (m *SlotManager) JobMaster(id jobgraph.JobID) (JobMasterInfo, bool) {
+	j, ok := m.jobByID[id]
+	if !ok {
+		return JobMasterInfo{}, false
+	}
+	return j.jobMaster, true
+}
+
+// UnregisterJob clears job's requirements and forgets its JobMaster. Its pending and allocated
+// slots stay with it until the TaskExecutors free them, as in Flink. It returns false for an
+// unknown job.
+func (m *SlotManager) UnregisterJob(id jobgraph.JobID) bool {
+	j, ok := m.jobByID[id]
+	if !ok {
+		return false
+	}
+	delete(m.jobByID, id)
+	m.jobs = slices.DeleteFunc(m.jobs, func(x *job) bool { return x == j })
+	return true
+}
+
+// DeclareRequirements replaces the requirements of a registered job and matches them. Lines of the
+// same profile add up; lines of count 0 are dropped. targetAddress, when not empty, is where the
+// job's slots are offered from now on (Flink takes it from ResourceRequirements); otherwise the
+// registered JobMaster address is used. Errors: ErrJobNotRegistered, ErrInvalidRequirements.
+func (m *SlotManager) DeclareRequirements(id jobgraph.JobID, reqs []rpc.ResourceRequirement, targetAddress string) error {
+	j, ok := m.jobByID[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrJobNotRegistered, id)
+	}
+	norm, err := normalizeRequirements(reqs)
+	if err != nil {
+		return err
+	}
+	j.requirements = norm
+	if targetAddress != "" {
+		j.target = targetAddress
+	} else {
+		j.target = j.jobMaster.Address
+	}
+	m.log.Debug("resource requirements declared", "job", id, "requirements", norm)
+	m.CheckResourceRequirements()
+	return nil
+}
+
+// Requirements returns job's declared requirements, one line per profile in matching order, or
+// nil for an unknown job or one with none.
+func (m *SlotManager) Requirements(id jobgraph.JobID) []rpc.ResourceRequirement {
+	j, ok := m.jobByID[id]
+	if !ok || len(j.requirements) == 0 {
+		return nil
+	}
+	return slices.Clone(j.requirements)
+}
+
+// MissingResources returns what job's pending and allocated slots do not cover of its
+// requirements, in matching order; nil when nothing is missing.
+func (m *SlotManager) MissingResources(id jobgraph.JobID) []rpc.ResourceRequirement {
+	j, ok := m.jobByID[id]
+	if !ok {
+		return nil
+	}
+	var out []rpc.ResourceRequirement
+	for i, n := range m.missing(j) {
+		if n > 0 {
+			out = append(out, rpc.ResourceRequirement{Profile: j.requirements[i].Profile, Count: n})
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matching
+
+// missing returns, per requirement line of j, how many slots it still lacks.
+func (m *SlotManager) missing(j *job) []int {
+	got := fulfilled(j.requirements, m.acquired[j.id])
+	for i, r := range j.requirements {
+		got[i] = r.Count - got[i]
+	}
+	return got
+}
+
+// CheckResourceRequirements matches every job's missing requirements with free slots and requests
+// each match through the SlotAllocator. Requirements no free slot can serve wait for the next
+// call. Flink: DeclarativeSlotManager.checkResourceRequirements.
+func (m *SlotManager) CheckResourceRequirements() {
+	type lack struct {
+		j       *job
+		missing []int
+	}
+	var lacks []lack
+	for _, j := range m.jobs {
+		if len(j.requirements) == 0 {
+			continue
+		}
+		miss := m.missing(j)
+		if slices.ContainsFunc(miss, func(n int) bool { return n > 0 }) {
+			lacks = append(lacks, lack{j, miss})
+		}
+	}
+	if len(lacks) == 0 || m.numSlots == m.numPending+m.numAllocated {
+		return
+	}
+	pool := m.freePool()
+	for _, l := range lacks {
+		for i, n := range l.missing {
+			profile := l.j.requirements[i].Profile
+			for ; n > 0; n-- {
+				s := pool.take(profile)
+				if s == nil {
+					break
+				}
+				m.allocate(s, l.j, profile)
+			}
+		}
+	}
+}
+
+// freePool holds the free slots of one matching round, grouped by profile, each group in
+// matching order (TaskExecutor registration order, then SlotNumber).
+type freePool struct {
+	profiles []jobgraph.ResourceProfile // distinct, in compareProfiles order
+	groups   map[jobgraph.ResourceProfile][]freeSlot
+}
+
+type freeSlot struct {
+	s     *slot
+	order int
+}
+
+func (m *SlotManager) freePool() *freePool {
+	p := &freePool{groups: make(map[jobgraph.ResourceProfile][]freeSlot)}
+	order := 0
+	for _, te := range m.taskExecutors {
+		for _, s := range te.slots {
+			order++
+			if s.State != SlotFree {
+				continue
+			}
+			if _, ok := p.groups[s.Profile]; !ok {
+				p.profiles = append(p.profiles, s.Profile)
+			}
+			p.groups[s.Profile] = append(p.groups[s.Profile], freeSlot{s, order})
+		}
+	}
+	slices.SortFunc(p.profiles, compareProfiles)
+	return p
+}
+
+// take removes and returns the free slot for a requirement of profile required: the first one of
+// exactly that profile, else the first one (in matching order) whose profile IsMatching it; nil if
+// none matches.
+func (p *freePool) take(required jobgraph.ResourceProfile) *slot {
+	best := jobgraph.ResourceProfile{}
+	found := false
+	if g := p.groups[required]; len(g) > 0 {
+		best, found = required, true
+	} else {
+		bestOrder := 0
+		for _, prof := range p.profiles {
+			g := p.groups[prof]
+			if len(g) == 0 || !prof.IsMatching(required) {
+				continue
+			}
+			if !found || g[0].order < bestOrder {
+				best, bestOrder, found = prof, g[0].order, true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	g := p.groups[best]
+	p.groups[best] = g[1:]
+	return g[0].s
+}
+
+func (m *SlotManager) allocate(s *slot, j *job, required jobgraph.ResourceProfile) {
+	alloc := jobgraph.NewAllocationID()
+	m.occupy(s, SlotPending, j.id, alloc)
+	m.log.Debug("requesting slot", "slot", s.SlotID, "job", j.id, "allocation", alloc, "profile", required)
+	m.allocator.RequestSlot(SlotRequest{
+		Slot:             s.SlotID,
+		Job:              j.id,
+		Allocation:       alloc,
+		Profile:          required,
+		JobMasterAddress: j.target,
+		JobMasterID:      j.jobMaster.ID,
+	})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slot bookkeeping
+
+func (m *SlotManager) slot(id rpc.SlotID) *slot {
+	te, ok := m.teByID[id.ResourceID]
+	if !ok {
+		return nil
+	}
+	return te.byNum[id.SlotNumber]
+}
+
+// occupy moves a free slot to state (pending or allocated) for job under allocation.
+func (m *SlotManager) occupy(s *slot, state SlotState, id jobgraph.JobID, allocation jobgraph.AllocationID) {
+	if s.State != SlotFree || state == SlotFree {
+		panic(fmt.Sprintf("resourcemanager: occupy slot %v in state %v as %v", s.SlotID, s.State, state))
+	}
+	s.State, s.Job, s.Allocation = state, id, allocation
+	if state == SlotPending {
+		m.numPending++
+	} else {
+		m.numAllocated++
+	}
+	a := m.acquired[id]
+	if a == nil {
+		a = make(map[jobgraph.ResourceProfile]int)
+		m.acquired[id] = a
+	}
+	a[s.Profile]++
+}
+
+// release makes a pending or allocated slot free.
+func (m *SlotManager) release(s *slot) {
+	switch s.State {
+	case SlotFree:
+		return
+	case SlotPending:
+		m.numPending--
+	case SlotAllocated:
+		m.numAllocated--
+	}
+	a := m.acquired[s.Job]
+	if a[s.Profile]--; a[s.Profile] == 0 {
+		delete(a, s.Profile)
+		if len(a) == 0 {
+			delete(m.acquired, s.Job)
+		}
+	}
+	s.State, s.Job, s.Allocation = SlotFree, jobgraph.JobID{}, jobgraph.AllocationID{}
+}
+
+func (m *SlotManager) removeSlot(s *slot) {
+	m.release(s)
+	m.numSlots--
+	delete(s.te.byNum, s.SlotID.SlotNumber)
+}
+
+// applyReport makes te's slots what report says; see ReportSlotStatus.
+func (m *SlotManager) applyReport(te *taskExecutor, report rpc.SlotReport) {
+	reported := make(map[int]rpc.SlotStatus, len(report.Slots))
+	for _, st := range report.Slots {
+		if st.SlotID.ResourceID != "" && st.SlotID.ResourceID != te.id {
+			m.log.Warn("slot report names a slot of another TaskExecutor; ignoring it", "taskExecutor", te.id, "slot", st.SlotID)
+			continue
+		}
+		reported[st.SlotID.SlotNumber] = st
+	}
+	kept := te.slots[:0]
+	for _, s := range te.slots {
+		if _, ok := reported[s.SlotID.SlotNumber]; ok {
+			kept = append(kept, s)
+		} else {
+			m.removeSlot(s)
+		}
+	}
+	te.slots = kept
+	for num, st := range reported {
+		s, ok := te.byNum[num]
+		if !ok {
+			s = &slot{SlotInfo: SlotInfo{SlotID: rpc.SlotID{ResourceID: te.id, SlotNumber: num}, Profile: st.ResourceProfile}, te: te}
+			te.byNum[num] = s
+			te.slots = append(te.slots, s)
+			m.numSlots++
+		}
+		if s.Profile != st.ResourceProfile {
+			// The profile counts towards the job's acquired resources; re-enter the slot under the new one.
+			state, id, alloc := s.State, s.Job, s.Allocation
+			m.release(s)
+			s.Profile = st.ResourceProfile
+			if state != SlotFree {
+				m.occupy(s, state, id, alloc)
+			}
+		}
+		m.reconcile(s, st)
+	}
+	slices.SortFunc(te.slots, func(a, b *slot) int { return a.SlotID.SlotNumber - b.SlotID.SlotNumber })
+}
+
+// reconcile moves s to the state a slot report gives for it. Flink: SlotStatusStateReconciler.
+func (m *SlotManager) reconcile(s *slot, st rpc.SlotStatus) {
+	if st.JobID.IsZero() && st.AllocationID.IsZero() { // reported free
+		if s.State == SlotAllocated {
+			m.release(s)
+		}
+		// A pending slot stays pending: the TaskExecutor may not have seen the request yet.
+		return
+	}
+	switch s.State {
+	case SlotPending:
+		if s.Job == st.JobID && s.Allocation == st.AllocationID {
+			s.State = SlotAllocated
+			m.numPending--
+			m.numAllocated++
+			return
+		}
+	case SlotAllocated:
+		if s.Job == st.JobID && s.Allocation == st.AllocationID {
+			return
+		}
+	}
+	m.release(s)
+	m.occupy(s, SlotAllocated, st.JobID, st.AllocationID)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observation
+
+// NumRegisteredTaskExecutors returns how many TaskExecutors are registered.
+func (m *SlotManager) NumRegisteredTaskExecutors() int { return len(m.taskExecutors) }
+
+// NumRegisteredSlots returns how many slots the registered TaskExecutors have.
+func (m *SlotManager) NumRegisteredSlots() int { return m.numSlots }
+
+// NumFreeSlots returns how many slots are free.
+func (m *SlotManager) NumFreeSlots() int { return m.numSlots - m.numPending - m.numAllocated }
+
+// NumPendingSlots returns how many slots have a request in flight.
+func (m *SlotManager) NumPendingSlots() int { return m.numPending }
+
+// NumAllocatedSlots returns how many slots are allocated (confirmed or reported by their
+// TaskExecutor); pending ones are not counted.
+func (m *SlotManager) NumAllocatedSlots() int { return m.numAllocated }
+
+// Slots lists every tracked slot: TaskExecutors in registration order, slots by SlotNumber.
+func (m *SlotManager) Slots() []SlotInfo {
+	out := make([]SlotInfo, 0, m.numSlots)
+	for _, te := range m.taskExecutors {
+		for _, s := range te.slots {
+			out = append(out, s.SlotInfo)
+		}
+	}
+	return out
+}
