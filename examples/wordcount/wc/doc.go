@@ -1,0 +1,37 @@
+// Package wc is the job logic of the word-count example: a BATCH job that counts the words of every
+// .go file below a directory (by default the Go standard library's source tree, $GOROOT/src), and
+// the plain sequential loop it is checked against.
+//
+// A word is a maximal run of runes r for which unicode.IsLetter(r), unicode.IsDigit(r) or r == '_'
+// holds, case-sensitive. Bytes are decoded as utf8.DecodeRune does: an invalid byte decodes to
+// utf8.RuneError, which is no letter, so it separates words. The input is every regular file whose
+// name ends in ".go" below the input directory, recursively, in sorted path order; symbolic links
+// and other non-regular files below it are skipped.
+//
+// The job (BuildJob) has three vertices:
+//
+//	source ──ALL_TO_ALL, BLOCKING, hash(word)──▶ count ──ALL_TO_ALL, BLOCKING──▶ sink
+//	  p                                            p                            1
+//
+// The vertices:
+//
+//   - "source" (task code "wordcount-source"): subtask i reads its share of the files (SplitFiles
+//     balances the shares by bytes, the split travels in the vertex Config), tokenizes them and
+//     combines the counts locally, then emits one WordCount per distinct word to subpartition
+//     Partition(word, n) (FNV-1a). Source, tokenize and the local combiner are chained into one
+//     task as Flink would chain them (its operator chaining): handing whole files over a POINTWISE
+//     edge to a separate tokenize vertex would copy the input through the shuffle once more and buy
+//     nothing, since no exchange of keys happens in between.
+//   - "count" (task code "wordcount-count"): sums the partial counts of the words of its hash
+//     partition; every word reaches exactly one count subtask.
+//   - "sink" (task code "wordcount-sink", parallelism 1): collects every (word, count), fails on a
+//     word that arrives twice (the shuffle would be broken), sorts by word and hands the result to
+//     the host: written to SinkConfig.OutPath if set (one "word\tcount\n" line per word, sorted by
+//     word in byte order, see WriteCounts) and stored for TakeResult under the job's JobID.
+//
+// Register puts the three task codes into a taskexecutor.Registry. The vertices carry no slot
+// sharing group: in BATCH mode Flink does not put all vertices into one group by default either.
+//
+// Every vertex Config is JSON of SourceConfig, CountConfig or SinkConfig. Unknown fields are
+// ignored, so later options (failure injection, …) can be added without breaking older configs.
+package wc

@@ -1,0 +1,278 @@
+package wc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/taskexecutor"
+)
+
+// The job's name, its vertices' names and the names of their task code in a taskexecutor.Registry.
+const (
+	JobName = "wordcount"
+
+	SourceVertex = "source"
+	CountVertex  = "count"
+	SinkVertex   = "sink"
+
+	SourceInvokable = "wordcount-source"
+	CountInvokable  = "wordcount-count"
+	SinkInvokable   = "wordcount-sink"
+)
+
+// SourceConfig is the source vertex's Config, as JSON:
+//
+//	{"splits":[[{"path":"/usr/local/go/src/archive/tar/common.go","size":23445},…],…]}
+//
+// Subtask i of a source of parallelism p reads every split j with j mod p == i: normally
+// len(Splits) == p and subtask i reads Splits[i] alone.
+type SourceConfig struct {
+	Splits [][]InputFile `json:"splits"`
+}
+
+// CountConfig is the count vertex's Config: no options yet, so "{}".
+type CountConfig struct{}
+
+// SinkConfig is the sink vertex's Config, as JSON, e.g. {"outPath":"/tmp/wc.tsv"}; {} when empty.
+type SinkConfig struct {
+	// OutPath, when set, is the file the sink writes the result to (WriteCounts format), replacing
+	// it atomically (a temporary file in the same directory, renamed when complete).
+	OutPath string `json:"outPath,omitempty"`
+	// SkipResult: do not store the result for TakeResult (when the host reads only OutPath).
+	SkipResult bool `json:"skipResult,omitempty"`
+}
+
+// JobOptions configure BuildJobWith.
+type JobOptions struct {
+	// Parallelism of the source and the count vertex, at least 1. The sink has parallelism 1.
+	Parallelism int
+	// OutPath and SkipResult go into the SinkConfig.
+	OutPath    string
+	SkipResult bool
+}
+
+// BuildJob returns the BATCH word-count job over files with the given source and count
+// parallelism; its sink stores the result for TakeResult and writes no file.
+func BuildJob(files []InputFile, parallelism int) (*jobgraph.JobGraph, error) {
+	return BuildJobWith(files, JobOptions{Parallelism: parallelism})
+}
+
+// BuildJobWith returns the BATCH word-count job over files: source (parallelism p, the files split
+// by SplitFiles) → hash shuffle by word, ALL_TO_ALL BLOCKING → count (p) → ALL_TO_ALL BLOCKING →
+// sink (1). The graph is validated.
+func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error) {
+	p := opts.Parallelism
+	if p < 1 {
+		return nil, fmt.Errorf("wc: parallelism %d is below 1", p)
+	}
+	srcCfg, err := json.Marshal(SourceConfig{Splits: SplitFiles(files, p)})
+	if err != nil {
+		return nil, fmt.Errorf("wc: encoding the source config: %w", err)
+	}
+	cntCfg, err := json.Marshal(CountConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("wc: encoding the count config: %w", err)
+	}
+	sinkCfg, err := json.Marshal(SinkConfig{OutPath: opts.OutPath, SkipResult: opts.SkipResult})
+	if err != nil {
+		return nil, fmt.Errorf("wc: encoding the sink config: %w", err)
+	}
+
+	g := jobgraph.New(JobName, jobgraph.Batch)
+	src := g.AddVertex(SourceVertex, SourceInvokable, p).WithConfig(srcCfg)
+	cnt := g.AddVertex(CountVertex, CountInvokable, p).WithConfig(cntCfg)
+	sink := g.AddVertex(SinkVertex, SinkInvokable, 1).WithConfig(sinkCfg)
+	g.Connect(src, cnt, jobgraph.AllToAll, jobgraph.Blocking).ShipStrategy = "HASH"
+	g.Connect(cnt, sink, jobgraph.AllToAll, jobgraph.Blocking).ShipStrategy = "GLOBAL"
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("wc: %w", err)
+	}
+	return g, nil
+}
+
+// Register adds the job's task code to reg under SourceInvokable, CountInvokable and
+// SinkInvokable. Like Registry.Register, it panics when one of the names is taken.
+func Register(reg *taskexecutor.Registry) {
+	reg.Register(SourceInvokable, RunSource)
+	reg.Register(CountInvokable, RunCount)
+	reg.Register(SinkInvokable, RunSink)
+}
+
+// Partition returns the subpartition, of n, that word goes to: the 32-bit FNV-1a hash of its bytes
+// modulo n. n must be at least 1.
+func Partition(word string, n int) int {
+	if n == 1 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(word); i++ {
+		h ^= uint32(word[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// RunSource is the source task (source → tokenize → local combiner, chained): it reads this
+// subtask's files, counts their words, and emits one WordCount per distinct word to output 0,
+// subpartition Partition(word, n), in the order the words were first seen.
+func RunSource(ctx context.Context, env taskexecutor.Environment) error {
+	info := env.Info()
+	var cfg SourceConfig
+	if err := decodeConfig(info, &cfg); err != nil {
+		return err
+	}
+	if info.Parallelism < 1 || info.SubtaskIndex < 0 || info.SubtaskIndex >= info.Parallelism {
+		return fmt.Errorf("wc: %s: subtask %d of parallelism %d", info.TaskName, info.SubtaskIndex, info.Parallelism)
+	}
+	if env.NumOutputs() < 1 {
+		return fmt.Errorf("wc: %s: the source has no output", info.TaskName)
+	}
+	out := env.Output(0)
+	var c Counter
+	var buf []byte
+	for j := info.SubtaskIndex; j < len(cfg.Splits); j += info.Parallelism {
+		for _, f := range cfg.Splits[j] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var err error
+			if buf, err = readFile(f.Path, buf); err != nil {
+				return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+			}
+			c.AddText(buf)
+		}
+	}
+	return emitAll(ctx, out, &c)
+}
+
+// RunCount is the count task: it sums the counts of every WordCount of its inputs and emits one
+// WordCount per distinct word to output 0, subpartition Partition(word, n), in the order the
+// words first arrived.
+func RunCount(ctx context.Context, env taskexecutor.Environment) error {
+	info := env.Info()
+	var cfg CountConfig
+	if err := decodeConfig(info, &cfg); err != nil {
+		return err
+	}
+	if env.NumOutputs() < 1 {
+		return fmt.Errorf("wc: %s: the count has no output", info.TaskName)
+	}
+	var c Counter
+	err := readAll(ctx, env, func(wc WordCount) error { c.Add(wc.Word, wc.Count); return nil })
+	if err != nil {
+		return err
+	}
+	return emitAll(ctx, env.Output(0), &c)
+}
+
+// RunSink is the sink task (parallelism 1): it collects every WordCount of its inputs, fails if a
+// word arrives twice, sorts them by word, writes them to SinkConfig.OutPath when set, and stores
+// them for TakeResult(jobID) unless SinkConfig.SkipResult.
+func RunSink(ctx context.Context, env taskexecutor.Environment) error {
+	info := env.Info()
+	var cfg SinkConfig
+	if err := decodeConfig(info, &cfg); err != nil {
+		return err
+	}
+	if info.Parallelism != 1 {
+		return fmt.Errorf("wc: %s: the sink needs parallelism 1, has %d", info.TaskName, info.Parallelism)
+	}
+	var result []WordCount
+	if err := readAll(ctx, env, func(wc WordCount) error { result = append(result, wc); return nil }); err != nil {
+		return err
+	}
+	slices.SortFunc(result, compareWords)
+	for i := 1; i < len(result); i++ {
+		if result[i].Word == result[i-1].Word {
+			return fmt.Errorf("wc: %s: word %q arrived twice (counts %d and %d): every word must reach exactly one count subtask",
+				info.TaskName, result[i].Word, result[i-1].Count, result[i].Count)
+		}
+	}
+	if cfg.OutPath != "" {
+		if err := writeFileAtomic(cfg.OutPath, result); err != nil {
+			return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+		}
+	}
+	if !cfg.SkipResult {
+		storeResult(info.JobID, result)
+	}
+	return nil
+}
+
+func decodeConfig(info taskexecutor.TaskInfo, cfg any) error {
+	if len(info.Config) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(info.Config, cfg); err != nil {
+		return fmt.Errorf("wc: %s: decoding the vertex config: %w", info.TaskName, err)
+	}
+	return nil
+}
+
+// readAll calls fn with every record of every input, input by input, until each ends (io.EOF).
+func readAll(ctx context.Context, env taskexecutor.Environment, fn func(WordCount) error) error {
+	info := env.Info()
+	for i := range env.NumInputs() {
+		gate := env.Input(i)
+		for {
+			rec, err := gate.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("wc: %s: reading input %d: %w", info.TaskName, i, err)
+			}
+			var wc WordCount
+			switch r := rec.(type) {
+			case WordCount:
+				wc = r
+			case *WordCount:
+				if r == nil {
+					return fmt.Errorf("wc: %s: input %d: nil *WordCount record", info.TaskName, i)
+				}
+				wc = *r
+			default:
+				return fmt.Errorf("wc: %s: input %d: record of type %T, want wc.WordCount", info.TaskName, i, rec)
+			}
+			if err := fn(wc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, c *Counter) error {
+	n := out.NumSubpartitions()
+	return c.Each(func(w string, count int) error {
+		return out.Emit(ctx, Partition(w, n), WordCount{Word: w, Count: count})
+	})
+}
+
+// writeFileAtomic writes counts to a temporary file next to path and renames it to path.
+func writeFileAtomic(path string, counts []WordCount) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := WriteCounts(f, counts); err != nil {
+		return fmt.Errorf("writing %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,480 @@
+package wc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/taskexecutor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeEnv is a taskexecutor.Environment over in-memory gates and recording writers.
+type fakeEnv struct {
+	info    taskexecutor.TaskInfo
+	inputs  []*sliceGate
+	outputs []*recordingWriter
+}
+
+func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
+func (e *fakeEnv) NumInputs() int                                  { return len(e.inputs) }
+func (e *fakeEnv) Input(i int) taskexecutor.InputGate              { return e.inputs[i] }
+func (e *fakeEnv) NumOutputs() int                                 { return len(e.outputs) }
+func (e *fakeEnv) Output(i int) taskexecutor.ResultPartitionWriter { return e.outputs[i] }
+
+// sliceGate returns its records in order, then err if set, else io.EOF.
+type sliceGate struct {
+	records []any
+	err     error
+}
+
+func (g *sliceGate) Next(ctx context.Context) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(g.records) == 0 {
+		if g.err != nil {
+			return nil, g.err
+		}
+		return nil, io.EOF
+	}
+	r := g.records[0]
+	g.records = g.records[1:]
+	return r, nil
+}
+
+type emitted struct {
+	sub    int
+	record any
+}
+
+// recordingWriter records every Emit; it fails with errFull once limit records are in (limit > 0).
+type recordingWriter struct {
+	n       int
+	limit   int
+	emitted []emitted
+}
+
+var errFull = errors.New("writer full")
+
+func (w *recordingWriter) NumSubpartitions() int { return w.n }
+func (w *recordingWriter) Emit(ctx context.Context, s int, record any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s < 0 || s >= w.n {
+		return fmt.Errorf("subpartition %d out of [0, %d)", s, w.n)
+	}
+	if w.limit > 0 && len(w.emitted) == w.limit {
+		return errFull
+	}
+	w.emitted = append(w.emitted, emitted{s, record})
+	return nil
+}
+func (w *recordingWriter) Broadcast(ctx context.Context, record any) error {
+	for s := range w.n {
+		if err := w.Emit(ctx, s, record); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// subpartition returns the records emitted to s, in order.
+func (w *recordingWriter) subpartition(s int) []any {
+	var out []any
+	for _, e := range w.emitted {
+		if e.sub == s {
+			out = append(out, e.record)
+		}
+	}
+	return out
+}
+
+func taskInfo(g *jobgraph.JobGraph, v *jobgraph.JobVertex, subtask int) taskexecutor.TaskInfo {
+	return taskexecutor.TaskInfo{
+		JobID: g.JobID,
+		ExecutionAttemptID: jobgraph.ExecutionAttemptID{
+			ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: v.ID, Subtask: subtask},
+		},
+		TaskName:       fmt.Sprintf("%s (%d/%d)", v.Name, subtask+1, v.Parallelism),
+		VertexName:     v.Name,
+		SubtaskIndex:   subtask,
+		Parallelism:    v.Parallelism,
+		MaxParallelism: v.EffectiveMaxParallelism(),
+		Config:         v.Config,
+	}
+}
+
+// runByHand runs the job's tasks one after another, as a BLOCKING batch schedule would, routing
+// every record by the subpartition its producer chose. It returns the source and count writers.
+func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recordingWriter) {
+	t.Helper()
+	ctx := t.Context()
+	src, cnt, sink := g.VertexByName(SourceVertex), g.VertexByName(CountVertex), g.VertexByName(SinkVertex)
+	for i := range src.Parallelism {
+		w := &recordingWriter{n: cnt.Parallelism}
+		require.NoError(t, RunSource(ctx, &fakeEnv{info: taskInfo(g, src, i), outputs: []*recordingWriter{w}}))
+		sources = append(sources, w)
+	}
+	for j := range cnt.Parallelism {
+		// An ALL_TO_ALL gate reads subpartition j of every producer's partition.
+		gate := &sliceGate{}
+		for _, w := range sources {
+			gate.records = append(gate.records, w.subpartition(j)...)
+		}
+		w := &recordingWriter{n: sink.Parallelism}
+		require.NoError(t, RunCount(ctx, &fakeEnv{info: taskInfo(g, cnt, j), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{w}}))
+		counts = append(counts, w)
+	}
+	gate := &sliceGate{}
+	for _, w := range counts {
+		gate.records = append(gate.records, w.subpartition(0)...)
+	}
+	require.NoError(t, RunSink(ctx, &fakeEnv{info: taskInfo(g, sink, 0), inputs: []*sliceGate{gate}}))
+	return sources, counts
+}
+
+var (
+	vocabulary = []string{"package", "func", "return", "héllo", "日本語", "_", "x1", "42", "Ω", "naïve",
+		"Go", "go", "GO", "__init__", "٣٤", "a", "zz_top", "テスト", "if", "err", "nil"}
+	separators = []string{" ", "\n", "\t", ", ", "(", ")", ".", "\xff", "\xe6\x97", "\u00a0", "—", "😀", "²", " // "}
+)
+
+// generateInput writes files of random words from vocabulary, joined by separators, below a new
+// temporary directory, together with files that are no input. It returns the directory and how
+// often it wrote each word.
+func generateInput(t *testing.T, numFiles int) (string, map[string]int) {
+	t.Helper()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(42, 7))
+	want := map[string]int{}
+	for i := range numFiles {
+		var b strings.Builder
+		for range rng.IntN(400) {
+			w := vocabulary[rng.IntN(len(vocabulary))]
+			want[w]++
+			b.WriteString(w)
+			b.WriteString(separators[rng.IntN(len(separators))])
+		}
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("d%d", i%3), fmt.Sprintf("f%02d.go", i)), b.String())
+	}
+	writeFile(t, filepath.Join(dir, "notes.txt"), "skipped skipped")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "d0", "f00.go"), filepath.Join(dir, "link.go")))
+	return dir, want
+}
+
+func TestJobByHand(t *testing.T) {
+	dir, want := generateInput(t, 20)
+	files, err := ListInputFiles(dir)
+	require.NoError(t, err)
+	require.Len(t, files, 20)
+	seq, err := SequentialCount(files)
+	require.NoError(t, err)
+	require.Equal(t, want, seq, "SequentialCount counts exactly what was written")
+
+	for _, p := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("parallelism %d", p), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "wc.tsv")
+			g, err := BuildJobWith(files, JobOptions{Parallelism: p, OutPath: out})
+			require.NoError(t, err)
+			sources, counts := runByHand(t, g)
+
+			// Each source subtask read exactly its share, and combined it locally: one record
+			// per distinct word, in the subpartition Partition chose.
+			shares := SplitFiles(files, p)
+			for i, w := range sources {
+				shareCounts, err := SequentialCount(shares[i])
+				require.NoError(t, err)
+				got := map[string]int{}
+				for _, e := range w.emitted {
+					wc := e.record.(WordCount)
+					assert.Equal(t, Partition(wc.Word, p), e.sub, "word %q", wc.Word)
+					assert.NotContains(t, got, wc.Word, "combined: one record per word")
+					got[wc.Word] = wc.Count
+				}
+				assert.Equal(t, shareCounts, got, "source %d", i)
+			}
+			// Each count subtask summed exactly the words of its hash partition.
+			seen := map[string]int{}
+			for j, w := range counts {
+				for _, e := range w.emitted {
+					wc := e.record.(WordCount)
+					assert.Equal(t, 0, e.sub)
+					assert.Equal(t, j, Partition(wc.Word, p), "word %q at count %d", wc.Word, j)
+					assert.NotContains(t, seen, wc.Word)
+					seen[wc.Word] = wc.Count
+				}
+			}
+			assert.Equal(t, want, seen)
+
+			result, ok := TakeResult(g.JobID)
+			require.True(t, ok)
+			assert.Equal(t, SortedCounts(want), result)
+			_, ok = TakeResult(g.JobID)
+			assert.False(t, ok, "taken")
+
+			var tsv strings.Builder
+			require.NoError(t, WriteCounts(&tsv, SortedCounts(want)))
+			data, err := os.ReadFile(out)
+			require.NoError(t, err)
+			assert.Equal(t, tsv.String(), string(data))
+			entries, err := os.ReadDir(filepath.Dir(out))
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "no temporary file left")
+		})
+	}
+}
+
+func TestJobByHandExactResult(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.go"), "package a\n// héllo wörld\nfunc A() { return }\n")
+	writeFile(t, filepath.Join(dir, "b", "b.go"), "package b\xffhéllo 日本語 A_1 A")
+	files, err := ListInputFiles(dir)
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "wc.tsv")
+	g, err := BuildJobWith(files, JobOptions{Parallelism: 2, OutPath: out, SkipResult: true})
+	require.NoError(t, err)
+	runByHand(t, g)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "A\t2\nA_1\t1\na\t1\nb\t1\nfunc\t1\nhéllo\t2\npackage\t2\nreturn\t1\nwörld\t1\n日本語\t1\n", string(data))
+	_, ok := TakeResult(g.JobID)
+	assert.False(t, ok, "SkipResult stores nothing")
+}
+
+func TestBuildJob(t *testing.T) {
+	files := []InputFile{{"a.go", 3}, {"b.go", 5}, {"c.go", 1}}
+	g, err := BuildJob(files, 2)
+	require.NoError(t, err)
+	require.NoError(t, g.Validate())
+	assert.Equal(t, "wordcount", g.Name)
+	assert.Equal(t, jobgraph.Batch, g.Type)
+	assert.False(t, g.JobID.IsZero())
+	require.Len(t, g.Vertices, 3)
+	src, cnt, sink := g.Vertices[0], g.Vertices[1], g.Vertices[2]
+
+	assert.Equal(t, []string{"source", "count", "sink"}, []string{src.Name, cnt.Name, sink.Name})
+	assert.Equal(t, []string{"wordcount-source", "wordcount-count", "wordcount-sink"}, []string{src.Invokable, cnt.Invokable, sink.Invokable})
+	assert.Equal(t, []int{2, 2, 1}, []int{src.Parallelism, cnt.Parallelism, sink.Parallelism})
+
+	assert.Empty(t, src.Inputs)
+	require.Len(t, src.Results, 1)
+	assert.Equal(t, jobgraph.Blocking, src.Results[0].ResultType)
+	require.Len(t, cnt.Inputs, 1)
+	assert.Equal(t, src.Results[0].ID, cnt.Inputs[0].Source)
+	assert.Equal(t, jobgraph.AllToAll, cnt.Inputs[0].DistributionPattern)
+	assert.Equal(t, "HASH", cnt.Inputs[0].ShipStrategy)
+	require.Len(t, cnt.Results, 1)
+	assert.Equal(t, jobgraph.Blocking, cnt.Results[0].ResultType)
+	require.Len(t, sink.Inputs, 1)
+	assert.Equal(t, cnt.Results[0].ID, sink.Inputs[0].Source)
+	assert.Equal(t, jobgraph.AllToAll, sink.Inputs[0].DistributionPattern)
+	assert.Empty(t, sink.Results)
+
+	// The config JSON of every vertex: b (5) → 0; a (3) → 1; c (1) → 1.
+	assert.JSONEq(t, `{"splits":[[{"path":"b.go","size":5}],[{"path":"a.go","size":3},{"path":"c.go","size":1}]]}`, string(src.Config))
+	assert.JSONEq(t, `{}`, string(cnt.Config))
+	assert.JSONEq(t, `{}`, string(sink.Config))
+
+	g2, err := BuildJobWith(files, JobOptions{Parallelism: 1, OutPath: "/tmp/wc.tsv", SkipResult: true})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"outPath":"/tmp/wc.tsv","skipResult":true}`, string(g2.VertexByName(SinkVertex).Config))
+	assert.JSONEq(t, `{"splits":[[{"path":"a.go","size":3},{"path":"b.go","size":5},{"path":"c.go","size":1}]]}`, string(g2.VertexByName(SourceVertex).Config))
+
+	// The job survives the JSON codec the Dispatcher persists it with.
+	data, err := json.Marshal(g)
+	require.NoError(t, err)
+	back, err := jobgraph.Decode(data)
+	require.NoError(t, err)
+	require.NoError(t, back.Validate())
+	assert.Equal(t, g, back)
+
+	_, err = BuildJob(files, 0)
+	assert.ErrorContains(t, err, "parallelism 0 is below 1")
+	g3, err := BuildJob(nil, 2)
+	require.NoError(t, err, "no input is an empty word count, not an error")
+	assert.JSONEq(t, `{"splits":[null,null]}`, string(g3.Vertices[0].Config))
+}
+
+func TestRegister(t *testing.T) {
+	reg := taskexecutor.NewRegistry()
+	Register(reg)
+	assert.Equal(t, []string{"wordcount-count", "wordcount-sink", "wordcount-source"}, reg.Names())
+	for _, name := range reg.Names() {
+		fn, ok := reg.Lookup(name)
+		assert.True(t, ok)
+		assert.NotNil(t, fn)
+	}
+	assert.Panics(t, func() { Register(reg) }, "registered twice")
+}
+
+func TestPartition(t *testing.T) {
+	// FNV-1a 32: "" hashes to the offset basis 2166136261, "a" to 0xe40c292c.
+	assert.Equal(t, int(uint32(2166136261)%7), Partition("", 7))
+	assert.Equal(t, int(uint32(0xe40c292c)%1000), Partition("a", 1000))
+	assert.Equal(t, 0, Partition("anything", 1))
+	counts := make([]int, 4)
+	for i := range 10000 {
+		s := Partition(fmt.Sprintf("w%d", i), 4)
+		require.True(t, s >= 0 && s < 4)
+		counts[s]++
+	}
+	for _, c := range counts {
+		assert.InDelta(t, 2500, c, 250)
+	}
+}
+
+func TestSourceSubtaskReadsItsSplits(t *testing.T) {
+	dir := t.TempDir()
+	for i, content := range []string{"zero", "one", "two", "three", "four"} {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("%d.go", i)), content)
+	}
+	split := func(i int) []InputFile { return []InputFile{{filepath.Join(dir, fmt.Sprintf("%d.go", i)), 0}} }
+	// Five splits for a source of parallelism 2 (rescaled): subtask i reads splits j ≡ i mod 2.
+	cfg := fmt.Sprintf(`{"splits":[%s],"futureOption":true}`, strings.Join([]string{
+		mustJSON(t, split(0)), mustJSON(t, split(1)), mustJSON(t, split(2)), mustJSON(t, split(3)), mustJSON(t, split(4))}, ","))
+	for subtask, want := range [][]any{
+		{WordCount{"zero", 1}, WordCount{"two", 1}, WordCount{"four", 1}},
+		{WordCount{"one", 1}, WordCount{"three", 1}},
+	} {
+		w := &recordingWriter{n: 1}
+		env := &fakeEnv{info: taskexecutor.TaskInfo{TaskName: "source", SubtaskIndex: subtask, Parallelism: 2, Config: []byte(cfg)}, outputs: []*recordingWriter{w}}
+		require.NoError(t, RunSource(t.Context(), env))
+		assert.Equal(t, want, w.subpartition(0))
+	}
+}
+
+func mustJSON(t *testing.T, files []InputFile) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("[")
+	for i, f := range files {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"path":%q,"size":%d}`, f.Path, f.Size)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func TestTaskErrors(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.go"), "a b c")
+	okSplits := []byte(`{"splits":[[{"path":"` + filepath.Join(dir, "a.go") + `","size":5}]]}`)
+	info := func(cfg string, p int) taskexecutor.TaskInfo {
+		return taskexecutor.TaskInfo{TaskName: "t (1/1)", Parallelism: p, Config: []byte(cfg)}
+	}
+
+	t.Run("source: bad config", func(t *testing.T) {
+		err := RunSource(ctx, &fakeEnv{info: info(`{"splits":`, 1), outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorContains(t, err, "t (1/1): decoding the vertex config")
+	})
+	t.Run("source: missing file", func(t *testing.T) {
+		cfg := `{"splits":[[{"path":"` + filepath.Join(dir, "gone.go") + `","size":1}]]}`
+		w := &recordingWriter{n: 1}
+		err := RunSource(ctx, &fakeEnv{info: info(cfg, 1), outputs: []*recordingWriter{w}})
+		assert.ErrorIs(t, err, os.ErrNotExist)
+		assert.Empty(t, w.emitted)
+	})
+	t.Run("source: no output", func(t *testing.T) {
+		i := info("", 1)
+		i.Config = okSplits
+		assert.ErrorContains(t, RunSource(ctx, &fakeEnv{info: i}), "the source has no output")
+	})
+	t.Run("source: canceled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		i := info("", 1)
+		i.Config = okSplits
+		err := RunSource(cctx, &fakeEnv{info: i, outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+	t.Run("source: emit fails", func(t *testing.T) {
+		i := info("", 1)
+		i.Config = okSplits
+		w := &recordingWriter{n: 1, limit: 2}
+		assert.ErrorIs(t, RunSource(ctx, &fakeEnv{info: i, outputs: []*recordingWriter{w}}), errFull)
+		assert.Len(t, w.emitted, 2)
+	})
+	t.Run("source: bad subtask", func(t *testing.T) {
+		i := info("", 1)
+		i.SubtaskIndex = 1
+		assert.ErrorContains(t, RunSource(ctx, &fakeEnv{info: i, outputs: []*recordingWriter{{n: 1}}}), "subtask 1 of parallelism 1")
+	})
+	t.Run("count: wrong record type", func(t *testing.T) {
+		gate := &sliceGate{records: []any{WordCount{"a", 1}, "a"}}
+		err := RunCount(ctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorContains(t, err, "input 0: record of type string, want wc.WordCount")
+	})
+	t.Run("count: input fails", func(t *testing.T) {
+		errLost := errors.New("partition lost")
+		gate := &sliceGate{records: []any{WordCount{"a", 1}}, err: errLost}
+		w := &recordingWriter{n: 1}
+		err := RunCount(ctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{w}})
+		assert.ErrorIs(t, err, errLost)
+		assert.Empty(t, w.emitted, "nothing is emitted before every input ended")
+	})
+	t.Run("count: pointers and several inputs", func(t *testing.T) {
+		g1 := &sliceGate{records: []any{&WordCount{"b", 2}, WordCount{"a", 1}}}
+		g2 := &sliceGate{records: []any{WordCount{"a", 4}, WordCount{"c", 1}}}
+		w := &recordingWriter{n: 1}
+		require.NoError(t, RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{g1, g2}, outputs: []*recordingWriter{w}}))
+		assert.Equal(t, []any{WordCount{"b", 2}, WordCount{"a", 5}, WordCount{"c", 1}}, w.subpartition(0))
+	})
+	t.Run("count: nil pointer", func(t *testing.T) {
+		gate := &sliceGate{records: []any{(*WordCount)(nil)}}
+		err := RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorContains(t, err, "nil *WordCount record")
+	})
+	t.Run("sink: word twice", func(t *testing.T) {
+		gate := &sliceGate{records: []any{WordCount{"a", 1}, WordCount{"b", 1}, WordCount{"a", 3}}}
+		jobID := jobgraph.NewJobID()
+		i := info("{}", 1)
+		i.JobID = jobID
+		err := RunSink(ctx, &fakeEnv{info: i, inputs: []*sliceGate{gate}})
+		assert.ErrorContains(t, err, `word "a" arrived twice`)
+		_, ok := TakeResult(jobID)
+		assert.False(t, ok)
+	})
+	t.Run("sink: parallelism 2", func(t *testing.T) {
+		err := RunSink(ctx, &fakeEnv{info: info("{}", 2), inputs: []*sliceGate{{}}})
+		assert.ErrorContains(t, err, "the sink needs parallelism 1, has 2")
+	})
+	t.Run("sink: canceled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		err := RunSink(cctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{{records: []any{WordCount{"a", 1}}}}})
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+	t.Run("sink: out dir missing", func(t *testing.T) {
+		cfg := `{"outPath":"` + filepath.Join(dir, "missing", "out.tsv") + `"}`
+		jobID := jobgraph.NewJobID()
+		i := info(cfg, 1)
+		i.JobID = jobID
+		err := RunSink(ctx, &fakeEnv{info: i, inputs: []*sliceGate{{}}})
+		assert.ErrorIs(t, err, os.ErrNotExist)
+		_, ok := TakeResult(jobID)
+		assert.False(t, ok, "a failed sink stores nothing")
+	})
+	t.Run("sink: empty input", func(t *testing.T) {
+		jobID := jobgraph.NewJobID()
+		i := info("", 1)
+		i.JobID = jobID
+		require.NoError(t, RunSink(ctx, &fakeEnv{info: i, inputs: []*sliceGate{{}}}))
+		res, ok := TakeResult(jobID)
+		assert.True(t, ok)
+		assert.Empty(t, res)
+	})
+}
