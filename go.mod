@@ -7,4 +7,5 @@ require (
 	github.com/stretchr/testify v1.12.1 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

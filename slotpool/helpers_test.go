@@ -1,0 +1,166 @@
+package slotpool
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/mainloop"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The JobMaster's main loop is what the pool schedules on.
+var _ Timers = (*mainloop.Loop)(nil)
+
+// Profiles of Flink's DefaultDeclarativeSlotPoolTest.
+var (
+	p1 = jobgraph.ResourceProfile{CPUCores: 1.7}
+	p2 = jobgraph.ResourceProfile{ManagedMemory: 100 * jobgraph.MiB}
+)
+
+// fakeTimers is a manual clock with timers: Advance runs the timers that come due, in order.
+type fakeTimers struct {
+	now    time.Time
+	seq    int
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at   time.Time
+	seq  int
+	fn   func()
+	live bool
+}
+
+func newFakeTimers() *fakeTimers {
+	return &fakeTimers{now: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (f *fakeTimers) Schedule(d time.Duration, fn func()) func() bool {
+	f.seq++
+	t := &fakeTimer{at: f.now.Add(d), seq: f.seq, fn: fn, live: true}
+	f.timers = append(f.timers, t)
+	return func() bool {
+		was := t.live
+		t.live = false
+		return was
+	}
+}
+
+func (f *fakeTimers) Now() time.Time { return f.now }
+
+// Advance moves the clock by d, running every timer due by then at its own instant.
+func (f *fakeTimers) Advance(d time.Duration) {
+	end := f.now.Add(d)
+	for {
+		var next *fakeTimer
+		for _, t := range f.timers {
+			if t.live && !t.at.After(end) && (next == nil || t.at.Before(next.at) || (t.at.Equal(next.at) && t.seq < next.seq)) {
+				next = t
+			}
+		}
+		if next == nil {
+			break
+		}
+		next.live = false
+		f.now = next.at
+		next.fn()
+	}
+	f.now = end
+}
+
+// Live is the number of timers that have neither run nor been canceled.
+func (f *fakeTimers) Live() int {
+	n := 0
+	for _, t := range f.timers {
+		if t.live {
+			n++
+		}
+	}
+	return n
+}
+
+type returnedSlot struct {
+	slot  AllocatedSlot
+	cause error
+}
+
+// recorder records what the pool asks its owner to do.
+type recorder struct {
+	declared [][]rpc.ResourceRequirement
+	newSlots [][]AllocatedSlot
+	returned []returnedSlot
+}
+
+func (r *recorder) config(timers Timers, clock func() time.Time) Config {
+	return Config{
+		Timers:                timers,
+		Clock:                 clock,
+		OnRequirementsChanged: func(reqs []rpc.ResourceRequirement) { r.declared = append(r.declared, reqs) },
+		OnNewSlots:            func(slots []AllocatedSlot) { r.newSlots = append(r.newSlots, slots) },
+		OnReturnSlot:          func(s AllocatedSlot, cause error) { r.returned = append(r.returned, returnedSlot{s, cause}) },
+	}
+}
+
+// takeDeclared returns and forgets the declarations so far.
+func (r *recorder) takeDeclared() [][]rpc.ResourceRequirement {
+	d := r.declared
+	r.declared = nil
+	return d
+}
+
+func (r *recorder) takeNewSlots() [][]AllocatedSlot {
+	s := r.newSlots
+	r.newSlots = nil
+	return s
+}
+
+func (r *recorder) takeReturned() []returnedSlot {
+	s := r.returned
+	r.returned = nil
+	return s
+}
+
+// newTestPool returns a pool on fake timers, and what it records.
+func newTestPool(t *testing.T) (*Pool, *fakeTimers, *recorder) {
+	t.Helper()
+	ft := newFakeTimers()
+	rec := &recorder{}
+	p, err := New(rec.config(ft, ft.Now))
+	require.NoError(t, err)
+	return p, ft, rec
+}
+
+func offer(index int, pr jobgraph.ResourceProfile) rpc.SlotOffer {
+	return rpc.SlotOffer{AllocationID: jobgraph.NewAllocationID(), SlotIndex: index, ResourceProfile: pr}
+}
+
+func reqs(kv ...any) []rpc.ResourceRequirement {
+	out := []rpc.ResourceRequirement{}
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, rpc.ResourceRequirement{Profile: kv[i].(jobgraph.ResourceProfile), Count: kv[i+1].(int)})
+	}
+	return out
+}
+
+// slotOf is the AllocatedSlot an accepted offer becomes.
+func slotOf(te jobgraph.ResourceID, o rpc.SlotOffer, req jobgraph.ResourceProfile, allocated bool) AllocatedSlot {
+	return AllocatedSlot{
+		AllocationID:       o.AllocationID,
+		TaskExecutor:       te,
+		SlotIndex:          o.SlotIndex,
+		Profile:            o.ResourceProfile,
+		RequirementProfile: req,
+		Allocated:          allocated,
+	}
+}
+
+// payloadRecorder records the causes its payload is released with.
+type payloadRecorder struct{ causes []error }
+
+func (p *payloadRecorder) Release(cause error) { p.causes = append(p.causes, cause) }

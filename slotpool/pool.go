@@ -1,0 +1,459 @@
+package slotpool
+
+import (
+	"bytes"
+	"cmp"
+	"container/list"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// slot is a physical slot in the pool.
+type slot struct {
+	id           jobgraph.AllocationID
+	taskExecutor jobgraph.ResourceID
+	index        int
+	profile      profile
+	// req is the requirement the slot counts toward in Pool.fulfilled.
+	req profile
+
+	allocated bool
+	request   *SlotRequest // the request holding the slot, if it was allocated by one
+	payload   Payload
+
+	// while free
+	freeSince  time.Time
+	freeElem   *list.Element // in Pool.free[req]
+	idleCancel func() bool
+	idleGen    uint64
+}
+
+func (s *slot) snapshot() AllocatedSlot {
+	return AllocatedSlot{
+		AllocationID:       s.id,
+		TaskExecutor:       s.taskExecutor,
+		SlotIndex:          s.index,
+		Profile:            s.profile,
+		RequirementProfile: s.req,
+		Allocated:          s.allocated,
+	}
+}
+
+func compareSlots(a, b *slot) int {
+	return cmp.Or(
+		cmp.Compare(a.taskExecutor, b.taskExecutor),
+		cmp.Compare(a.index, b.index),
+		bytes.Compare(a.id[:], b.id[:]),
+	)
+}
+
+// Pool is a job's slot pool. Create it with New and use it only from the owner's main loop.
+// Flink: DefaultDeclarativeSlotPool with DeclarativeSlotPoolBridge.
+type Pool struct {
+	timers      Timers
+	clock       func() time.Time
+	reqTimeout  time.Duration
+	idleTimeout time.Duration
+
+	onRequirements func([]rpc.ResourceRequirement)
+	onNewSlots     func([]AllocatedSlot)
+	onReturnSlot   func(AllocatedSlot, error)
+
+	// Requirements: declared (IncreaseRequirements & co.), requested (one per pending or allocated
+	// request) and their sum. fulfilled counts the slots in the pool by the requirement each
+	// counts toward.
+	declared, requested, total, fulfilled counter
+
+	slots    map[jobgraph.AllocationID]*slot
+	byOwner  map[jobgraph.ResourceID]map[jobgraph.AllocationID]*slot
+	free     map[profile]*list.List // free slots by requirement, longest free first
+	numFree  int
+	requests map[SlotRequestID]*SlotRequest // pending and allocated requests
+	pending  map[profile]*list.List         // pending requests by profile, oldest first
+	seq      uint64
+	numPend  int
+	closed   bool
+
+	// Deferred callbacks (see the package doc) and the re-entrancy bookkeeping for them.
+	effects       []func()
+	depth         int
+	flushing      bool
+	declareQueued bool
+	lastDeclared  []rpc.ResourceRequirement
+}
+
+// New returns an empty pool.
+func New(cfg Config) (*Pool, error) {
+	if cfg.Timers == nil {
+		return nil, invalid("Config.Timers is nil")
+	}
+	if cfg.SlotRequestTimeout < 0 {
+		return nil, invalid("slot.request.timeout %v is negative", cfg.SlotRequestTimeout)
+	}
+	if cfg.IdleSlotTimeout < 0 {
+		return nil, invalid("slot.idle.timeout %v is negative", cfg.IdleSlotTimeout)
+	}
+	p := &Pool{
+		timers:         cfg.Timers,
+		clock:          cfg.Clock,
+		reqTimeout:     cmp.Or(cfg.SlotRequestTimeout, DefaultSlotRequestTimeout),
+		idleTimeout:    cmp.Or(cfg.IdleSlotTimeout, DefaultIdleSlotTimeout),
+		onRequirements: cfg.OnRequirementsChanged,
+		onNewSlots:     cfg.OnNewSlots,
+		onReturnSlot:   cfg.OnReturnSlot,
+		declared:       counter{},
+		requested:      counter{},
+		total:          counter{},
+		fulfilled:      counter{},
+		slots:          map[jobgraph.AllocationID]*slot{},
+		byOwner:        map[jobgraph.ResourceID]map[jobgraph.AllocationID]*slot{},
+		free:           map[profile]*list.List{},
+		requests:       map[SlotRequestID]*SlotRequest{},
+		pending:        map[profile]*list.List{},
+		lastDeclared:   []rpc.ResourceRequirement{},
+	}
+	if p.clock == nil {
+		p.clock = time.Now
+	}
+	return p, nil
+}
+
+// ---- deferred callbacks ----
+
+func (p *Pool) enter() { p.depth++ }
+
+// leave runs the queued callbacks once the outermost pool call is done with its changes.
+// Callbacks that call the pool queue theirs behind; the loop below runs them too.
+func (p *Pool) leave() {
+	p.depth--
+	if p.depth > 0 || p.flushing {
+		return
+	}
+	p.flushing = true
+	defer func() { p.flushing = false }()
+	for i := 0; i < len(p.effects); i++ {
+		fn := p.effects[i]
+		p.effects[i] = nil
+		fn()
+	}
+	p.effects = p.effects[:0]
+}
+
+func (p *Pool) requirementsChanged() {
+	if p.declareQueued {
+		return
+	}
+	p.declareQueued = true
+	p.effects = append(p.effects, func() {
+		p.declareQueued = false
+		if p.closed {
+			return
+		}
+		reqs := p.total.requirements()
+		if slices.Equal(reqs, p.lastDeclared) {
+			return
+		}
+		p.lastDeclared = reqs
+		if p.onRequirements != nil {
+			p.onRequirements(slices.Clone(reqs))
+		}
+	})
+}
+
+func (p *Pool) addDeclared(pr profile, n int) {
+	if n < 0 {
+		n = -min(-n, p.declared[pr])
+	}
+	if n == 0 {
+		return
+	}
+	p.declared.add(pr, n)
+	p.total.add(pr, n)
+	p.requirementsChanged()
+}
+
+func (p *Pool) addRequested(pr profile, n int) {
+	p.requested.add(pr, n)
+	p.total.add(pr, n)
+	p.requirementsChanged()
+}
+
+// ---- requirements ----
+
+// Requirements returns the current requirements (declared plus those of pending and allocated
+// requests), one line per profile with a positive count, sorted by profile (CPU cores, then task
+// heap, task off-heap, managed and network memory).
+func (p *Pool) Requirements() []rpc.ResourceRequirement { return p.total.requirements() }
+
+// IncreaseRequirements declares n more slots of profile pr.
+func (p *Pool) IncreaseRequirements(pr jobgraph.ResourceProfile, n int) error {
+	p.enter()
+	defer p.leave()
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	if err := checkProfile(pr); err != nil {
+		return err
+	}
+	if n < 0 {
+		return invalid("cannot increase the requirements by %d slots", n)
+	}
+	p.addDeclared(pr, n)
+	return nil
+}
+
+// DecreaseRequirements declares n fewer slots of profile pr. It fails, changing nothing, when fewer
+// than n were declared (requirements of slot requests cannot be decreased this way).
+func (p *Pool) DecreaseRequirements(pr jobgraph.ResourceProfile, n int) error {
+	p.enter()
+	defer p.leave()
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	if err := checkProfile(pr); err != nil {
+		return err
+	}
+	if n < 0 {
+		return invalid("cannot decrease the requirements by %d slots", n)
+	}
+	if have := p.declared[pr]; n > have {
+		return invalid("cannot decrease the requirements for %v by %d slots: only %d declared", pr, n, have)
+	}
+	p.addDeclared(pr, -n)
+	return nil
+}
+
+// SetRequirements replaces the declared requirements with reqs (the requirements of slot requests
+// stay). Lines with the same profile add up; a zero count is allowed. Nothing changes on error.
+func (p *Pool) SetRequirements(reqs []rpc.ResourceRequirement) error {
+	p.enter()
+	defer p.leave()
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	next := counter{}
+	for _, r := range reqs {
+		if err := checkProfile(r.Profile); err != nil {
+			return err
+		}
+		if r.Count < 0 {
+			return invalid("requirement for %v has a negative count %d", r.Profile, r.Count)
+		}
+		next.add(r.Profile, r.Count)
+	}
+	for pr, n := range p.declared {
+		p.total.add(pr, -n)
+	}
+	for pr, n := range next {
+		p.total.add(pr, n)
+	}
+	p.declared = next
+	p.requirementsChanged()
+	return nil
+}
+
+// ---- offers ----
+
+// OfferSlots takes the slots taskExecutor offers and returns those accepted, in offer order.
+// A new offer is accepted only while some requirement is not yet fulfilled: first the requirement
+// with exactly the offered profile, else the first (in Requirements order) whose profile the offer
+// IsMatching. An offer whose AllocationID was already accepted from the same TaskExecutor is
+// accepted again and changes nothing; one already accepted from another TaskExecutor, one with a
+// zero AllocationID or with a malformed profile is refused, and so is everything offered under an
+// empty taskExecutor. Accepted slots go first to pending
+// slot requests (oldest first), and the rest are reported to OnNewSlots.
+func (p *Pool) OfferSlots(taskExecutor jobgraph.ResourceID, offers []rpc.SlotOffer) []rpc.SlotOffer {
+	p.enter()
+	defer p.leave()
+	if p.closed || taskExecutor == "" {
+		return nil
+	}
+	now := p.clock()
+	var accepted []rpc.SlotOffer
+	var added []*slot
+	for _, o := range offers {
+		if s, ok := p.slots[o.AllocationID]; ok {
+			if s.taskExecutor == taskExecutor {
+				accepted = append(accepted, o)
+			}
+			continue
+		}
+		if o.AllocationID.IsZero() || checkProfile(o.ResourceProfile) != nil {
+			continue
+		}
+		req, ok := p.matchRequirement(o.ResourceProfile)
+		if !ok {
+			continue
+		}
+		s := &slot{
+			id:           o.AllocationID,
+			taskExecutor: taskExecutor,
+			index:        o.SlotIndex,
+			profile:      o.ResourceProfile,
+			req:          req,
+		}
+		p.slots[s.id] = s
+		owned := p.byOwner[taskExecutor]
+		if owned == nil {
+			owned = map[jobgraph.AllocationID]*slot{}
+			p.byOwner[taskExecutor] = owned
+		}
+		owned[s.id] = s
+		p.fulfilled.add(req, 1)
+		p.pushFree(s, now)
+		accepted = append(accepted, o)
+		added = append(added, s)
+	}
+	if len(added) > 0 {
+		p.slotsBecameFree(added)
+	}
+	return accepted
+}
+
+// matchRequirement finds the requirement an offered slot of profile offered would fulfil.
+// Flink: DefaultRequirementMatcher.
+func (p *Pool) matchRequirement(offered profile) (profile, bool) {
+	if p.total[offered] > p.fulfilled[offered] {
+		return offered, true
+	}
+	for _, req := range p.total.sortedKeys() {
+		if offered.IsMatching(req) && p.total[req] > p.fulfilled[req] {
+			return req, true
+		}
+	}
+	return profile{}, false
+}
+
+// ---- free slots ----
+
+func (p *Pool) pushFree(s *slot, now time.Time) {
+	l := p.free[s.req]
+	if l == nil {
+		l = list.New()
+		p.free[s.req] = l
+	}
+	s.allocated = false
+	s.freeSince = now
+	s.freeElem = l.PushBack(s)
+	p.numFree++
+}
+
+func (p *Pool) removeFree(s *slot) {
+	if s.freeElem == nil {
+		return
+	}
+	l := p.free[s.req]
+	l.Remove(s.freeElem)
+	if l.Len() == 0 {
+		delete(p.free, s.req)
+	}
+	s.freeElem = nil
+	p.numFree--
+	p.cancelIdle(s)
+}
+
+// slotsBecameFree gives the slots, just made free, to pending requests, arms the idle timeout of
+// those left, and reports them to OnNewSlots. Flink: DeclarativeSlotPoolBridge.newSlotsAreAvailable.
+func (p *Pool) slotsBecameFree(slots []*slot) {
+	var left []*slot
+	for _, s := range slots {
+		if r := p.oldestPendingFor(s.profile); r != nil {
+			p.unqueue(r)
+			p.allocate(s, r.profile, r)
+			r.complete(p, s.snapshot(), nil)
+			continue
+		}
+		p.armIdle(s, p.idleTimeout)
+		left = append(left, s)
+	}
+	if len(left) == 0 || p.onNewSlots == nil {
+		return
+	}
+	p.effects = append(p.effects, func() {
+		// Earlier callbacks may have taken some of them.
+		var out []AllocatedSlot
+		for _, s := range left {
+			if p.slots[s.id] == s && !s.allocated {
+				out = append(out, s.snapshot())
+			}
+		}
+		if len(out) > 0 {
+			p.onNewSlots(out)
+		}
+	})
+}
+
+// allocate takes the free slot s for profile pr, on behalf of request r (nil for ReserveFreeSlot).
+// The slot then counts toward requirement pr.
+func (p *Pool) allocate(s *slot, pr profile, r *SlotRequest) {
+	p.removeFree(s)
+	s.allocated = true
+	if s.req != pr {
+		p.fulfilled.add(s.req, -1)
+		p.fulfilled.add(pr, 1)
+		s.req = pr
+	}
+	s.request = r
+	if r != nil {
+		r.slot = s
+	}
+}
+
+// findFreeSlot returns a free slot for profile pr: the longest-free one counting toward pr if any,
+// else the longest-free matching one of the first requirement profile (in Requirements order).
+func (p *Pool) findFreeSlot(pr profile) *slot {
+	if l := p.free[pr]; l != nil {
+		return l.Front().Value.(*slot)
+	}
+	keys := slices.SortedFunc(maps.Keys(p.free), compareProfiles)
+	for _, k := range keys {
+		for e := p.free[k].Front(); e != nil; e = e.Next() {
+			if s := e.Value.(*slot); s.profile.IsMatching(pr) {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// ---- idle slots ----
+
+func (p *Pool) armIdle(s *slot, d time.Duration) {
+	p.cancelIdle(s)
+	gen := s.idleGen
+	s.idleCancel = p.timers.Schedule(d, func() { p.checkIdle(s, gen) })
+}
+
+func (p *Pool) cancelIdle(s *slot) {
+	s.idleGen++
+	if s.idleCancel != nil {
+		s.idleCancel()
+		s.idleCancel = nil
+	}
+}
+
+// checkIdle returns s to its TaskExecutor if it has been free for slot.idle.timeout and the
+// requirement it counts toward has more slots than it needs; otherwise it looks again later.
+// Flink: DefaultDeclarativeSlotPool.releaseIdleSlots.
+func (p *Pool) checkIdle(s *slot, gen uint64) {
+	p.enter()
+	defer p.leave()
+	if p.closed || s.idleGen != gen || p.slots[s.id] != s || s.allocated {
+		return
+	}
+	s.idleCancel = nil
+	if idle := p.clock().Sub(s.freeSince); idle < p.idleTimeout {
+		p.armIdle(s, p.idleTimeout-idle)
+		return
+	}
+	if p.fulfilled[s.req] <= p.total[s.req] {
+		p.armIdle(s, p.idleTimeout) // still needed
+		return
+	}
+	p.remove(s, fmt.Errorf("slotpool: returning slot %s to TaskExecutor %s: %w (%v)", s.id, s.taskExecutor, ErrIdleSlot, p.idleTimeout))
+}
