@@ -1,0 +1,122 @@
+package executiongraph
+
+import (
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// ArchivedExecutionGraph is an immutable snapshot of an ExecutionGraph for history, results
+// and the REST-style views: the job's status with its timestamps, the failure cause, and per job
+// vertex and subtask the state, attempt, timestamps, failure and location. It shares nothing
+// with the live graph, so later changes there do not show here. It encodes to JSON (and back)
+// with encoding/json; map keys are Flink's status and state names.
+// Flink: org.apache.flink.runtime.executiongraph.ArchivedExecutionGraph.
+type ArchivedExecutionGraph struct {
+	JobID            jobgraph.JobID            `json:"jobId"`
+	JobName          string                    `json:"jobName"`
+	JobType          jobgraph.JobType          `json:"jobType"`
+	ExecutionGraphID jobgraph.ExecutionGraphID `json:"executionGraphId"`
+	Status           jobgraph.JobStatus        `json:"status"`
+	// StatusTimestamps holds when the job last entered each status it reached (only those).
+	StatusTimestamps map[jobgraph.JobStatus]time.Time `json:"statusTimestamps"`
+	// FailureCause is the job's failure cause, if any.
+	FailureCause *jobgraph.ErrorInfo `json:"failureCause,omitempty"`
+	// JobVertices in topological order.
+	JobVertices []ArchivedExecutionJobVertex `json:"jobVertices"`
+}
+
+// ArchivedExecutionJobVertex is one job vertex of an ArchivedExecutionGraph.
+// Flink: ArchivedExecutionJobVertex.
+type ArchivedExecutionJobVertex struct {
+	ID             jobgraph.JobVertexID `json:"id"`
+	Name           string               `json:"name"`
+	Parallelism    int                  `json:"parallelism"`
+	MaxParallelism int                  `json:"maxParallelism"`
+	// AggregateState summarises the subtasks' states (see ExecutionJobVertex.AggregateState).
+	AggregateState jobgraph.ExecutionState `json:"aggregateState"`
+	// StateCounts is the number of subtasks per state, with every state present (Flink's
+	// tasks-per-state / status-counts).
+	StateCounts map[jobgraph.ExecutionState]int `json:"stateCounts"`
+	// Subtasks in index order.
+	Subtasks []ArchivedExecutionVertex `json:"subtasks"`
+}
+
+// ArchivedExecutionVertex is one subtask's current attempt in an ArchivedExecutionGraph.
+// Flink: ArchivedExecutionVertex with its current ArchivedExecution.
+type ArchivedExecutionVertex struct {
+	Subtask       int                     `json:"subtask"`
+	State         jobgraph.ExecutionState `json:"state"`
+	AttemptNumber int                     `json:"attemptNumber"`
+	// StateTimestamps holds when the attempt entered each state it reached (only those).
+	StateTimestamps map[jobgraph.ExecutionState]time.Time `json:"stateTimestamps"`
+	// FailureMessage is the attempt's failure cause (err.Error()), if it failed with one.
+	FailureMessage string `json:"failureMessage,omitempty"`
+	// Location is the TaskExecutor the attempt was deployed to, if any.
+	Location jobgraph.ResourceID `json:"location,omitempty"`
+}
+
+// Archive returns a snapshot of the graph as it is now. It copies everything it holds, in time
+// and memory linear in the number of subtasks. Flink: ArchivedExecutionGraph.createFrom.
+func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
+	a := &ArchivedExecutionGraph{
+		JobID:            g.JobID(),
+		JobName:          g.JobName(),
+		JobType:          g.JobType(),
+		ExecutionGraphID: g.id,
+		Status:           g.state,
+		StatusTimestamps: make(map[jobgraph.JobStatus]time.Time),
+		FailureCause:     g.FailureInfo(),
+		JobVertices:      make([]ArchivedExecutionJobVertex, len(g.jobVertices)),
+	}
+	for s := range jobgraph.JobStatus(numJobStatuses) {
+		if g.reached&(1<<s) != 0 {
+			a.StatusTimestamps[s] = g.StatusTimestamp(s)
+		}
+	}
+	for i, jv := range g.jobVertices {
+		av := ArchivedExecutionJobVertex{
+			ID:             jv.ID(),
+			Name:           jv.Name(),
+			Parallelism:    jv.Parallelism(),
+			MaxParallelism: jv.maxPar,
+			AggregateState: jv.AggregateState(),
+			StateCounts:    make(map[jobgraph.ExecutionState]int, jobgraph.NumExecutionStates),
+			Subtasks:       make([]ArchivedExecutionVertex, len(jv.vertices)),
+		}
+		for s := range jobgraph.ExecutionState(jobgraph.NumExecutionStates) {
+			av.StateCounts[s] = int(jv.stateCounts[s])
+		}
+		for k := range jv.vertices {
+			e := jv.vertices[k].current
+			sub := ArchivedExecutionVertex{
+				Subtask:         k,
+				State:           e.state,
+				AttemptNumber:   int(e.attempt),
+				StateTimestamps: make(map[jobgraph.ExecutionState]time.Time),
+				Location:        e.ResourceID,
+			}
+			for s := range jobgraph.ExecutionState(jobgraph.NumExecutionStates) {
+				if e.reached&(1<<s) != 0 {
+					sub.StateTimestamps[s] = e.StateTimestamp(s)
+				}
+			}
+			if e.failure != nil {
+				sub.FailureMessage = e.failure.Error()
+			}
+			av.Subtasks[k] = sub
+		}
+		a.JobVertices[i] = av
+	}
+	return a
+}
+
+// JobVertex is the archived job vertex with the given ID, or nil.
+func (a *ArchivedExecutionGraph) JobVertex(id jobgraph.JobVertexID) *ArchivedExecutionJobVertex {
+	for i := range a.JobVertices {
+		if a.JobVertices[i].ID == id {
+			return &a.JobVertices[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package executiongraph
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+func TestAllToAllSharesOneGroupPerSide(t *testing.T) {
+	g := jobgraph.New("all-to-all", jobgraph.Batch)
+	vs := vertices(g, 3, 2)
+	g.Connect(vs[0], vs[1], jobgraph.AllToAll, jobgraph.Blocking)
+	eg := build(t, g)
+
+	producer, consumer := eg.JobVertex(vs[0].ID), eg.JobVertex(vs[1].ID)
+	r := producer.ProducedResults()[0]
+	require.Equal(t, 3, r.NumPartitions())
+	require.Equal(t, 1, eg.NumConsumedPartitionGroups())
+
+	cvg := r.Partition(0).ConsumerVertexGroups()
+	require.Len(t, cvg, 1)
+	for i := range 3 {
+		got := r.Partition(i).ConsumerVertexGroups()
+		require.Len(t, got, 1)
+		assert.Same(t, cvg[0], got[0], "partition %d", i)
+		assert.Same(t, cvg[0].ConsumedPartitionGroup(), r.Partition(i).ConsumedPartitionGroups()[0])
+	}
+	require.Equal(t, 2, cvg[0].Len())
+	assert.Same(t, consumer.Vertex(0), cvg[0].Vertex(0))
+	assert.Same(t, consumer.Vertex(1), cvg[0].Vertex(1))
+
+	cpg := consumer.Vertex(0).ConsumedPartitionGroups()
+	require.Len(t, cpg, 1)
+	assert.Same(t, cpg[0], consumer.Vertex(1).ConsumedPartitionGroups()[0])
+	require.Equal(t, 3, cpg[0].Len())
+	for i := range 3 {
+		assert.Same(t, r.Partition(i), cpg[0].Partition(i))
+	}
+	assert.Same(t, cvg[0], cpg[0].ConsumerVertexGroup())
+	assert.Equal(t, jobgraph.Blocking, cpg[0].ResultType())
+	assert.Equal(t, jobgraph.Blocking, cvg[0].ResultType())
+	assert.Same(t, r, cpg[0].Result())
+	assert.Same(t, consumer, cvg[0].JobVertex())
+	assert.Equal(t, []*IntermediateResult{r}, consumer.Inputs())
+	assert.Equal(t, []*ExecutionJobVertex{consumer}, r.Consumers())
+}
+
+func TestPointwiseFanIn(t *testing.T) {
+	const n = 17
+	g := jobgraph.New("fan-in", jobgraph.Streaming)
+	vs := vertices(g, 3*n, n)
+	g.Connect(vs[0], vs[1], jobgraph.Pointwise, jobgraph.Pipelined)
+	eg := build(t, g)
+
+	consumer := eg.JobVertex(vs[1].ID)
+	r := eg.JobVertex(vs[0].ID).ProducedResults()[0]
+	require.Equal(t, n, eg.NumConsumedPartitionGroups())
+	for i := range n {
+		v := consumer.Vertex(i)
+		start, end := consumedRange(t, v)
+		require.Equal(t, []int{3 * i, 3*i + 1, 3*i + 2}, rangeInts(start, end), "consumer %d", i)
+		// The three partitions share one ConsumerVertexGroup: {i}.
+		cvg := r.Partition(3 * i).ConsumerVertexGroups()[0]
+		for p := 3 * i; p < 3*i+3; p++ {
+			require.Same(t, cvg, r.Partition(p).ConsumerVertexGroups()[0])
+			require.Same(t, v.ConsumedPartitionGroups()[0], r.Partition(p).ConsumedPartitionGroups()[0])
+		}
+		cs, ce := cvg.VertexRange()
+		require.Equal(t, []int{i}, rangeInts(cs, ce))
+	}
+}
+
+func TestPointwiseFanOut(t *testing.T) {
+	for _, tc := range []struct{ n, k int }{{41, 2}, {11, 7}} {
+		t.Run(fmt.Sprintf("%d-to-%d", tc.n, tc.k*tc.n), func(t *testing.T) {
+			g := jobgraph.New("fan-out", jobgraph.Streaming)
+			vs := vertices(g, tc.n, tc.k*tc.n)
+			g.Connect(vs[0], vs[1], jobgraph.Pointwise, jobgraph.Pipelined)
+			eg := build(t, g)
+
+			consumer := eg.JobVertex(vs[1].ID)
+			r := eg.JobVertex(vs[0].ID).ProducedResults()[0]
+			require.Equal(t, tc.n, eg.NumConsumedPartitionGroups())
+			for i := range tc.k * tc.n {
+				start, end := consumedRange(t, consumer.Vertex(i))
+				require.Equal(t, []int{i / tc.k}, rangeInts(start, end), "consumer %d", i)
+			}
+			for p := range tc.n {
+				cvgs := r.Partition(p).ConsumerVertexGroups()
+				require.Len(t, cvgs, 1)
+				cs, ce := cvgs[0].VertexRange()
+				require.Equal(t, tc.k*p, cs, "partition %d", p)
+				require.Equal(t, tc.k*(p+1), ce, "partition %d", p)
+				// Every consumer of the partition shares its one ConsumedPartitionGroup.
+				for v := range cvgs[0].Vertices() {
+					require.Same(t, r.Partition(p).ConsumedPartitionGroups()[0], v.ConsumedPartitionGroups()[0])
+				}
+			}
+		})
+	}
+}
+
+func TestPointwiseIrregular(t *testing.T) {
+	for _, pair := range [][2]int{{3, 16}, {19, 21}, {15, 20}, {11, 31}} {
+		for _, pc := range [][2]int{pair, {pair[1], pair[0]}} {
+			producers, consumers := pc[0], pc[1]
+			t.Run(fmt.Sprintf("%d-to-%d", producers, consumers), func(t *testing.T) {
+				g := jobgraph.New("irregular", jobgraph.Streaming)
+				vs := vertices(g, producers, consumers)
+				g.Connect(vs[0], vs[1], jobgraph.Pointwise, jobgraph.Pipelined)
+				eg := build(t, g)
+				lo, hi := min(producers, consumers), max(producers, consumers)
+				fan := []int{hi / lo, hi/lo + 1}
+
+				readers := make([]int, producers) // consumers per partition
+				for i := range consumers {
+					start, end := consumedRange(t, eg.JobVertex(vs[1].ID).Vertex(i))
+					require.Greater(t, end-start, 0, "consumer %d reads nothing", i)
+					if producers > consumers {
+						require.Contains(t, fan, end-start, "consumer %d", i)
+					}
+					for p := start; p < end; p++ {
+						readers[p]++
+					}
+				}
+				r := eg.JobVertex(vs[0].ID).ProducedResults()[0]
+				for p, n := range readers {
+					require.Greater(t, n, 0, "partition %d is read by nobody", p)
+					if producers < consumers {
+						require.Contains(t, fan, n, "partition %d", p)
+					} else {
+						require.Equal(t, 1, n, "partition %d", p)
+					}
+					require.Equal(t, n, r.Partition(p).ConsumerVertexGroups()[0].Len())
+				}
+			})
+		}
+	}
+}
+
+func TestResultReadByTwoEdges(t *testing.T) {
+	g := jobgraph.New("two readers", jobgraph.Batch)
+	vs := vertices(g, 2, 2, 4)
+	e := g.Connect(vs[0], vs[1], jobgraph.AllToAll, jobgraph.Blocking)
+	var ds *jobgraph.IntermediateDataSet
+	for _, d := range vs[0].Results {
+		if d.ID == e.Source {
+			ds = d
+		}
+	}
+	g.ConnectDataSet(ds, vs[2], jobgraph.Pointwise)
+	eg := build(t, g)
+
+	r := eg.Result(ds.ID)
+	require.Equal(t, 1+2, eg.NumConsumedPartitionGroups())
+	b, c := eg.JobVertex(vs[1].ID), eg.JobVertex(vs[2].ID)
+	require.Equal(t, []*ExecutionJobVertex{b, c}, r.Consumers())
+	p1 := r.Partition(1)
+	require.Len(t, p1.ConsumerVertexGroups(), 2)
+	require.Same(t, b, p1.ConsumerVertexGroups()[0].JobVertex())
+	require.Same(t, c, p1.ConsumerVertexGroups()[1].JobVertex())
+	start, end := p1.ConsumerVertexGroups()[1].VertexRange()
+	require.Equal(t, []int{2, 3}, rangeInts(start, end))
+	require.Same(t, p1, eg.Partition(p1.ID()))
+	require.Same(t, eg.Vertex(jobgraph.ExecutionVertexID{JobVertexID: vs[0].ID, Subtask: 1}), p1.Producer())
+	require.Equal(t, []*IntermediateResultPartition{p1}, p1.Producer().ProducedPartitions())
+	require.Equal(t, jobgraph.Pointwise, c.InputDistributionPattern(0))
+	require.Nil(t, eg.Partition(jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: ds.ID, PartitionIndex: 2}))
+}
+
+func rangeInts(start, end int) []int {
+	var out []int
+	for i := start; i < end; i++ {
+		out = append(out, i)
+	}
+	return out
+}

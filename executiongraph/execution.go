@@ -1,0 +1,141 @@
+package executiongraph
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// Execution is one attempt to run one subtask: its attempt number, its state with the time it
+// entered each state, its failure and the slot it was given. Its state machine is jobgraph's
+// ExecutionState table; TransitionState refuses anything else.
+// Flink: org.apache.flink.runtime.executiongraph.Execution.
+type Execution struct {
+	vertex     *ExecutionVertex
+	attempt    int32
+	state      jobgraph.ExecutionState
+	reached    uint16                             // bit s set: state s was reached
+	stateTimes [jobgraph.NumExecutionStates]int64 // unix nanoseconds of entry into each state
+	failure    error
+
+	// ResourceID is the TaskExecutor the attempt was deployed to; set by the scheduler.
+	ResourceID jobgraph.ResourceID
+	// AllocationID is the slot the attempt runs in; set by the scheduler.
+	AllocationID jobgraph.AllocationID
+}
+
+func (e *Execution) mark(s jobgraph.ExecutionState, at int64) {
+	e.reached |= 1 << s
+	e.stateTimes[s] = at
+}
+
+// AttemptID is the ExecutionAttemptID: graph ID, vertex ID and attempt number.
+func (e *Execution) AttemptID() jobgraph.ExecutionAttemptID {
+	return jobgraph.ExecutionAttemptID{
+		ExecutionGraphID:  e.vertex.jobVertex.graph.id,
+		ExecutionVertexID: e.vertex.ID(),
+		AttemptNumber:     int(e.attempt),
+	}
+}
+
+// AttemptNumber is 0 for the first attempt of the vertex, n for the attempt after n resets.
+func (e *Execution) AttemptNumber() int { return int(e.attempt) }
+
+// Vertex is the subtask this attempt runs.
+func (e *Execution) Vertex() *ExecutionVertex { return e.vertex }
+
+// IsCurrent reports whether this is its vertex's current attempt (not a prior one).
+func (e *Execution) IsCurrent() bool { return e.vertex.current == e }
+
+// State is the attempt's state.
+func (e *Execution) State() jobgraph.ExecutionState { return e.state }
+
+// StateTimestamp is when the attempt entered state s, or the zero time if it never did; UTC,
+// nanosecond precision. Flink: Execution.getStateTimestamp.
+func (e *Execution) StateTimestamp(s jobgraph.ExecutionState) time.Time {
+	if int(s) >= jobgraph.NumExecutionStates || e.reached&(1<<s) == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, e.stateTimes[s]).UTC()
+}
+
+// FailureCause is the error MarkFailed recorded, or nil.
+func (e *Execution) FailureCause() error { return e.failure }
+
+// FailureInfo is the failure as message and time (of entering FAILED), or nil.
+func (e *Execution) FailureInfo() *jobgraph.ErrorInfo {
+	if e.failure == nil {
+		return nil
+	}
+	return jobgraph.NewErrorInfo(e.failure, e.StateTimestamp(jobgraph.ExecutionStateFailed))
+}
+
+func (e *Execution) String() string {
+	return fmt.Sprintf("%s attempt #%d (%s)", e.vertex.Name(), e.attempt, e.AttemptID())
+}
+
+// TransitionState moves the attempt to state to, stamped with the graph's clock. Any transition
+// missing from jobgraph's ExecutionState table (see jobgraph.ExecutionStateTransitions) is an
+// error matching ErrIllegalTransition naming the execution, from and to, and changes nothing.
+// A transition keeps the graph's counters consistent: per-state counts of the job vertex, the
+// graph's finished count, and — on FINISHED — the finished flags of the vertex's partitions
+// whose result type is not pipelined, with their groups' unfinished counters.
+// Flink: Execution.transitionState.
+func (e *Execution) TransitionState(to jobgraph.ExecutionState) error {
+	from := e.state
+	if !from.CanTransitionTo(to) {
+		return fmt.Errorf("executiongraph: execution %s: %w from %s to %s", e, ErrIllegalTransition, from, to)
+	}
+	jv := e.vertex.jobVertex
+	jv.stateCounts[from]--
+	jv.stateCounts[to]++
+	e.state = to
+	e.mark(to, jv.graph.now())
+	if to == jobgraph.ExecutionStateFinished {
+		jv.graph.numFinished++
+		for _, p := range e.vertex.ProducedPartitions() {
+			p.markFinished()
+		}
+	}
+	return nil
+}
+
+// MarkFinished moves the attempt to FINISHED (from RUNNING, or RECONCILING); see TransitionState.
+// Flink: Execution.markFinished.
+func (e *Execution) MarkFinished() error { return e.TransitionState(jobgraph.ExecutionStateFinished) }
+
+// MarkFailed records err as the attempt's failure cause and moves it to FAILED. From a state
+// that cannot fail (a terminal one) it returns the TransitionState error and records nothing.
+// Flink: Execution.markFailed.
+func (e *Execution) MarkFailed(err error) error {
+	if !e.state.CanTransitionTo(jobgraph.ExecutionStateFailed) {
+		return e.TransitionState(jobgraph.ExecutionStateFailed)
+	}
+	e.failure = err
+	return e.TransitionState(jobgraph.ExecutionStateFailed)
+}
+
+// Cancel starts canceling the attempt, as Flink's Execution.cancel does, and returns the state
+// it is in afterwards:
+//
+//   - CREATED, SCHEDULED: nothing was deployed, so it goes straight to CANCELED;
+//   - DEPLOYING, INITIALIZING, RUNNING, RECONCILING: it goes to CANCELING, and the caller must
+//     ask the TaskExecutor to cancel the task (which later reports CANCELED);
+//   - CANCELING and terminal states: nothing changes.
+func (e *Execution) Cancel() jobgraph.ExecutionState {
+	var to jobgraph.ExecutionState
+	switch e.state {
+	case jobgraph.ExecutionStateCreated, jobgraph.ExecutionStateScheduled:
+		to = jobgraph.ExecutionStateCanceled
+	case jobgraph.ExecutionStateDeploying, jobgraph.ExecutionStateInitializing,
+		jobgraph.ExecutionStateRunning, jobgraph.ExecutionStateReconciling:
+		to = jobgraph.ExecutionStateCanceling
+	default:
+		return e.state
+	}
+	if err := e.TransitionState(to); err != nil {
+		panic("executiongraph: broken invariant: " + err.Error())
+	}
+	return e.state
+}

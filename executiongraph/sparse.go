@@ -1,0 +1,35 @@
+package executiongraph
+
+import (
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// NewSparseArchivedExecutionGraph returns an archived graph of a job that has no ExecutionGraph
+// (yet): one still initializing, one whose initialization failed, one canceled before it had a
+// JobMaster. It has no vertices; StatusTimestamps holds INITIALIZING at initialized and status at
+// the same instant (or now, for a terminal status). failure, if non-nil, becomes FailureCause.
+// Flink: ArchivedExecutionGraph.createSparseArchivedExecutionGraph.
+func NewSparseArchivedExecutionGraph(job jobgraph.JobID, name string, jobType jobgraph.JobType, status jobgraph.JobStatus, failure error, initialized time.Time) *ArchivedExecutionGraph {
+	ended := initialized
+	if status.IsTerminal() {
+		ended = time.Now()
+	}
+	return &ArchivedExecutionGraph{
+		JobID:   job,
+		JobName: name,
+		JobType: jobType,
+		Status:  status,
+		StatusTimestamps: map[jobgraph.JobStatus]time.Time{
+			jobgraph.JobStatusInitializing: initialized,
+			status:                         ended,
+		},
+		FailureCause: jobgraph.NewErrorInfo(failure, ended),
+	}
+}
+
+// StatusTimestamp is when the job last entered status s, or the zero Time if it never did.
+func (a *ArchivedExecutionGraph) StatusTimestamp(s jobgraph.JobStatus) time.Time {
+	return a.StatusTimestamps[s]
+}

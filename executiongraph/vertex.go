@@ -1,0 +1,134 @@
+package executiongraph
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// ExecutionVertex is one subtask of a job vertex: its current Execution (attempt), a bounded
+// history of earlier attempts, the partition groups it reads (one per input edge), the partitions
+// it writes (one per produced result) and its pipelined region.
+// Flink: org.apache.flink.runtime.executiongraph.ExecutionVertex.
+type ExecutionVertex struct {
+	jobVertex *ExecutionJobVertex
+	current   *Execution
+	prior     []*Execution // oldest first, at most graph.maxPriorAttempts
+	version   uint64
+	subtask   int32
+	region    int32 // index into graph.regions.regions
+}
+
+// ID is the ExecutionVertexID: job vertex ID and subtask index.
+func (v *ExecutionVertex) ID() jobgraph.ExecutionVertexID {
+	return jobgraph.ExecutionVertexID{JobVertexID: v.jobVertex.jobVertex.ID, Subtask: int(v.subtask)}
+}
+
+// JobVertex is the job vertex this subtask belongs to.
+func (v *ExecutionVertex) JobVertex() *ExecutionJobVertex { return v.jobVertex }
+
+// SubtaskIndex is the subtask's index, 0 ≤ index < parallelism.
+func (v *ExecutionVertex) SubtaskIndex() int { return int(v.subtask) }
+
+// Index is the vertex's position in ExecutionGraph.Vertices (topological order), a dense
+// index in [0, NumVertices) for per-vertex arrays.
+func (v *ExecutionVertex) Index() int { return v.jobVertex.base + int(v.subtask) }
+
+// Name is the task name with subtask index as Flink prints it
+// (TaskNameWithSubtaskIndex): "name (i+1/parallelism)", e.g. "map (2/4)".
+func (v *ExecutionVertex) Name() string {
+	return v.jobVertex.jobVertex.Name + " (" + strconv.Itoa(int(v.subtask)+1) + "/" +
+		strconv.Itoa(len(v.jobVertex.vertices)) + ")"
+}
+
+func (v *ExecutionVertex) String() string { return v.Name() }
+
+// CurrentExecution is the current attempt; never nil.
+func (v *ExecutionVertex) CurrentExecution() *Execution { return v.current }
+
+// State is the current attempt's state.
+func (v *ExecutionVertex) State() jobgraph.ExecutionState { return v.current.state }
+
+// NumPriorAttempts is the number of attempts before the current one (its attempt number),
+// whether or not they are still kept.
+func (v *ExecutionVertex) NumPriorAttempts() int { return int(v.current.attempt) }
+
+// PriorExecutions are the earlier attempts still kept, oldest first (at most
+// WithMaxPriorAttempts of them). The slice must not be modified.
+func (v *ExecutionVertex) PriorExecutions() []*Execution { return v.prior }
+
+// Execution is the attempt with the given number if it is the current one or still kept, else nil.
+func (v *ExecutionVertex) Execution(attempt int) *Execution {
+	if int(v.current.attempt) == attempt {
+		return v.current
+	}
+	for _, e := range v.prior {
+		if int(e.attempt) == attempt {
+			return e
+		}
+	}
+	return nil
+}
+
+// Version counts the resets of this vertex (0 after Build). The scheduler records it when it
+// starts deploying and drops the deployment if the vertex was reset meanwhile.
+func (v *ExecutionVertex) Version() uint64 { return v.version }
+
+// ConsumedPartitionGroups are the groups this subtask reads, one per input edge, in input
+// order. The slice must not be modified.
+func (v *ExecutionVertex) ConsumedPartitionGroups() []*ConsumedPartitionGroup {
+	n := len(v.jobVertex.inputs)
+	s := int(v.subtask) * n
+	return v.jobVertex.consumedBacking[s : s+n : s+n]
+}
+
+// ProducedPartitions are the partitions this subtask writes, one per produced result, in output
+// order. The slice must not be modified.
+func (v *ExecutionVertex) ProducedPartitions() []*IntermediateResultPartition {
+	n := len(v.jobVertex.produced)
+	s := int(v.subtask) * n
+	return v.jobVertex.producedBacking[s : s+n : s+n]
+}
+
+// Region is the pipelined region the subtask belongs to.
+func (v *ExecutionVertex) Region() *PipelinedRegion {
+	return &v.jobVertex.graph.regions.regions[v.region]
+}
+
+// ResetForNewExecution replaces the current attempt, which must be terminal (FINISHED, CANCELED
+// or FAILED), by attempt n+1 in CREATED, and returns it. The old attempt joins the prior
+// attempts. If the old attempt had FINISHED, the vertex's partitions become unfinished again
+// (their groups' counters go up) and the graph's finished count goes down. The version goes up
+// by one. A non-terminal current attempt is an error matching ErrIllegalTransition, and nothing
+// changes. Flink: ExecutionVertex.resetForNewExecution.
+func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
+	old := v.current
+	if !old.state.IsTerminal() {
+		return nil, fmt.Errorf("executiongraph: cannot reset %s for a new execution: attempt #%d is %s, not terminal: %w",
+			v.Name(), old.attempt, old.state, ErrIllegalTransition)
+	}
+	jv := v.jobVertex
+	g := jv.graph
+	if old.state == jobgraph.ExecutionStateFinished {
+		g.numFinished--
+		for _, p := range v.ProducedPartitions() {
+			p.markUnfinished()
+		}
+	}
+	jv.stateCounts[old.state]--
+	jv.stateCounts[jobgraph.ExecutionStateCreated]++
+
+	if limit := g.maxPriorAttempts; limit > 0 {
+		if len(v.prior) == limit {
+			copy(v.prior, v.prior[1:])
+			v.prior = v.prior[:limit-1]
+		}
+		v.prior = append(v.prior, old)
+	}
+	e := &Execution{vertex: v, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated}
+	e.mark(jobgraph.ExecutionStateCreated, g.now())
+	v.current = e
+	v.version++
+	return e, nil
+}
