@@ -22,7 +22,8 @@ func Decode(data []byte) (*JobGraph, error) {
 	if err := dec.Decode(&g); err != nil {
 		return nil, fmt.Errorf("jobgraph: decode: %w", err)
 	}
-	if dec.More() {
+	// Only JSON whitespace may follow. (dec.More would miss a stray '}' or ']'.)
+	if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
 		return nil, fmt.Errorf("jobgraph: decode: trailing data after the job graph")
 	}
 	if err := g.checkNil(); err != nil {

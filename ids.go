@@ -26,7 +26,7 @@ func parseAbstractID(kind, s string) ([16]byte, error) {
 		return b, fmt.Errorf("jobgraph: %s %q: want 32 hexadecimal characters, got %d characters", kind, s, len(s))
 	}
 	if _, err := hex.Decode(b[:], []byte(s)); err != nil {
-		return b, fmt.Errorf("jobgraph: %s %q: not hexadecimal: %w", kind, s, err)
+		return [16]byte{}, fmt.Errorf("jobgraph: %s %q: not hexadecimal: %w", kind, s, err)
 	}
 	return b, nil
 }

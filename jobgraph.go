@@ -96,6 +96,9 @@ const MaxMaxParallelism = 1 << 15
 // parallelism: 1.5 × parallelism rounded up to a power of two, at least 128, at most 32768.
 // Flink: KeyGroupRangeAssignment.computeDefaultMaxParallelism.
 func DefaultMaxParallelism(parallelism int) int {
+	if parallelism >= MaxMaxParallelism {
+		return MaxMaxParallelism // and p + p/2 below cannot overflow
+	}
 	n := parallelism + parallelism/2
 	p := 1
 	for p < n && p < MaxMaxParallelism {
@@ -241,7 +244,8 @@ func (g *JobGraph) TopologicalOrder() ([]*JobVertex, error) {
 			consumers[index[p]] = append(consumers[index[p]], i)
 		}
 	}
-	// Kahn's algorithm with a queue kept in insertion order.
+	// Kahn's algorithm; ready holds vertex indexes in ascending (insertion) order, so the next
+	// vertex is always the earliest-inserted of those free to go.
 	order := make([]*JobVertex, 0, len(g.Vertices))
 	ready := make([]int, 0, len(g.Vertices))
 	for i := range g.Vertices {
@@ -255,7 +259,8 @@ func (g *JobGraph) TopologicalOrder() ([]*JobVertex, error) {
 		order = append(order, g.Vertices[i])
 		for _, c := range consumers[i] {
 			if indegree[c]--; indegree[c] == 0 {
-				ready = append(ready, c)
+				j, _ := slices.BinarySearch(ready, c)
+				ready = slices.Insert(ready, j, c)
 			}
 		}
 	}

@@ -1,0 +1,218 @@
+package jobgraph_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+func TestRichGraphCoversEverything(t *testing.T) {
+	// Guard for the round-trip tests below: the rich graph really has every result type, both
+	// patterns, several inputs and outputs.
+	g := richGraph()
+	types := map[jobgraph.ResultPartitionType]bool{}
+	patterns := map[jobgraph.DistributionPattern]bool{}
+	maxIn, maxOut := 0, 0
+	for _, v := range g.Vertices {
+		for _, ds := range v.Results {
+			types[ds.ResultType] = true
+		}
+		for _, e := range v.Inputs {
+			patterns[e.DistributionPattern] = true
+		}
+		maxIn, maxOut = max(maxIn, len(v.Inputs)), max(maxOut, len(v.Results))
+	}
+	assert.Len(t, types, 7)
+	assert.Len(t, patterns, 2)
+	assert.GreaterOrEqual(t, maxIn, 2)
+	assert.GreaterOrEqual(t, maxOut, 2)
+	require.NoError(t, g.Validate())
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	g := richGraph()
+	data, err := json.Marshal(g)
+	require.NoError(t, err)
+
+	back, err := jobgraph.Decode(data)
+	require.NoError(t, err)
+	require.Equal(t, g, back)
+	require.NoError(t, back.Validate())
+
+	again, err := json.Marshal(back)
+	require.NoError(t, err)
+	require.Equal(t, string(data), string(again), "encoding a decoded graph gives the same bytes")
+
+	// A builder-made graph with random IDs round-trips too.
+	b := jobgraph.New("built", jobgraph.Batch)
+	s := b.AddVertex("s", "src", 3)
+	c := b.AddVertex("c", "cnt", 2)
+	b.Connect(s, c, jobgraph.AllToAll, jobgraph.Blocking).ShipStrategy = "HASH"
+	data, err = json.Marshal(b)
+	require.NoError(t, err)
+	back, err = jobgraph.Decode(data)
+	require.NoError(t, err)
+	require.Equal(t, b, back)
+
+	// Indented JSON with surrounding whitespace decodes to the same graph.
+	data, err = json.MarshalIndent(g, "", "  ")
+	require.NoError(t, err)
+	back, err = jobgraph.Decode([]byte("\n\t " + string(data) + " \r\n"))
+	require.NoError(t, err)
+	require.Equal(t, g, back)
+}
+
+func TestJSONForm(t *testing.T) {
+	// The exact form HA stores persist.
+	g := &jobgraph.JobGraph{
+		JobID: jid(1), Name: "wc", Type: jobgraph.Batch,
+		Vertices: []*jobgraph.JobVertex{
+			{ID: vid(2), Name: "src", Parallelism: 2, Invokable: "read", Config: []byte("hi"),
+				Results: []*jobgraph.IntermediateDataSet{{ID: dsid(3), ResultType: jobgraph.Blocking}}},
+			{ID: vid(4), Name: "cnt", Parallelism: 2, MaxParallelism: 16, Invokable: "count",
+				Resources:        jobgraph.ResourceProfile{CPUCores: 0.5},
+				SlotSharingGroup: "ssg",
+				Inputs:           []*jobgraph.JobEdge{{Source: dsid(3), Target: vid(4), DistributionPattern: jobgraph.AllToAll, ShipStrategy: "HASH"}}},
+		},
+		Checkpointing:    jobgraph.CheckpointingSettings{Interval: time.Second},
+		SavepointRestore: jobgraph.SavepointRestoreSettings{Path: "/sp", RestoreMode: jobgraph.Claim},
+		RestartStrategy:  jobgraph.FixedDelayRestart(3, 10*time.Millisecond),
+		FailoverStrategy: jobgraph.FailoverRegion,
+	}
+	const want = `{"jobId":"00000000000000000000000000000001","name":"wc","type":"BATCH","vertices":[` +
+		`{"id":"00000000000000000000000000000002","name":"src","parallelism":2,"invokable":"read","config":"aGk=",` +
+		`"results":[{"id":"00000000000000000000000000000003","resultType":"BLOCKING"}]},` +
+		`{"id":"00000000000000000000000000000004","name":"cnt","parallelism":2,"maxParallelism":16,"invokable":"count",` +
+		`"resources":{"cpuCores":0.5},"slotSharingGroup":"ssg",` +
+		`"inputs":[{"source":"00000000000000000000000000000003","target":"00000000000000000000000000000004","distributionPattern":"ALL_TO_ALL","shipStrategy":"HASH"}]}],` +
+		`"checkpointing":{"interval":1000000000},"savepointRestore":{"path":"/sp","restoreMode":"CLAIM"},` +
+		`"restartStrategy":{"type":"fixed-delay","fixedDelayAttempts":3,"fixedDelay":10000000},"failoverStrategy":"region"}`
+	data, err := json.Marshal(g)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(data))
+
+	// Zero settings are left out entirely.
+	minimal := &jobgraph.JobGraph{JobID: jid(1), Vertices: []*jobgraph.JobVertex{{ID: vid(2), Parallelism: 1, Invokable: "x"}}}
+	data, err = json.Marshal(minimal)
+	require.NoError(t, err)
+	assert.Equal(t, `{"jobId":"00000000000000000000000000000001","name":"","type":"STREAMING","vertices":[`+
+		`{"id":"00000000000000000000000000000002","name":"","parallelism":1,"invokable":"x"}]}`, string(data))
+}
+
+func TestDecodeErrors(t *testing.T) {
+	valid, err := json.Marshal(richGraph())
+	require.NoError(t, err)
+	replace := func(old, new string) string {
+		t.Helper()
+		require.Contains(t, string(valid), old)
+		return strings.Replace(string(valid), old, new, 1)
+	}
+
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"empty input", ``, "jobgraph: decode: EOF"},
+		{"not JSON", `jobgraph`, "jobgraph: decode: invalid character"},
+		{"truncated", string(valid[:len(valid)/2]), "jobgraph: decode: unexpected EOF"},
+		{"array", `[]`, "jobgraph: decode: json: cannot unmarshal array"},
+		{"unknown top-level field", `{"jobId":"00000000000000000000000000000001","bogus":1}`, `jobgraph: decode: json: unknown field "bogus"`},
+		{"unknown vertex field", replace(`"parallelism":4,`, `"parallelism":4,"slots":3,`), `unknown field "slots"`},
+		{"unknown edge field", replace(`"shipStrategy":"REBALANCE"`, `"shipStrategy":"REBALANCE","weight":1`), `unknown field "weight"`},
+		{"trailing object", string(valid) + ` {}`, "jobgraph: decode: trailing data after the job graph"},
+		{"trailing number", string(valid) + "\n1", "jobgraph: decode: trailing data after the job graph"},
+		{"trailing brace", string(valid) + `}`, "jobgraph: decode: trailing data after the job graph"},
+		{"trailing bracket", string(valid) + ` ]`, "jobgraph: decode: trailing data after the job graph"},
+		{"trailing garbage", string(valid) + `x`, "jobgraph: decode: trailing data after the job graph"},
+		{"bad job ID", replace(`"jobId":"00000000000000000000000000000001"`, `"jobId":"xyz"`),
+			`jobgraph: JobID "xyz": want 32 hexadecimal characters, got 3 characters`},
+		{"job ID not hex", replace(`"jobId":"00000000000000000000000000000001"`, `"jobId":"0000000000000000000000000000000g"`),
+			`jobgraph: JobID "0000000000000000000000000000000g": not hexadecimal`},
+		{"job ID a number", replace(`"jobId":"00000000000000000000000000000001"`, `"jobId":1`), "cannot unmarshal number"},
+		{"bad vertex ID", replace(`"id":"0000000000000000000000000000000a"`, `"id":"0a"`), `jobgraph: JobVertexID "0a"`},
+		{"bad data set ID", replace(`"source":"00000000000000000000000000000001"`, `"source":"1"`), `jobgraph: IntermediateDataSetID "1"`},
+		{"unknown distribution pattern", replace(`"ALL_TO_ALL"`, `"ALL_TO_SOME"`),
+			`jobgraph: unknown DistributionPattern "ALL_TO_SOME" (want one of [ALL_TO_ALL POINTWISE])`},
+		{"unknown result type", replace(`"BLOCKING"`, `"BLOCKED"`), `jobgraph: unknown ResultPartitionType "BLOCKED"`},
+		{"unknown job type", replace(`"STREAMING"`, `"MICRO_BATCH"`), `jobgraph: unknown JobType "MICRO_BATCH"`},
+		{"lower-case enum name", replace(`"STREAMING"`, `"streaming"`), `jobgraph: unknown JobType "streaming"`},
+		{"unknown restore mode", replace(`"CLAIM"`, `"RECLAIM"`), `jobgraph: unknown RestoreMode "RECLAIM"`},
+		{"enum as a number", replace(`"STREAMING"`, `0`), "cannot unmarshal number"},
+		{"config not base64", replace(`"config":"AAEC/w=="`, `"config":"!!"`), "illegal base64"},
+		{"parallelism a string", replace(`"parallelism":4,`, `"parallelism":"4",`), "cannot unmarshal string"},
+		{"duration with a unit", replace(`"interval":10000000000`, `"interval":"10s"`), "cannot unmarshal string"},
+		{"null vertex", `{"vertices":[null]}`, "jobgraph: decode: invalid job graph: nil-entry: vertex #0 is nil"},
+		{"null vertex after a good one", replace(`"vertices":[`, `"vertices":[{"id":"000000000000000000000000000000ff","name":"x","parallelism":1,"invokable":"x"},null,`),
+			"vertex #1 is nil"},
+		{"null input", replace(`"inputs":[`, `"inputs":[null,`), `input #0 is nil`},
+		{"null result", replace(`"results":[`, `"results":[null,`), `result #0 is nil`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g *jobgraph.JobGraph
+			require.NotPanics(t, func() { g, err = jobgraph.Decode([]byte(tc.in)) })
+			require.Error(t, err)
+			assert.Nil(t, g)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.True(t, strings.HasPrefix(err.Error(), "jobgraph: decode: "), err.Error())
+		})
+	}
+
+	// A nil entry is reported as a *ValidationError through the decode error.
+	_, err = jobgraph.Decode([]byte(`{"vertices":[null]}`))
+	var ve *jobgraph.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, jobgraph.RuleNilEntry, ve.Rule)
+	assert.True(t, errors.Is(err, jobgraph.ErrInvalidJobGraph))
+
+	// Decode does not validate: a structurally fine but invalid graph decodes, and Validate says why.
+	g, err := jobgraph.Decode([]byte(`{"vertices":[{"id":"00000000000000000000000000000001","parallelism":0,"invokable":"x"}],"jobId":"00000000000000000000000000000002"}`))
+	require.NoError(t, err)
+	requireValidationError(t, g.Validate(), jobgraph.RuleParallelism)
+	g, err = jobgraph.Decode([]byte(`{}`))
+	require.NoError(t, err)
+	requireValidationError(t, g.Validate(), jobgraph.RuleEmptyGraph)
+}
+
+func TestClone(t *testing.T) {
+	g := richGraph()
+	c, err := g.Clone()
+	require.NoError(t, err)
+	require.Equal(t, g, c)
+	require.NotSame(t, g, c)
+
+	// Mutate every level of the clone; the original must not move.
+	c.Name = "changed"
+	c.JobID = jid(99)
+	c.Checkpointing.Interval = time.Hour
+	c.RestartStrategy = jobgraph.NoRestart()
+	c.Vertices[0].Name = "changed"
+	c.Vertices[0].Config[0] = 42
+	c.Vertices[0].Resources.CPUCores = 64
+	c.Vertices[0].Results[0].ResultType = jobgraph.HybridFull
+	c.Vertices[0].Results = append(c.Vertices[0].Results, &jobgraph.IntermediateDataSet{ID: dsid(50)})
+	c.Vertices[1].Inputs[0].ShipStrategy = "changed"
+	c.Vertices[1].Inputs[0].Source = dsid(60)
+	c.Vertices[3].Inputs = c.Vertices[3].Inputs[:1]
+	c.Vertices = append(c.Vertices, &jobgraph.JobVertex{ID: vid(70), Parallelism: 1, Invokable: "x"})
+	c.Vertices[2] = nil
+
+	require.Equal(t, richGraph(), g)
+	require.NoError(t, g.Validate())
+
+	// A graph that cannot be encoded cannot be cloned.
+	bad := richGraph()
+	bad.Vertices[0].Results[0].ResultType = jobgraph.ResultPartitionType(99)
+	_, err = bad.Clone()
+	require.Error(t, err)
+	// Nor can one with a nil entry.
+	bad = richGraph()
+	bad.Vertices = append(bad.Vertices, nil)
+	_, err = bad.Clone()
+	require.Error(t, err)
+}
