@@ -179,3 +179,65 @@ func rangeInts(start, end int) []int {
 	}
 	return out
 }
+
+func TestAccessors(t *testing.T) {
+	g := jobgraph.New("accessors", jobgraph.Batch)
+	vs := vertices(g, 4, 2)
+	g.Connect(vs[0], vs[1], jobgraph.Pointwise, jobgraph.Blocking)
+	eg := build(t, g)
+	top := eg.Topology()
+	a, b := eg.JobVertex(vs[0].ID), eg.JobVertex(vs[1].ID)
+	r := a.ProducedResults()[0]
+
+	assert.Equal(t, vs[0].Results[0].ID, r.ID())
+	assert.Equal(t, jobgraph.Blocking, r.ResultType())
+	var idx []int
+	for p := range r.Partitions() {
+		idx = append(idx, p.Index())
+		assert.Same(t, r, p.Result())
+		assert.Equal(t, jobgraph.Blocking, p.ResultType())
+		assert.Same(t, p, top.Partition(p.ID()))
+		if len(idx) == 3 {
+			break
+		}
+	}
+	assert.Equal(t, []int{0, 1, 2}, idx)
+
+	var subtasks []int
+	for v := range a.Vertices() {
+		subtasks = append(subtasks, v.SubtaskIndex())
+		assert.Equal(t, jobgraph.ExecutionStateCreated, v.State())
+		assert.Same(t, v.Region(), top.RegionOf(v.ID()))
+	}
+	assert.Equal(t, []int{0, 1, 2, 3}, subtasks)
+	for range a.Vertices() {
+		break
+	}
+	for range eg.Vertices() {
+		break
+	}
+
+	assert.Equal(t, 2, top.NumConsumedPartitionGroups())
+	for i := range 2 {
+		cpg := b.Vertex(i).ConsumedPartitionGroups()[0]
+		assert.Equal(t, i, cpg.Index())
+		assert.Equal(t, i, cpg.ConsumerVertexGroup().Index())
+		assert.Same(t, r.Partition(2*i+1), cpg.Partition(1))
+		for range cpg.Partitions() {
+			break
+		}
+		cvg := cpg.ConsumerVertexGroup()
+		assert.Same(t, b.Vertex(i), cvg.Vertex(0))
+		for range cvg.Vertices() {
+			break
+		}
+		assert.Panics(t, func() { cpg.Partition(2) })
+		assert.Panics(t, func() { cvg.Vertex(1) })
+	}
+
+	regions := eg.Regions()
+	require.Len(t, regions, 6)
+	assert.Equal(t, 1, regions[0].Len())
+	assert.Equal(t, "pipelined region #5 (1 vertices)", regions[5].String())
+	assert.Nil(t, top.RegionOf(jobgraph.ExecutionVertexID{JobVertexID: vs[0].ID, Subtask: 4}))
+}

@@ -19,6 +19,12 @@ var ErrIllegalTransition = errors.New("illegal state transition")
 // init checks it against jobgraph.AllJobStatuses.
 const numJobStatuses = 11
 
+// The sets of statuses and states reached are uint16 bit masks.
+var (
+	_ [16 - numJobStatuses]struct{}
+	_ [16 - jobgraph.NumExecutionStates]struct{}
+)
+
 func init() {
 	if n := len(jobgraph.AllJobStatuses()); n != numJobStatuses {
 		panic(fmt.Sprintf("executiongraph: jobgraph has %d job statuses, this package was written for %d", n, numJobStatuses))

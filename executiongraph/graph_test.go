@@ -523,3 +523,25 @@ func stateCounts(nonZero map[jobgraph.ExecutionState]int) map[jobgraph.Execution
 func TestNumJobStatuses(t *testing.T) {
 	require.Len(t, jobgraph.AllJobStatuses(), numJobStatuses)
 }
+
+func TestSparseArchivedExecutionGraph(t *testing.T) {
+	job := jobgraph.NewJobID()
+	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := NewSparseArchivedExecutionGraph(job, "pending", jobgraph.Streaming, jobgraph.JobStatusInitializing, nil, at)
+	assert.Equal(t, &ArchivedExecutionGraph{
+		JobID: job, JobName: "pending", JobType: jobgraph.Streaming, Status: jobgraph.JobStatusInitializing,
+		StatusTimestamps: map[jobgraph.JobStatus]time.Time{jobgraph.JobStatusInitializing: at},
+	}, a)
+	assert.Equal(t, at, a.StatusTimestamp(jobgraph.JobStatusInitializing))
+	assert.True(t, a.StatusTimestamp(jobgraph.JobStatusRunning).IsZero())
+
+	failed := NewSparseArchivedExecutionGraph(job, "broken", jobgraph.Batch, jobgraph.JobStatusFailed, errors.New("no such task"), at)
+	assert.Equal(t, jobgraph.JobStatusFailed, failed.Status)
+	assert.Equal(t, at, failed.StatusTimestamp(jobgraph.JobStatusInitializing))
+	ended := failed.StatusTimestamp(jobgraph.JobStatusFailed)
+	assert.False(t, ended.Before(at))
+	assert.Equal(t, &jobgraph.ErrorInfo{Message: "no such task", Timestamp: ended}, failed.FailureCause)
+	assert.Empty(t, failed.JobVertices)
+	_, err := json.Marshal(failed)
+	require.NoError(t, err)
+}
