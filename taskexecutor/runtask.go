@@ -1,0 +1,290 @@
+package taskexecutor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+type stopKind uint8
+
+const (
+	stopCancel stopKind = iota // reported CANCELED
+	stopFail                   // reported FAILED with err
+	stopSilent                 // nothing reported: the TaskExecutor is closing or was killed
+)
+
+// stopReason is the cause a task's context is canceled with.
+type stopReason struct {
+	kind stopKind
+	err  error
+}
+
+func (r *stopReason) Error() string {
+	switch r.kind {
+	case stopCancel:
+		return "task canceled"
+	case stopFail:
+		return r.err.Error()
+	}
+	return r.err.Error()
+}
+
+func (r *stopReason) Unwrap() error { return r.err }
+
+var (
+	errShutdown   = &stopReason{kind: stopSilent, err: ErrClosed}
+	errKilledStop = &stopReason{kind: stopSilent, err: ErrKilled}
+)
+
+// task is one execution attempt running on the TaskExecutor. The loop owns its registration;
+// everything else is used by the task's goroutine only (ctx and cancel are safe anywhere).
+type task struct {
+	te         *TaskExecutor
+	tdd        rpc.TaskDeploymentDescriptor
+	attempt    jobgraph.ExecutionAttemptID
+	allocation jobgraph.AllocationID
+	slot       int
+	fn         Invokable
+	missing    error // the task code is not registered
+
+	// Where the task reports its states: the JobMaster it was deployed by.
+	jmAddress string
+	jm        rpc.JobMasterGateway
+	token     jobgraph.JobMasterID
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// newTask runs on the loop.
+func (te *TaskExecutor) newTask(tdd rpc.TaskDeploymentDescriptor, jc *jobConnection, slot int) *task {
+	t := &task{
+		te:         te,
+		tdd:        tdd,
+		attempt:    tdd.ExecutionAttemptID,
+		allocation: tdd.AllocationID,
+		slot:       slot,
+		jmAddress:  jc.address,
+		jm:         jc.gateway,
+		token:      jc.token,
+	}
+	if fn, ok := te.registry.Lookup(tdd.Invokable); ok {
+		t.fn = fn
+	} else {
+		t.missing = &UnknownInvokableError{Name: tdd.Invokable, TaskExecutor: te.id, Registered: te.registry.Names()}
+	}
+	t.ctx, t.cancel = context.WithCancelCause(te.ctx)
+	return t
+}
+
+// stop cancels the task's context with why; the first reason wins.
+func (t *task) stop(why *stopReason) { t.cancel(why) }
+
+// stopped returns why the task was stopped, or nil.
+func (t *task) stopped() *stopReason {
+	if t.ctx.Err() == nil {
+		return nil
+	}
+	var why *stopReason
+	if errors.As(context.Cause(t.ctx), &why) {
+		return why
+	}
+	return &stopReason{kind: stopCancel}
+}
+
+// run is the task's goroutine: Flink's Task.doRun.
+func (t *task) run() {
+	t.execute()
+	t.cancel(nil) // release the context's resources
+	t.te.loop.Execute(func() { t.te.taskDone(t) })
+}
+
+func (t *task) execute() {
+	te := t.te
+	if t.missing != nil {
+		te.shuffle.failProduced(t.tdd.JobID, te.id, t.tdd.ProducedPartitions, t.missing)
+		t.report(jobgraph.ExecutionStateFailed, t.missing)
+		return
+	}
+	t.report(jobgraph.ExecutionStateInitializing, nil)
+	env, err := t.setup()
+	if err != nil {
+		te.shuffle.failProduced(t.tdd.JobID, te.id, t.tdd.ProducedPartitions, err)
+		t.end(nil, fmt.Errorf("setting up %s: %w", t.tdd.TaskName, err))
+		return
+	}
+	if t.stopped() == nil {
+		t.report(jobgraph.ExecutionStateRunning, nil)
+		err = t.invoke(env)
+	}
+	env.closeInputs()
+	if err == nil && t.stopped() == nil {
+		err = env.finishOutputs(t.ctx)
+	}
+	t.end(env, err)
+}
+
+// end fails the task's outputs unless it finished, and reports its final state.
+func (t *task) end(env *environment, err error) {
+	why := t.stopped()
+	if why == nil && err == nil {
+		t.report(jobgraph.ExecutionStateFinished, nil)
+		return
+	}
+	cause := err
+	if why != nil {
+		cause = why
+	}
+	if env != nil {
+		env.failOutputs(cause)
+	}
+	switch {
+	case why == nil:
+		t.report(jobgraph.ExecutionStateFailed, err)
+	case why.kind == stopCancel:
+		t.report(jobgraph.ExecutionStateCanceled, nil)
+	case why.kind == stopFail:
+		t.report(jobgraph.ExecutionStateFailed, why.err)
+	}
+}
+
+// invoke runs the task code, turning a panic into a failure.
+func (t *task) invoke(env *environment) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("task code %q of %s panicked: %v\n%s", t.tdd.Invokable, t.tdd.TaskName, r, debug.Stack())
+		}
+	}()
+	return t.fn(t.ctx, env)
+}
+
+// report sends the task's new state to its JobMaster, unless the TaskExecutor is closing or was
+// killed. Called only from the task's goroutine, so reports leave in order.
+func (t *task) report(state jobgraph.ExecutionState, err error) {
+	te := t.te
+	if te.ctx.Err() != nil {
+		return
+	}
+	msg := rpc.TaskExecutionState{ExecutionAttemptID: t.attempt, State: state}
+	if err != nil {
+		msg.Err = err
+		msg.Failure = err.Error()
+	}
+	if t.jm == nil {
+		jm, cerr := rpc.Connect[rpc.JobMasterGateway](te.ctx, te.rpc, t.jmAddress)
+		if cerr != nil {
+			te.log.Warn("cannot reach the JobMaster to report a task state", "task", t.tdd.TaskName, "state", state.String(), "error", cerr)
+			return
+		}
+		t.jm = jm
+	}
+	if _, rerr := t.jm.UpdateTaskExecutionState(te.ctx, t.token, msg); rerr != nil && te.ctx.Err() == nil {
+		te.log.Warn("reporting a task state failed", "task", t.tdd.TaskName, "state", state.String(), "error", rerr)
+	}
+}
+
+// setup builds the task's Environment: its writers (registering it as the producer of its
+// partitions) and its input gates.
+func (t *task) setup() (*environment, error) {
+	te := t.te
+	tdd := &t.tdd
+	env := &environment{info: TaskInfo{
+		JobID:              tdd.JobID,
+		ExecutionAttemptID: tdd.ExecutionAttemptID,
+		TaskName:           tdd.TaskName,
+		VertexName:         tdd.VertexName,
+		SubtaskIndex:       tdd.SubtaskIndex,
+		Parallelism:        tdd.Parallelism,
+		MaxParallelism:     tdd.MaxParallelism,
+		AttemptNumber:      tdd.AttemptNumber,
+		Config:             tdd.Config,
+	}}
+	for i, d := range tdd.ProducedPartitions {
+		w, err := te.shuffle.newWriter(tdd.JobID, te.id, d)
+		if err != nil {
+			env.failOutputs(err)
+			return nil, fmt.Errorf("output %d: %w", i, err)
+		}
+		env.writers = append(env.writers, w)
+	}
+	for i, d := range tdd.InputGates {
+		g, err := te.shuffle.newGate(tdd.JobID, d)
+		if err != nil {
+			env.closeInputs()
+			env.failOutputs(err)
+			return nil, fmt.Errorf("input %d: %w", i, err)
+		}
+		g.beforeWait = env.flushIdle
+		env.gates = append(env.gates, g)
+	}
+	return env, nil
+}
+
+// environment is the Environment of one task.
+type environment struct {
+	info    TaskInfo
+	gates   []*inputGate
+	writers []*partitionWriter
+}
+
+var _ Environment = (*environment)(nil)
+
+func (e *environment) Info() TaskInfo  { return e.info }
+func (e *environment) NumInputs() int  { return len(e.gates) }
+func (e *environment) NumOutputs() int { return len(e.writers) }
+
+func (e *environment) Input(i int) InputGate {
+	if i < 0 || i >= len(e.gates) {
+		return errorGate{fmt.Errorf("%s: input %d out of range [0, %d)", e.info.TaskName, i, len(e.gates))}
+	}
+	return e.gates[i]
+}
+
+func (e *environment) Output(i int) ResultPartitionWriter {
+	if i < 0 || i >= len(e.writers) {
+		return errorWriter{fmt.Errorf("%s: output %d out of range [0, %d)", e.info.TaskName, i, len(e.writers))}
+	}
+	return e.writers[i]
+}
+
+func (e *environment) flushIdle() {
+	for _, w := range e.writers {
+		w.flushIdle()
+	}
+}
+
+func (e *environment) closeInputs() {
+	for _, g := range e.gates {
+		g.close()
+	}
+}
+
+func (e *environment) finishOutputs(ctx context.Context) error {
+	for _, w := range e.writers {
+		if err := w.finish(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *environment) failOutputs(cause error) {
+	for _, w := range e.writers {
+		w.fail(cause)
+	}
+}
+
+type errorGate struct{ err error }
+
+func (g errorGate) Next(context.Context) (any, error) { return nil, g.err }
+
+type errorWriter struct{ err error }
+
+func (w errorWriter) NumSubpartitions() int                           { return 1 }
+func (w errorWriter) Emit(context.Context, int, any) error            { return w.err }
+func (w errorWriter) Broadcast(ctx context.Context, record any) error { return w.err }

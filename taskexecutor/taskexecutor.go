@@ -1,0 +1,681 @@
+// Package taskexecutor is the in-process TaskExecutor: a slot table, the lifecycle of the tasks
+// deployed into its slots, task code registered by name (Invokable, Registry), and the in-memory
+// shuffle (Shuffle) that carries records between tasks.
+// Flink: org.apache.flink.runtime.taskexecutor.TaskExecutor.
+//
+// A TaskExecutor keeps its state on its own main loop; each task runs on a goroutine of its own,
+// which the TaskExecutor owns and waits for on Close.
+package taskexecutor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/mainloop"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// Errors returned by TaskExecutor methods (errors.Is).
+var (
+	// ErrClosed: the TaskExecutor was closed.
+	ErrClosed = errors.New("taskexecutor: closed")
+	// ErrKilled: the TaskExecutor was killed (Kill) and no longer answers.
+	ErrKilled = errors.New("taskexecutor: killed")
+	// ErrTaskNotFound: no task runs under the execution attempt named. Flink: TaskException
+	// "Cannot find task to stop for execution".
+	ErrTaskNotFound = errors.New("task not found")
+	// ErrSlotNotFound: no slot is allocated under the allocation named, or the slot index is out
+	// of range. Flink: TaskSubmissionException / SlotNotFoundException.
+	ErrSlotNotFound = errors.New("slot not found")
+	// ErrSlotOccupied: the slot asked for is allocated to another allocation.
+	// Flink: SlotOccupiedException.
+	ErrSlotOccupied = errors.New("slot occupied")
+	// ErrUnknownInvokable: a task names task code that is not in the Registry. A task failing
+	// this way is reported FAILED with an *UnknownInvokableError.
+	ErrUnknownInvokable = errors.New("task code not registered")
+)
+
+// UnknownInvokableError is the failure of a task whose task code (JobVertex.Invokable) is not
+// registered on the TaskExecutor it was deployed to. errors.Is(err, ErrUnknownInvokable).
+type UnknownInvokableError struct {
+	Name         string
+	TaskExecutor jobgraph.ResourceID
+	// Registered lists the names the TaskExecutor's Registry has, sorted.
+	Registered []string
+}
+
+func (e *UnknownInvokableError) Error() string {
+	reg := "none"
+	if n := len(e.Registered); n > 0 {
+		const most = 20
+		if n > most {
+			reg = strings.Join(e.Registered[:most], ", ") + fmt.Sprintf(", … %d more", n-most)
+		} else {
+			reg = strings.Join(e.Registered, ", ")
+		}
+	}
+	return fmt.Sprintf("task code %q is not registered on TaskExecutor %s (registered: %s)", e.Name, e.TaskExecutor, reg)
+}
+
+func (e *UnknownInvokableError) Is(target error) bool { return target == ErrUnknownInvokable }
+
+// DefaultSlotProfile is the profile of each slot when Config.SlotProfile is zero.
+var DefaultSlotProfile = jobgraph.ResourceProfile{CPUCores: 1}
+
+// Config configures a TaskExecutor.
+type Config struct {
+	// ResourceID identifies the TaskExecutor; a random "taskexecutor-…" one when empty.
+	// Flink: taskmanager.resource-id.
+	ResourceID jobgraph.ResourceID
+	// Address is where the TaskExecutor registers in RPC; string(ResourceID) when empty.
+	Address string
+	// NumSlots is the number of slots (Flink: taskmanager.numberOfTaskSlots, default 1).
+	NumSlots int
+	// SlotProfile is what each slot offers (DefaultSlotProfile when zero).
+	SlotProfile jobgraph.ResourceProfile
+	// Registry holds the task code; an empty one when nil (every task then fails).
+	Registry *Registry
+	// RPC is the transport: the TaskExecutor registers under Address and reaches the
+	// ResourceManager and JobMasters through it. Required.
+	RPC rpc.Service
+	// ResourceManagerAddress is where Start registers the TaskExecutor. When empty the
+	// TaskExecutor registers with no ResourceManager (and tells none about freed slots).
+	ResourceManagerAddress string
+	// Shuffle carries records between tasks; share one between the TaskExecutors of a process.
+	// A private one when nil.
+	Shuffle *Shuffle
+	// Logger receives the TaskExecutor's logs (slog.Default() when nil).
+	Logger *slog.Logger
+}
+
+// TaskExecutor runs tasks in its slots. It implements rpc.TaskExecutorGateway; its methods are
+// safe for concurrent use. Create it with New, then Start; Close it when done.
+type TaskExecutor struct {
+	id       jobgraph.ResourceID
+	address  string
+	profile  jobgraph.ResourceProfile
+	registry *Registry
+	rpc      rpc.Service
+	rmAddr   string
+	shuffle  *Shuffle
+	log      *slog.Logger
+
+	loop *mainloop.Loop
+	// ctx lives until Close or Kill; RPCs made off the loop and every task's context derive from it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// wg counts the goroutines the TaskExecutor starts (tasks, RPCs off the loop). Add is only
+	// called on the loop, so it never races with the Wait in Close (which follows loop.Close).
+	wg sync.WaitGroup
+
+	started    atomic.Bool
+	registered atomic.Bool // under address in rpc
+	killed     atomic.Bool
+	closeOnce  sync.Once
+
+	// State below is owned by the loop.
+	slots       []slot
+	allocations map[jobgraph.AllocationID]int // slot index
+	jobs        map[jobgraph.JobID]*jobConnection
+	tasks       map[jobgraph.ExecutionAttemptID]*task
+	rm          rpc.ResourceManagerGateway
+	rmID        jobgraph.ResourceManagerID
+}
+
+var _ rpc.TaskExecutorGateway = (*TaskExecutor)(nil)
+
+type slotState uint8
+
+const (
+	slotFree      slotState = iota
+	slotAllocated           // allocated, offered (or about to be) to the JobMaster
+	slotActive              // accepted by the JobMaster
+	slotReleasing           // freed while tasks still run in it; free once they have returned
+)
+
+var slotStateNames = [...]string{"free", "allocated", "active", "releasing"}
+
+func (s slotState) String() string { return slotStateNames[s] }
+
+type slot struct {
+	state      slotState
+	allocation jobgraph.AllocationID
+	job        jobgraph.JobID
+	profile    jobgraph.ResourceProfile
+	tasks      map[jobgraph.ExecutionAttemptID]*task
+}
+
+// jobConnection is what the TaskExecutor knows of a job's JobMaster: where it is, its current
+// fencing token, and the slot offers waiting to be sent to it. Flink: JobTable.Connection.
+type jobConnection struct {
+	job        jobgraph.JobID
+	address    string
+	token      jobgraph.JobMasterID
+	gateway    rpc.JobMasterGateway // nil until connected
+	registered bool                 // RegisterTaskExecutor succeeded with token
+	pending    []rpc.SlotOffer
+	offering   bool // an OfferSlots round is in flight
+}
+
+// New validates cfg and starts the TaskExecutor's loop. Call Start to register it.
+func New(cfg Config) (*TaskExecutor, error) {
+	if cfg.RPC == nil {
+		return nil, errors.New("taskexecutor: Config.RPC is required")
+	}
+	if cfg.NumSlots < 0 {
+		return nil, fmt.Errorf("taskexecutor: Config.NumSlots is %d; want at least 1", cfg.NumSlots)
+	}
+	if cfg.NumSlots == 0 {
+		cfg.NumSlots = 1
+	}
+	if cfg.SlotProfile.IsUnknown() {
+		cfg.SlotProfile = DefaultSlotProfile
+	}
+	if err := validProfile(cfg.SlotProfile); err != nil {
+		return nil, fmt.Errorf("taskexecutor: Config.SlotProfile: %w", err)
+	}
+	if cfg.ResourceID == "" {
+		cfg.ResourceID = jobgraph.NewResourceID("taskexecutor")
+	}
+	if cfg.Address == "" {
+		cfg.Address = string(cfg.ResourceID)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
+	}
+	if cfg.Shuffle == nil {
+		cfg.Shuffle = NewShuffle(ShuffleConfig{})
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	te := &TaskExecutor{
+		id:          cfg.ResourceID,
+		address:     cfg.Address,
+		profile:     cfg.SlotProfile,
+		registry:    cfg.Registry,
+		rpc:         cfg.RPC,
+		rmAddr:      cfg.ResourceManagerAddress,
+		shuffle:     cfg.Shuffle,
+		log:         cfg.Logger.With("taskExecutor", string(cfg.ResourceID)),
+		loop:        mainloop.New("taskexecutor " + string(cfg.ResourceID)),
+		ctx:         ctx,
+		cancel:      cancel,
+		slots:       make([]slot, cfg.NumSlots),
+		allocations: make(map[jobgraph.AllocationID]int),
+		jobs:        make(map[jobgraph.JobID]*jobConnection),
+		tasks:       make(map[jobgraph.ExecutionAttemptID]*task),
+	}
+	return te, nil
+}
+
+func validProfile(p jobgraph.ResourceProfile) error {
+	if p.CPUCores < 0 || p.TaskHeapMemory < 0 || p.TaskOffHeapMemory < 0 || p.ManagedMemory < 0 || p.NetworkMemory < 0 {
+		return fmt.Errorf("negative resource in %v", p)
+	}
+	return nil
+}
+
+// ResourceID returns the TaskExecutor's ResourceID.
+func (te *TaskExecutor) ResourceID() jobgraph.ResourceID { return te.id }
+
+// Address returns where the TaskExecutor registers in RPC.
+func (te *TaskExecutor) Address() string { return te.address }
+
+// Shuffle returns the shuffle the TaskExecutor's tasks read and write.
+func (te *TaskExecutor) Shuffle() *Shuffle { return te.shuffle }
+
+// Start registers the TaskExecutor under its address, then with the ResourceManager, reporting
+// all its slots free. It may be called once.
+func (te *TaskExecutor) Start(ctx context.Context) error {
+	if !te.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("TaskExecutor %s: already started", te.id)
+	}
+	if err := te.alive(); err != nil {
+		return err
+	}
+	if err := te.rpc.Register(te.address, te); err != nil {
+		return fmt.Errorf("TaskExecutor %s: %w", te.id, err)
+	}
+	te.registered.Store(true)
+	if te.rmAddr == "" {
+		return nil
+	}
+	rm, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, te.rpc, te.rmAddr)
+	if err != nil {
+		return fmt.Errorf("TaskExecutor %s: connecting to the ResourceManager: %w", te.id, err)
+	}
+	reg, err := mainloop.Submit(ctx, te.loop, func() (rpc.TaskExecutorRegistration, error) {
+		te.rm = rm
+		total := jobgraph.ResourceProfile{}
+		for range te.slots {
+			total = total.Merge(te.profile)
+		}
+		return rpc.TaskExecutorRegistration{
+			ResourceID:          te.id,
+			Address:             te.address,
+			TotalResource:       total,
+			DefaultSlotResource: te.profile,
+			SlotReport:          te.slotReport(),
+		}, nil
+	})
+	if err != nil {
+		return te.wrap(err)
+	}
+	rmID, err := rm.RegisterTaskExecutor(ctx, reg)
+	if err != nil {
+		return fmt.Errorf("TaskExecutor %s: registering with the ResourceManager: %w", te.id, err)
+	}
+	return te.call(ctx, func() error { te.rmID = rmID; return nil })
+}
+
+// Close cancels the running tasks (without reporting them), waits for their goroutines and every
+// other goroutine the TaskExecutor started, unregisters it, stops its loop and drops the
+// partitions it produced from the shuffle. Closing twice is harmless.
+func (te *TaskExecutor) Close() {
+	te.closeOnce.Do(func() {
+		if te.registered.Load() {
+			te.rpc.Unregister(te.address)
+		}
+		te.cancel(errShutdown)
+		te.loop.Close()
+		te.wg.Wait()
+		te.shuffle.ReleaseAllOf(te.id)
+	})
+}
+
+// Kill makes the TaskExecutor behave as if its process died: from now on every gateway method
+// fails with ErrKilled, running tasks are canceled without reporting anything, no further calls
+// go to the ResourceManager or JobMasters, and the partitions it produced are lost. Close it
+// afterwards to wait for its goroutines.
+func (te *TaskExecutor) Kill() {
+	if !te.killed.CompareAndSwap(false, true) {
+		return
+	}
+	te.cancel(errKilledStop)
+	te.shuffle.ReleaseAllOf(te.id)
+}
+
+// CrashTask makes the running task of attempt fail with err, as if its task code had returned it.
+// It fails with ErrTaskNotFound when no such task runs.
+func (te *TaskExecutor) CrashTask(attempt jobgraph.ExecutionAttemptID, err error) error {
+	if err == nil {
+		err = errors.New("task crashed")
+	}
+	return te.call(context.Background(), func() error {
+		t := te.tasks[attempt]
+		if t == nil {
+			return fmt.Errorf("TaskExecutor %s: cannot crash execution %s: %w", te.id, attempt, ErrTaskNotFound)
+		}
+		t.stop(&stopReason{kind: stopFail, err: err})
+		return nil
+	})
+}
+
+// SlotReport returns the state of every slot.
+func (te *TaskExecutor) SlotReport(ctx context.Context) (rpc.SlotReport, error) {
+	if err := te.alive(); err != nil {
+		return rpc.SlotReport{}, err
+	}
+	r, err := mainloop.Submit(ctx, te.loop, func() (rpc.SlotReport, error) { return te.slotReport(), nil })
+	return r, te.wrap(err)
+}
+
+// slotReport runs on the loop.
+func (te *TaskExecutor) slotReport() rpc.SlotReport {
+	r := rpc.SlotReport{Slots: make([]rpc.SlotStatus, len(te.slots))}
+	for i, s := range te.slots {
+		st := rpc.SlotStatus{SlotID: rpc.SlotID{ResourceID: te.id, SlotNumber: i}, ResourceProfile: te.profile}
+		if s.state != slotFree {
+			st.AllocationID, st.JobID = s.allocation, s.job
+		}
+		r.Slots[i] = st
+	}
+	return r
+}
+
+func (te *TaskExecutor) alive() error {
+	if te.killed.Load() {
+		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrKilled)
+	}
+	return nil
+}
+
+// call runs fn on the loop unless the TaskExecutor is killed or closed.
+func (te *TaskExecutor) call(ctx context.Context, fn func() error) error {
+	if err := te.alive(); err != nil {
+		return err
+	}
+	return te.wrap(te.loop.Call(ctx, func() error {
+		if err := te.alive(); err != nil {
+			return err
+		}
+		return fn()
+	}))
+}
+
+func (te *TaskExecutor) wrap(err error) error {
+	if errors.Is(err, mainloop.ErrClosed) {
+		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrClosed)
+	}
+	return err
+}
+
+// go starts fn on a goroutine the TaskExecutor owns. Only on the loop.
+func (te *TaskExecutor) spawn(fn func()) {
+	te.wg.Add(1)
+	go func() {
+		defer te.wg.Done()
+		fn()
+	}()
+}
+
+// RequestSlot allocates slot for job and offers it to the job's JobMaster. Asking again for the
+// same slot and allocation is a no-op; a slot allocated to another allocation fails with
+// ErrSlotOccupied. The offer happens off the loop: a slot the JobMaster declines (or that cannot
+// be offered) is freed again and the ResourceManager told.
+func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
+	return te.call(ctx, func() error {
+		if slotID.ResourceID != te.id {
+			return fmt.Errorf("TaskExecutor %s: asked for slot %d of TaskExecutor %s: %w", te.id, slotID.SlotNumber, slotID.ResourceID, ErrSlotNotFound)
+		}
+		n := slotID.SlotNumber
+		if n < 0 || n >= len(te.slots) {
+			return fmt.Errorf("TaskExecutor %s: slot %d out of range [0, %d): %w", te.id, n, len(te.slots), ErrSlotNotFound)
+		}
+		s := &te.slots[n]
+		if s.state != slotFree {
+			if s.allocation == allocation && s.job == job && s.state != slotReleasing {
+				return nil
+			}
+			return fmt.Errorf("TaskExecutor %s: slot %d is %s for allocation %s of job %s, cannot allocate it to %s: %w",
+				te.id, n, s.state, s.allocation, s.job, allocation, ErrSlotOccupied)
+		}
+		if other, dup := te.allocations[allocation]; dup {
+			return fmt.Errorf("TaskExecutor %s: allocation %s already has slot %d, cannot also take slot %d: %w", te.id, allocation, other, n, ErrSlotOccupied)
+		}
+		if !te.profile.IsMatching(profile) {
+			return fmt.Errorf("TaskExecutor %s: slot %d offers %v, less than the %v asked for", te.id, n, te.profile, profile)
+		}
+		*s = slot{state: slotAllocated, allocation: allocation, job: job, profile: profile,
+			tasks: make(map[jobgraph.ExecutionAttemptID]*task)}
+		te.allocations[allocation] = n
+		if rm != (jobgraph.ResourceManagerID{}) && te.rmID == (jobgraph.ResourceManagerID{}) {
+			te.rmID = rm
+		}
+		jc := te.jobs[job]
+		if jc == nil {
+			jc = &jobConnection{job: job}
+			te.jobs[job] = jc
+		}
+		if jc.address != jobMasterAddress || jc.token != jobMaster {
+			// A new JobMaster leader (or the first): connect and register afresh.
+			jc.address, jc.token, jc.gateway, jc.registered = jobMasterAddress, jobMaster, nil, false
+		}
+		jc.pending = append(jc.pending, rpc.SlotOffer{AllocationID: allocation, SlotIndex: n, ResourceProfile: profile})
+		te.offerSlots(jc)
+		return nil
+	})
+}
+
+// offerSlots sends jc's pending offers in one OfferSlots round, unless one is in flight (its
+// completion sends the rest). On the loop.
+func (te *TaskExecutor) offerSlots(jc *jobConnection) {
+	if jc.offering || te.killed.Load() {
+		return
+	}
+	offers := jc.pending[:0:0]
+	for _, o := range jc.pending {
+		if s := te.slots[o.SlotIndex]; s.state == slotAllocated && s.allocation == o.AllocationID {
+			offers = append(offers, o)
+		}
+	}
+	jc.pending = nil
+	if len(offers) == 0 {
+		return
+	}
+	jc.offering = true
+	address, token, gw, registered := jc.address, jc.token, jc.gateway, jc.registered
+	te.spawn(func() {
+		accepted, gw, err := te.sendOffers(address, token, gw, registered, offers)
+		te.loop.Execute(func() { te.offered(jc, token, gw, offers, accepted, err) })
+	})
+}
+
+// sendOffers runs off the loop.
+func (te *TaskExecutor) sendOffers(address string, token jobgraph.JobMasterID, gw rpc.JobMasterGateway, registered bool, offers []rpc.SlotOffer) ([]rpc.SlotOffer, rpc.JobMasterGateway, error) {
+	var err error
+	if gw == nil {
+		gw, err = rpc.Connect[rpc.JobMasterGateway](te.ctx, te.rpc, address)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connecting to the JobMaster at %q: %w", address, err)
+		}
+	}
+	if !registered {
+		err = gw.RegisterTaskExecutor(te.ctx, token, rpc.TaskExecutorRegistration{
+			ResourceID: te.id, Address: te.address, DefaultSlotResource: te.profile,
+		})
+		if err != nil {
+			return nil, gw, fmt.Errorf("registering with the JobMaster at %q: %w", address, err)
+		}
+	}
+	accepted, err := gw.OfferSlots(te.ctx, token, te.id, offers)
+	if err != nil {
+		return nil, gw, fmt.Errorf("offering slots to the JobMaster at %q: %w", address, err)
+	}
+	return accepted, gw, nil
+}
+
+// offered applies the JobMaster's answer to an offer round. On the loop.
+func (te *TaskExecutor) offered(jc *jobConnection, token jobgraph.JobMasterID, gw rpc.JobMasterGateway, offers, accepted []rpc.SlotOffer, err error) {
+	jc.offering = false
+	if te.killed.Load() {
+		return
+	}
+	current := te.jobs[jc.job] == jc
+	if current && jc.token != token {
+		// The job got a new JobMaster meanwhile: offer these slots to it instead.
+		jc.pending = append(jc.pending, offers...)
+		te.offerSlots(jc)
+		return
+	}
+	if current && err == nil {
+		jc.gateway, jc.registered = gw, true
+	}
+	if err != nil {
+		te.log.Warn("slot offer failed; freeing the slots", "job", jc.job.String(), "error", err)
+	}
+	ok := make(map[jobgraph.AllocationID]bool, len(accepted))
+	for _, o := range accepted {
+		ok[o.AllocationID] = true
+	}
+	for _, o := range offers {
+		s := &te.slots[o.SlotIndex]
+		if s.allocation != o.AllocationID || s.state != slotAllocated {
+			continue // freed meanwhile
+		}
+		if err == nil && ok[o.AllocationID] {
+			s.state = slotActive
+			continue
+		}
+		te.freeSlot(o.SlotIndex, nil)
+	}
+	if current {
+		te.offerSlots(jc)
+	}
+}
+
+// freeSlot frees slot n, first stopping its tasks with why (canceled when nil); with tasks still
+// running the slot is released once they have returned. The ResourceManager is told. On the loop.
+func (te *TaskExecutor) freeSlot(n int, why *stopReason) {
+	s := &te.slots[n]
+	if s.state == slotFree {
+		return
+	}
+	if len(s.tasks) > 0 {
+		if why == nil {
+			why = &stopReason{kind: stopCancel}
+		}
+		for _, t := range s.tasks {
+			t.stop(why)
+		}
+		s.state = slotReleasing
+		return
+	}
+	allocation, job := s.allocation, s.job
+	*s = slot{}
+	delete(te.allocations, allocation)
+	if jc := te.jobs[job]; jc != nil && !jc.offering && !te.hasSlotsOf(job) {
+		delete(te.jobs, job)
+	}
+	if rm := te.rm; rm != nil && !te.killed.Load() {
+		slotID := rpc.SlotID{ResourceID: te.id, SlotNumber: n}
+		te.spawn(func() {
+			if err := rm.NotifySlotAvailable(te.ctx, te.id, slotID, allocation); err != nil && te.ctx.Err() == nil {
+				te.log.Warn("telling the ResourceManager about a free slot failed", "slot", n, "error", err)
+			}
+		})
+	}
+}
+
+func (te *TaskExecutor) hasSlotsOf(job jobgraph.JobID) bool {
+	for _, s := range te.slots {
+		if s.state != slotFree && s.job == job {
+			return true
+		}
+	}
+	return false
+}
+
+// SubmitTask starts the execution tdd describes in the slot of tdd.AllocationID. It fails with
+// ErrSlotNotFound when no slot is allocated to tdd's job under that allocation, and with an
+// rpc.ErrFencingTokenMismatch error when token is not the JobMasterID the slot was offered to.
+// Task code missing from the Registry is not an error here: the task is reported FAILED.
+func (te *TaskExecutor) SubmitTask(ctx context.Context, token jobgraph.JobMasterID, tdd rpc.TaskDeploymentDescriptor) error {
+	return te.call(ctx, func() error {
+		n, ok := te.allocations[tdd.AllocationID]
+		if !ok {
+			return fmt.Errorf("TaskExecutor %s: cannot deploy %s: no slot allocated for allocation %s: %w",
+				te.id, tdd.TaskName, tdd.AllocationID, ErrSlotNotFound)
+		}
+		s := &te.slots[n]
+		if s.job != tdd.JobID {
+			return fmt.Errorf("TaskExecutor %s: cannot deploy %s: slot %d (allocation %s) belongs to job %s, not %s: %w",
+				te.id, tdd.TaskName, n, tdd.AllocationID, s.job, tdd.JobID, ErrSlotNotFound)
+		}
+		if s.state == slotReleasing {
+			return fmt.Errorf("TaskExecutor %s: cannot deploy %s: slot %d (allocation %s) is being freed: %w",
+				te.id, tdd.TaskName, n, tdd.AllocationID, ErrSlotNotFound)
+		}
+		jc := te.jobs[tdd.JobID]
+		if jc == nil || jc.token != token {
+			expected := "none"
+			if jc != nil {
+				expected = jc.token.String()
+			}
+			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id), Expected: expected, Got: token.String()}
+		}
+		if _, dup := te.tasks[tdd.ExecutionAttemptID]; dup {
+			return fmt.Errorf("TaskExecutor %s: execution %s already runs here", te.id, tdd.ExecutionAttemptID)
+		}
+		t := te.newTask(tdd, jc, n)
+		s.state = slotActive
+		s.tasks[tdd.ExecutionAttemptID] = t
+		te.tasks[tdd.ExecutionAttemptID] = t
+		te.spawn(t.run)
+		return nil
+	})
+}
+
+// taskDone forgets a task whose goroutine has reported its final state. On the loop.
+func (te *TaskExecutor) taskDone(t *task) {
+	if te.tasks[t.attempt] == t {
+		delete(te.tasks, t.attempt)
+	}
+	s := &te.slots[t.slot]
+	if s.allocation != t.allocation || s.tasks[t.attempt] != t {
+		return
+	}
+	delete(s.tasks, t.attempt)
+	if s.state == slotReleasing && len(s.tasks) == 0 {
+		te.freeSlot(t.slot, nil)
+	}
+}
+
+// CancelTask cancels a running execution; it is reported CANCELED once its task code has
+// returned. It fails with ErrTaskNotFound when no such execution runs here (Flink answers the
+// same way), which a JobMaster may ignore for an execution it already knows is terminal.
+func (te *TaskExecutor) CancelTask(ctx context.Context, attempt jobgraph.ExecutionAttemptID) error {
+	return te.call(ctx, func() error {
+		t := te.tasks[attempt]
+		if t == nil {
+			return fmt.Errorf("TaskExecutor %s: cannot cancel execution %s: %w", te.id, attempt, ErrTaskNotFound)
+		}
+		t.stop(&stopReason{kind: stopCancel})
+		return nil
+	})
+}
+
+// FreeSlot frees the slot of allocation: its tasks are canceled (and reported CANCELED), and
+// once they have returned the slot is free and the ResourceManager told. An unknown allocation
+// is not an error (the slot is free already).
+func (te *TaskExecutor) FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause error) error {
+	return te.call(ctx, func() error {
+		n, ok := te.allocations[allocation]
+		if !ok {
+			return nil
+		}
+		te.log.Debug("freeing slot", "slot", n, "allocation", allocation.String(), "cause", cause)
+		te.freeSlot(n, nil)
+		return nil
+	})
+}
+
+// ReleasePartitions drops the job's partitions named from the shuffle.
+func (te *TaskExecutor) ReleasePartitions(ctx context.Context, job jobgraph.JobID, partitions []rpc.ResultPartitionID) error {
+	if err := te.alive(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	te.shuffle.ReleasePartitions(partitions...)
+	return nil
+}
+
+// DisconnectJobMaster drops the job's JobMaster: the job's tasks fail with cause (reported
+// FAILED, as far as the JobMaster still listens), its slots are freed, and the partitions the job
+// produced here are released, except finished BLOCKING_PERSISTENT ones.
+func (te *TaskExecutor) DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error {
+	return te.call(ctx, func() error {
+		if cause == nil {
+			cause = errors.New("no cause given")
+		}
+		why := &stopReason{kind: stopFail, err: fmt.Errorf("JobMaster of job %s disconnected from TaskExecutor %s: %w", job, te.id, cause)}
+		for n := range te.slots {
+			if s := &te.slots[n]; s.state != slotFree && s.job == job {
+				te.freeSlot(n, why)
+			}
+		}
+		delete(te.jobs, job)
+		te.shuffle.releaseJob(job, te.id)
+		return nil
+	})
+}
+
+// HeartbeatFromJobMaster answers a JobMaster's heartbeat.
+func (te *TaskExecutor) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
+	return te.alive()
+}
+
+// HeartbeatFromResourceManager answers the ResourceManager's heartbeat.
+func (te *TaskExecutor) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
+	return te.alive()
+}
