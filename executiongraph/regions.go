@@ -35,10 +35,12 @@ func (r *PipelinedRegion) Contains(v *ExecutionVertex) bool { return v.Region() 
 // region's subtasks read and that at least one producer outside the region writes: what the
 // region waits for before it can be scheduled. Each group appears once, in the order the
 // region's vertices (then their inputs) first read it. A group some of whose producers are
-// inside the region (possible only after cycles were merged) is listed too; check producers with
-// Contains. Flink: SchedulingPipelinedRegion.getAllNonPipelinedConsumedPartitionGroups, which
-// also lists groups produced wholly inside the region; those are left out here. The slice must
-// not be modified.
+// inside the region is listed too (Flink calls it cross-region); check producers with Contains. How a group becomes readable depends on its type: a blocking one
+// (ResultPartitionType.IsBlocking) when AreAllPartitionsFinished; a hybrid or
+// PIPELINED_APPROXIMATE one as soon as its producers run (the scheduling strategy checks them).
+// Flink: SchedulingPipelinedRegion.getAllNonPipelinedConsumedPartitionGroups, which also lists
+// groups produced wholly inside the region; those are left out here. The slice must not be
+// modified.
 func (r *PipelinedRegion) ExternalConsumedPartitionGroups() []*ConsumedPartitionGroup {
 	if r.gStart == r.gEnd {
 		return nil
