@@ -36,7 +36,8 @@ const (
 	// JobStatusReconciling: the job recovers running tasks after a JobMaster failover.
 	JobStatusReconciling
 
-	numJobStatuses = iota
+	// NumJobStatuses is the number of JobStatus values; arrays indexed by status use it.
+	NumJobStatuses = iota
 )
 
 var jobStatuses = enum[JobStatus]{"JobStatus", []string{
@@ -46,7 +47,7 @@ var jobStatuses = enum[JobStatus]{"JobStatus", []string{
 
 // AllJobStatuses lists every JobStatus in declaration order.
 func AllJobStatuses() []JobStatus {
-	out := make([]JobStatus, numJobStatuses)
+	out := make([]JobStatus, NumJobStatuses)
 	for i := range out {
 		out[i] = JobStatus(i)
 	}
@@ -56,7 +57,7 @@ func AllJobStatuses() []JobStatus {
 // jobStatusTransitions is the table of legal job status transitions, read off Flink's
 // DefaultExecutionGraph (transitionState callers), JobMasterServiceLeadershipRunner (INITIALIZING)
 // and the adaptive scheduler's states.
-var jobStatusTransitions = [numJobStatuses][]JobStatus{
+var jobStatusTransitions = [NumJobStatuses][]JobStatus{
 	JobStatusInitializing: {JobStatusCreated, JobStatusCancelling, JobStatusCanceled, JobStatusFailed, JobStatusSuspended},
 	JobStatusCreated:      {JobStatusRunning, JobStatusCancelling, JobStatusFailing, JobStatusFailed, JobStatusSuspended},
 	JobStatusRunning:      {JobStatusFinished, JobStatusFailing, JobStatusFailed, JobStatusCancelling, JobStatusRestarting, JobStatusSuspended},
@@ -84,7 +85,7 @@ func (s JobStatus) CanTransitionTo(t JobStatus) bool {
 	return s.valid() && slices.Contains(jobStatusTransitions[s], t)
 }
 
-func (s JobStatus) valid() bool { return int(s) < numJobStatuses }
+func (s JobStatus) valid() bool { return int(s) < NumJobStatuses }
 
 // IsTerminal reports whether s is FAILED, CANCELED, FINISHED or SUSPENDED: this JobMaster is done
 // with the job. Flink: JobStatus.isTerminalState.

@@ -16,20 +16,13 @@ import (
 var ErrIllegalTransition = errors.New("illegal state transition")
 
 // numJobStatuses is the number of jobgraph.JobStatus values; per-status arrays are this long.
-// init checks it against jobgraph.AllJobStatuses.
-const numJobStatuses = 11
+const numJobStatuses = jobgraph.NumJobStatuses
 
 // The sets of statuses and states reached are uint16 bit masks.
 var (
 	_ [16 - numJobStatuses]struct{}
 	_ [16 - jobgraph.NumExecutionStates]struct{}
 )
-
-func init() {
-	if n := len(jobgraph.AllJobStatuses()); n != numJobStatuses {
-		panic(fmt.Sprintf("executiongraph: jobgraph has %d job statuses, this package was written for %d", n, numJobStatuses))
-	}
-}
 
 // DefaultMaxPriorAttempts is how many earlier attempts each ExecutionVertex keeps (Flink's
 // jobmanager.execution.attempts-history-size, default 16).
