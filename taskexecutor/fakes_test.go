@@ -78,6 +78,8 @@ type fakeJobMaster struct {
 	mu        sync.Mutex
 	decline   map[jobgraph.AllocationID]bool
 	offerErr  error
+	// offerHook, when set, runs in OfferSlots after the offer is recorded, without the lock.
+	offerHook func()
 	registers []registerCall
 	offers    []offerCall
 	states    []stateCall
@@ -101,6 +103,11 @@ func (f *fakeJobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMaster
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.offers = append(f.offers, offerCall{token, taskExecutor, offers})
+	if hook := f.offerHook; hook != nil {
+		f.mu.Unlock()
+		hook()
+		f.mu.Lock()
+	}
 	if f.offerErr != nil {
 		return nil, f.offerErr
 	}

@@ -345,7 +345,12 @@ func (te *TaskExecutor) alive() error {
 	if te.killed.Load() {
 		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrKilled)
 	}
-	return nil
+	select {
+	case <-te.loop.Done():
+		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrClosed)
+	default:
+		return nil
+	}
 }
 
 // call runs fn on the loop unless the TaskExecutor is killed or closed.
@@ -507,8 +512,11 @@ func (te *TaskExecutor) offered(jc *jobConnection, token jobgraph.JobMasterID, g
 		}
 		te.freeSlot(o.SlotIndex, nil)
 	}
-	if current {
+	if te.jobs[jc.job] == jc {
 		te.offerSlots(jc)
+		if !jc.offering && !te.hasSlotsOf(jc.job) {
+			delete(te.jobs, jc.job)
+		}
 	}
 }
 

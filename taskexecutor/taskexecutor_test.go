@@ -60,6 +60,8 @@ func TestStartRegistersWithTheResourceManager(t *testing.T) {
 		_, err = c.svc.Lookup(ctx, "taskexecutor-1")
 		assert.ErrorIs(t, err, rpc.ErrUnknownAddress, "Close unregisters")
 		assert.ErrorIs(t, te.CancelTask(ctx, attemptID(1, 0, 0)), ErrClosed)
+		assert.ErrorIs(t, te.HeartbeatFromResourceManager(ctx, "rm"), ErrClosed)
+		assert.ErrorIs(t, te.ReleasePartitions(ctx, jobID(1), nil), ErrClosed)
 	})
 }
 
@@ -173,6 +175,57 @@ func TestSubmitTaskWithAStaleJobMasterIDIsRefused(t *testing.T) {
 		synctest.Wait()
 		assert.False(t, started)
 		assert.Equal(t, 0, c.jm.numStates())
+	})
+}
+
+func TestANewJobMasterLeaderGetsTheSlotsAndTheOldTokenIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		c.reg.Register("noop", func(context.Context, Environment) error { return nil })
+		te := c.startTE(1, 2)
+		c.allocate(te, 0, allocID(1))
+		synctest.Wait()
+
+		// The job's JobMaster lost leadership; the new leader (token 2) gets a slot.
+		err := te.RequestSlot(ctx, rpc.SlotID{ResourceID: "te-1", SlotNumber: 1}, jobID(1), allocID(2),
+			jobgraph.ResourceProfile{}, jmAddr, jmToken(2), rmToken(9))
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Len(t, c.jm.registers, 2)
+		assert.Equal(t, jmToken(2), c.jm.registers[1].Token, "registers afresh with the new leader")
+		require.Len(t, c.jm.offers, 2)
+		assert.Equal(t, jmToken(2), c.jm.offers[1].Token)
+
+		assert.ErrorIs(t, te.SubmitTask(ctx, jmToken(1), tdd(1, 0, "noop", allocID(1))), rpc.ErrFencingTokenMismatch)
+		require.NoError(t, te.SubmitTask(ctx, jmToken(2), tdd(1, 0, "noop", allocID(1))))
+		synctest.Wait()
+		assert.Equal(t, jmToken(2), c.jm.lastState(t, attemptID(1, 0, 0)).Token)
+	})
+}
+
+// A JobMaster may deploy into a slot as soon as it accepted it, before the TaskExecutor has
+// seen the answer to its offer.
+func TestSubmitTaskBeforeTheOfferAnswerArrived(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		c.reg.Register("noop", func(context.Context, Environment) error { return nil })
+		answer := make(chan struct{})
+		c.jm.offerHook = func() { <-answer }
+		te := c.startTE(1, 1)
+		c.allocate(te, 0, allocID(1))
+		synctest.Wait() // OfferSlots is in progress
+
+		require.NoError(t, te.SubmitTask(ctx, jmToken(1), tdd(1, 0, "noop", allocID(1))))
+		synctest.Wait()
+		close(answer)
+		synctest.Wait()
+		assert.Equal(t, []jobgraph.ExecutionState{
+			jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning, jobgraph.ExecutionStateFinished,
+		}, c.jm.statesOf(attemptID(1, 0, 0)))
+		assert.Empty(t, c.rm.notifications(), "the slot stays allocated")
+		r, err := te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, allocID(1), r.Slots[0].AllocationID)
 	})
 }
 
