@@ -75,9 +75,9 @@ type stateCall struct {
 // fakeJobMaster records what TaskExecutors tell it. It accepts every offer unless decline says
 // otherwise, and answers UpdateTaskExecutionState with true.
 type fakeJobMaster struct {
-	mu        sync.Mutex
-	decline   map[jobgraph.AllocationID]bool
-	offerErr  error
+	mu       sync.Mutex
+	decline  map[jobgraph.AllocationID]bool
+	offerErr error
 	// offerHook, when set, runs in OfferSlots after the offer is recorded, without the lock.
 	offerHook func()
 	registers []registerCall
