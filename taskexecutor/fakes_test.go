@@ -80,6 +80,8 @@ type fakeJobMaster struct {
 	offerErr error
 	// offerHook, when set, runs in OfferSlots after the offer is recorded, without the lock.
 	offerHook func()
+	// stateHook, when set, runs in UpdateTaskExecutionState after the state is recorded.
+	stateHook func(rpc.TaskExecutionState)
 	registers []registerCall
 	offers    []offerCall
 	states    []stateCall
@@ -89,6 +91,11 @@ func (f *fakeJobMaster) UpdateTaskExecutionState(ctx context.Context, token jobg
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.states = append(f.states, stateCall{token, state})
+	if hook := f.stateHook; hook != nil {
+		f.mu.Unlock()
+		hook(state)
+		f.mu.Lock()
+	}
 	return true, nil
 }
 

@@ -99,24 +99,32 @@ func (t *task) stopped() *stopReason {
 
 // run is the task's goroutine: Flink's Task.doRun.
 func (t *task) run() {
-	t.execute()
+	final, err := t.execute()
 	t.cancel(nil) // release the context's resources
-	t.te.loop.Execute(func() { t.te.taskDone(t) })
+	// Unregister the task before reporting its final state, as Flink's
+	// TaskExecutor.unregisterTaskAndNotifyFinalState does: once the JobMaster hears of it, the
+	// slot no longer holds the task, so freeing the slot frees it at once. The loop answers
+	// promptly, or at once with an error when closed.
+	te := t.te
+	_ = te.loop.Call(context.Background(), func() error { te.taskDone(t); return nil })
+	if final != 0 {
+		t.report(final, err)
+	}
 }
 
-func (t *task) execute() {
+// execute runs the task up to its final state, which it returns rather than reports (0 when
+// nothing is to be reported).
+func (t *task) execute() (jobgraph.ExecutionState, error) {
 	te := t.te
 	if t.missing != nil {
 		te.shuffle.failProduced(t.tdd.JobID, te.id, t.tdd.ProducedPartitions, t.missing)
-		t.report(jobgraph.ExecutionStateFailed, t.missing)
-		return
+		return jobgraph.ExecutionStateFailed, t.missing
 	}
 	t.report(jobgraph.ExecutionStateInitializing, nil)
 	env, err := t.setup()
 	if err != nil {
 		te.shuffle.failProduced(t.tdd.JobID, te.id, t.tdd.ProducedPartitions, err)
-		t.end(nil, fmt.Errorf("setting up %s: %w", t.tdd.TaskName, err))
-		return
+		return t.end(nil, fmt.Errorf("setting up %s: %w", t.tdd.TaskName, err))
 	}
 	if t.stopped() == nil {
 		t.report(jobgraph.ExecutionStateRunning, nil)
@@ -126,15 +134,14 @@ func (t *task) execute() {
 	if err == nil && t.stopped() == nil {
 		err = env.finishOutputs(t.ctx)
 	}
-	t.end(env, err)
+	return t.end(env, err)
 }
 
-// end fails the task's outputs unless it finished, and reports its final state.
-func (t *task) end(env *environment, err error) {
+// end fails the task's outputs unless it finished, and returns its final state.
+func (t *task) end(env *environment, err error) (jobgraph.ExecutionState, error) {
 	why := t.stopped()
 	if why == nil && err == nil {
-		t.report(jobgraph.ExecutionStateFinished, nil)
-		return
+		return jobgraph.ExecutionStateFinished, nil
 	}
 	cause := err
 	if why != nil {
@@ -145,12 +152,13 @@ func (t *task) end(env *environment, err error) {
 	}
 	switch {
 	case why == nil:
-		t.report(jobgraph.ExecutionStateFailed, err)
+		return jobgraph.ExecutionStateFailed, err
 	case why.kind == stopCancel:
-		t.report(jobgraph.ExecutionStateCanceled, nil)
+		return jobgraph.ExecutionStateCanceled, nil
 	case why.kind == stopFail:
-		t.report(jobgraph.ExecutionStateFailed, why.err)
+		return jobgraph.ExecutionStateFailed, why.err
 	}
+	return 0, nil // stopSilent
 }
 
 // invoke runs the task code, turning a panic into a failure.

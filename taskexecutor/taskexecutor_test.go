@@ -279,6 +279,33 @@ func TestTaskReportsInitializingRunningFinished(t *testing.T) {
 	})
 }
 
+// As in Flink (unregisterTaskAndNotifyFinalState), a task has left its slot by the time its
+// final state reaches the JobMaster, so the JobMaster may free the slot at once.
+func TestTaskLeavesItsSlotBeforeItsFinalStateIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		c.reg.Register("noop", func(context.Context, Environment) error { return nil })
+		te := c.startTE(1, 1)
+		a := attemptID(1, 0, 0)
+		var cancelErr error
+		var freed rpc.SlotReport
+		c.jm.stateHook = func(s rpc.TaskExecutionState) {
+			if s.State == jobgraph.ExecutionStateFinished {
+				cancelErr = te.CancelTask(ctx, a)
+				require.NoError(t, te.FreeSlot(ctx, allocID(1), nil))
+				freed, _ = te.SlotReport(ctx)
+			}
+		}
+		c.allocate(te, 0, allocID(1))
+		synctest.Wait()
+		require.NoError(t, te.SubmitTask(ctx, jmToken(1), tdd(1, 0, "noop", allocID(1))))
+		synctest.Wait()
+		assert.ErrorIs(t, cancelErr, ErrTaskNotFound)
+		require.Len(t, freed.Slots, 1)
+		assert.True(t, freed.Slots[0].AllocationID.IsZero(), "freed at once, not left releasing")
+	})
+}
+
 func TestFailingTaskReportsFailedWithItsError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
