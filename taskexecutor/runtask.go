@@ -25,11 +25,8 @@ type stopReason struct {
 }
 
 func (r *stopReason) Error() string {
-	switch r.kind {
-	case stopCancel:
+	if r.kind == stopCancel {
 		return "task canceled"
-	case stopFail:
-		return r.err.Error()
 	}
 	return r.err.Error()
 }
@@ -107,13 +104,17 @@ func (t *task) run() {
 	// promptly, or at once with an error when closed.
 	te := t.te
 	_ = te.loop.Call(context.Background(), func() error { te.taskDone(t); return nil })
-	if final != 0 {
+	if final != noFinalState {
 		t.report(final, err)
 	}
 }
 
-// execute runs the task up to its final state, which it returns rather than reports (0 when
-// nothing is to be reported).
+// noFinalState is what execute returns when nothing is to be reported (a task can never end
+// CREATED).
+const noFinalState = jobgraph.ExecutionStateCreated
+
+// execute runs the task up to its final state, which it returns rather than reports
+// (noFinalState when the TaskExecutor is closing or was killed).
 func (t *task) execute() (jobgraph.ExecutionState, error) {
 	te := t.te
 	if t.missing != nil {
@@ -158,7 +159,7 @@ func (t *task) end(env *environment, err error) (jobgraph.ExecutionState, error)
 	case why.kind == stopFail:
 		return jobgraph.ExecutionStateFailed, why.err
 	}
-	return 0, nil // stopSilent
+	return noFinalState, nil // stopSilent
 }
 
 // invoke runs the task code, turning a panic into a failure.
