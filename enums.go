@@ -145,9 +145,11 @@ func (t ResultPartitionType) IsBlocking() bool { return t == Blocking || t == Bl
 // IsHybrid reports whether the partition is HYBRID_FULL or HYBRID_SELECTIVE.
 func (t ResultPartitionType) IsHybrid() bool { return t == HybridFull || t == HybridSelective }
 
-// HasBackPressure reports whether a slow consumer slows the producer (bounded buffers):
-// PIPELINED_BOUNDED only. Flink: ResultPartitionType.hasBackPressure.
-func (t ResultPartitionType) HasBackPressure() bool { return t == PipelinedBounded }
+// HasBackPressure reports whether a slow consumer slows the producer down: true for the
+// pipelined types (PIPELINED, PIPELINED_BOUNDED, PIPELINED_APPROXIMATE), whose in-memory buffers
+// are bounded; false for the types that keep their data (blocking, hybrid).
+// Flink: ResultPartitionType.hasBackPressure.
+func (t ResultPartitionType) HasBackPressure() bool { return t.IsPipelined() }
 
 // IsPersistent reports whether the partition outlives the job: BLOCKING_PERSISTENT.
 func (t ResultPartitionType) IsPersistent() bool { return t == BlockingPersistent }

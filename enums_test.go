@@ -45,10 +45,10 @@ func TestResultPartitionType(t *testing.T) {
 		reconnectable, pipelined, blocking, hybrid, backPressure, persistent bool
 	}{
 		{jobgraph.PipelinedBounded, "PIPELINED_BOUNDED", false, true, false, false, true, false},
-		{jobgraph.Pipelined, "PIPELINED", false, true, false, false, false, false},
+		{jobgraph.Pipelined, "PIPELINED", false, true, false, false, true, false},
 		{jobgraph.Blocking, "BLOCKING", true, false, true, false, false, false},
 		{jobgraph.BlockingPersistent, "BLOCKING_PERSISTENT", true, false, true, false, false, true},
-		{jobgraph.PipelinedApproximate, "PIPELINED_APPROXIMATE", true, true, false, false, false, false},
+		{jobgraph.PipelinedApproximate, "PIPELINED_APPROXIMATE", true, true, false, false, true, false},
 		{jobgraph.HybridFull, "HYBRID_FULL", true, false, false, true, false, false},
 		{jobgraph.HybridSelective, "HYBRID_SELECTIVE", true, false, false, true, false, false},
 	}
