@@ -1,0 +1,268 @@
+package scheduler
+
+import (
+	"errors"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/slotpool"
+)
+
+// slotAllocator is the slot-sharing execution slot allocator: it groups subtasks into execution
+// slot sharing groups, keeps at most one shared slot (one physical slot of the pool) per group
+// while any execution of the group needs it, and completes bulks once all their shared slots are
+// there. Flink: SlotSharingExecutionSlotAllocator with SharedSlot, and the slot sharing strategy.
+//
+// Groups: for every slot sharing group name, group k holds subtask k of each job vertex in it
+// (co-located vertices, which share a name and a parallelism, so land in the same group); a job
+// vertex without a name has a group per subtask of its own. (Flink's
+// LocalInputPreferredSlotSharingStrategy also tries to put a consumer with its pointwise
+// producer; this is the plain by-index assignment.) A group's slot profile is the sum of its
+// members' ResourceProfiles, UNKNOWN if all are (Flink's merge turns any UNKNOWN member into an
+// UNKNOWN sum; summing the known ones asks for at least what is known).
+type slotAllocator struct {
+	s       *DefaultScheduler
+	pool    *slotpool.Pool
+	timeout time.Duration
+
+	groupOf []*slotGroup  // by ExecutionVertex.Index
+	logical []*sharedSlot // by ExecutionVertex.Index: the shared slot the current execution holds
+	groups  []*slotGroup
+}
+
+// slotGroup is an execution slot sharing group. Flink: ExecutionSlotSharingGroup.
+type slotGroup struct {
+	profile jobgraph.ResourceProfile
+	shared  *sharedSlot // the live shared slot, if any
+}
+
+// sharedSlot is one physical slot (requested or allocated) shared by the executions of a group.
+// Flink: SharedSlot.
+type sharedSlot struct {
+	group    *slotGroup
+	id       slotpool.SlotRequestID
+	request  *slotpool.SlotRequest
+	slot     slotpool.AllocatedSlot
+	ready    bool // the physical slot is allocated
+	released bool // given back, failed or lost: no longer usable
+	members  int  // executions holding a logical slot of it
+	holders  []*executiongraph.Execution
+	waiting  []*bulk
+	lastBulk *bulk
+}
+
+// bulk is one AllocateSlotsAndDeploy call waiting for its shared slots.
+// Flink: the bulk of DefaultExecutionDeployer / PhysicalSlotRequestBulk.
+type bulk struct {
+	entries []bulkEntry
+	pending int // shared slots not ready yet
+	done    bool
+}
+
+type bulkEntry struct {
+	exec    *executiongraph.Execution
+	version uint64
+	slot    *sharedSlot
+}
+
+func newSlotAllocator(s *DefaultScheduler, pool *slotpool.Pool, timeout time.Duration) *slotAllocator {
+	g := s.graph
+	a := &slotAllocator{
+		s:       s,
+		pool:    pool,
+		timeout: timeout,
+		groupOf: make([]*slotGroup, g.NumVertices()),
+		logical: make([]*sharedSlot, g.NumVertices()),
+	}
+	named := map[string][]*slotGroup{}
+	for _, jv := range g.JobVertices() {
+		name := jv.JobVertex().SlotSharingGroup
+		profile := jv.JobVertex().Resources
+		var list []*slotGroup
+		if name != "" {
+			list = named[name]
+		}
+		for k := range jv.Parallelism() {
+			if k >= len(list) {
+				grp := &slotGroup{}
+				a.groups = append(a.groups, grp)
+				list = append(list, grp)
+			}
+			grp := list[k]
+			grp.profile = grp.profile.Merge(profile)
+			a.groupOf[jv.Vertex(k).Index()] = grp
+		}
+		if name != "" {
+			named[name] = list
+		}
+	}
+	return a
+}
+
+// allocate gives each execution (all SCHEDULED) a logical slot in its group's shared slot,
+// requesting the shared slots that do not exist yet, and deploys the bulk once all are there
+// (at once if they are already). Flink: SlotSharingExecutionSlotAllocator.allocateSlotsFor.
+func (a *slotAllocator) allocate(execs []*executiongraph.Execution) {
+	if len(execs) == 0 {
+		return
+	}
+	b := &bulk{entries: make([]bulkEntry, 0, len(execs))}
+	var fresh []*sharedSlot
+	for _, e := range execs {
+		v := e.Vertex()
+		grp := a.groupOf[v.Index()]
+		ss := grp.shared
+		if ss == nil {
+			ss = &sharedSlot{group: grp, id: slotpool.NewSlotRequestID()}
+			grp.shared = ss
+			fresh = append(fresh, ss)
+		}
+		ss.members++
+		ss.holders = append(ss.holders, e)
+		a.logical[v.Index()] = ss
+		b.entries = append(b.entries, bulkEntry{exec: e, version: v.Version(), slot: ss})
+		if !ss.ready && ss.lastBulk != b {
+			ss.lastBulk = b
+			ss.waiting = append(ss.waiting, b)
+			b.pending++
+		}
+	}
+	if b.pending == 0 {
+		a.complete(b)
+		return
+	}
+	for _, ss := range fresh {
+		if !ss.released {
+			a.request(ss)
+		}
+	}
+}
+
+func (a *slotAllocator) complete(b *bulk) {
+	if b.done {
+		return
+	}
+	b.done = true
+	a.s.deployBulk(b)
+}
+
+// request asks the pool for ss's physical slot.
+func (a *slotAllocator) request(ss *sharedSlot) {
+	r, err := a.pool.RequestSlot(ss.id, ss.group.profile, a.timeout)
+	if err != nil {
+		a.fail(ss, err)
+		return
+	}
+	ss.request = r
+	r.OnDone(func(slot slotpool.AllocatedSlot, err error) { a.requestDone(ss, r, slot, err) })
+}
+
+func (a *slotAllocator) requestDone(ss *sharedSlot, r *slotpool.SlotRequest, slot slotpool.AllocatedSlot, err error) {
+	if ss.released || ss.request != r {
+		return
+	}
+	if err != nil {
+		ss.request = nil // the pool ended the request
+		a.fail(ss, err)
+		return
+	}
+	if perr := a.pool.AssignPayload(slot.AllocationID, slotPayload{a, ss}); perr != nil {
+		a.fail(ss, perr)
+		return
+	}
+	ss.slot, ss.ready = slot, true
+	waiting := ss.waiting
+	ss.waiting, ss.lastBulk = nil, nil
+	for _, b := range waiting {
+		if b.pending--; b.pending == 0 {
+			a.complete(b)
+		}
+	}
+}
+
+// fail gives up ss (its request failed) and fails the executions waiting for it.
+func (a *slotAllocator) fail(ss *sharedSlot, err error) {
+	if ss.released {
+		return
+	}
+	a.forget(ss)
+	if ss.request != nil {
+		a.pool.CancelRequest(ss.id, err)
+		ss.request = nil
+	}
+	ss.waiting, ss.lastBulk = nil, nil
+	a.s.slotRequestFailed(ss.holders, err)
+}
+
+// forget marks ss unusable; new executions of its group get a new shared slot.
+func (a *slotAllocator) forget(ss *sharedSlot) {
+	ss.released = true
+	if ss.group.shared == ss {
+		ss.group.shared = nil
+	}
+}
+
+// releaseLogicalSlot gives back the logical slot of e, which just became terminal; the shared
+// slot goes back to the pool (or its request is canceled) once no execution holds it.
+// Flink: SharedSlot.returnLogicalSlot / release.
+func (a *slotAllocator) releaseLogicalSlot(e *executiongraph.Execution) {
+	i := e.Vertex().Index()
+	ss := a.logical[i]
+	if ss == nil {
+		return
+	}
+	a.logical[i] = nil
+	if ss.members--; ss.members > 0 {
+		return
+	}
+	ss.holders = nil
+	a.release(ss, nil)
+}
+
+// release gives ss back to the pool: a pending request is canceled, an allocated slot becomes
+// free in the pool (which returns it to its TaskExecutor after slot.idle.timeout unless another
+// request takes it).
+func (a *slotAllocator) release(ss *sharedSlot, cause error) {
+	if ss.released {
+		return
+	}
+	a.forget(ss)
+	ss.waiting, ss.lastBulk = nil, nil
+	if ss.request != nil {
+		ss.request = nil
+		a.pool.CancelRequest(ss.id, cause)
+	}
+}
+
+// releaseAll gives back every shared slot, at the end of the job.
+func (a *slotAllocator) releaseAll(cause error) {
+	for _, grp := range a.groups {
+		if ss := grp.shared; ss != nil {
+			a.release(ss, cause)
+		}
+	}
+	clear(a.logical)
+}
+
+// slotPayload is what the allocator puts into an allocated physical slot: when the pool takes the
+// slot away (TaskExecutor lost, slot failed, pool closed) while the scheduler still uses it, the
+// executions in it fail.
+type slotPayload struct {
+	a  *slotAllocator
+	ss *sharedSlot
+}
+
+func (p slotPayload) Release(cause error) {
+	ss := p.ss
+	if ss.released {
+		return
+	}
+	p.a.forget(ss)
+	ss.request = nil // the pool ended it
+	ss.waiting, ss.lastBulk = nil, nil
+	if cause == nil {
+		cause = errors.New("slot released by the slot pool")
+	}
+	p.a.s.slotLost(ss.holders, ss.slot, cause)
+}

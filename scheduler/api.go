@@ -1,0 +1,79 @@
+package scheduler
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/rpc"
+	"github.com/jobgraph/jobgraph/slotpool"
+)
+
+// Names of the scheduling strategies, for Config.SchedulingStrategy.
+const (
+	// StrategyRegion schedules whole pipelined regions once their blocking inputs are
+	// consumable. Flink: PipelinedRegionSchedulingStrategy, the default.
+	StrategyRegion = "region"
+	// StrategyVertexwise schedules single vertices once their blocking inputs are consumable;
+	// meant for jobs whose edges are all blocking. Flink: VertexwiseSchedulingStrategy.
+	StrategyVertexwise = "vertexwise"
+)
+
+// ErrUnknownStrategy is matched (errors.Is) by New's error for a Config.SchedulingStrategy that is
+// neither "", StrategyRegion nor StrategyVertexwise.
+var ErrUnknownStrategy = errors.New("unknown scheduling strategy")
+
+// Deployer carries out the scheduler's side effects on TaskExecutors. The JobMaster implements it:
+// each method starts the RPC off the main loop and returns at once; outcomes come back on the
+// loop (UpdateTaskExecutionState for task states, OnDeployFailed for a failed SubmitTask). Methods
+// are called on the main loop and must not call into the scheduler synchronously.
+type Deployer interface {
+	// Deploy submits one execution attempt (TaskExecutorGateway.SubmitTask) to the TaskExecutor
+	// holding slot (slot.TaskExecutor). The descriptor's slices may be shared with other
+	// descriptors: the Deployer must not modify them. Flink: Execution.deploy.
+	Deploy(tdd rpc.TaskDeploymentDescriptor, slot slotpool.AllocatedSlot)
+	// CancelTask asks the TaskExecutor at location to cancel attempt
+	// (TaskExecutorGateway.CancelTask); it reports CANCELED when done. Flink: Execution.sendCancelRpcCall.
+	CancelTask(attempt jobgraph.ExecutionAttemptID, location jobgraph.ResourceID)
+	// ReleasePartitions asks the TaskExecutor at location to drop the job's partitions named
+	// (TaskExecutorGateway.ReleasePartitions): blocking partitions every consumer has read, or all
+	// that are left when the job ends. Flink: JobMasterPartitionTracker.stopTrackingAndReleasePartitions.
+	ReleasePartitions(location jobgraph.ResourceID, partitions []rpc.ResultPartitionID)
+}
+
+// Config configures a DefaultScheduler. The zero value is usable: region scheduling, the pool's
+// slot request timeout, time.Now, slog.Default(), no listeners.
+type Config struct {
+	// SchedulingStrategy is StrategyRegion ("region", also when empty) or StrategyVertexwise
+	// ("vertexwise"). Flink chooses by jobmanager.scheduler and the job type; here it is explicit.
+	SchedulingStrategy string
+	// SlotRequestTimeout bounds each slot request; 0 means the pool's slot.request.timeout
+	// (slotpool.DefaultSlotRequestTimeout, 300 s, unless the pool was configured otherwise).
+	// Option slot.request.timeout.
+	SlotRequestTimeout time.Duration
+	// Clock stamps job status and execution state changes; nil means time.Now.
+	Clock func() time.Time
+	// Logger receives the scheduler's logs (one line per job status change, per failure, per
+	// bulk at debug level; nothing per edge). nil means slog.Default().
+	Logger *slog.Logger
+	// JobStatusListener, if set, is called for every job status the job enters, in order:
+	// CREATED during New, then RUNNING, FINISHED, FAILING, FAILED, CANCELLING, CANCELED,
+	// SUSPENDED as they happen, with the instant the graph stamped. Called on the main loop; it
+	// must not call into the scheduler synchronously. Flink: JobStatusListener.
+	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
+	// ExecutionStateListener, if set, is called for every state an execution attempt enters
+	// after CREATED (SCHEDULED, DEPLOYING, …, FINISHED, CANCELING, CANCELED, FAILED), in order.
+	// Same rules as JobStatusListener. Flink: ExecutionStateUpdateListener.
+	ExecutionStateListener func(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState)
+	// OnTerminal, if set, is called once, when the job reaches a globally terminal status
+	// (FINISHED, FAILED or CANCELED; not SUSPENDED, which the JobMaster causes itself through
+	// Suspend), with the archived graph and the root cause (nil for FINISHED and for a cancel
+	// without failure). It runs after the JobStatusListener call for that status, and after the
+	// slots were given back and the partitions released. Flink: SchedulerNG.getJobTerminationFuture.
+	OnTerminal func(archived *executiongraph.ArchivedExecutionGraph, rootCause error)
+	// GraphOptions are passed to executiongraph.Build (e.g. WithExecutionGraphID in tests,
+	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.
+	GraphOptions []executiongraph.Option
+}

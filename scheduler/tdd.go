@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// tddFactory builds TaskDeploymentDescriptors. The list of partitions a ConsumedPartitionGroup
+// stands for is built once per group (and per producer attempt generation) and shared by every
+// consumer's descriptor, as Flink caches shuffle descriptors per group, so an ALL_TO_ALL edge of
+// P producers and C consumers builds P partition IDs, not P × C. What each consumer still pays
+// for is its SubpartitionIndex list (P entries on ALL_TO_ALL), which rpc's descriptor requires.
+// Flink: TaskDeploymentDescriptorFactory.
+type tddFactory struct {
+	graph *executiongraph.ExecutionGraph
+	// epoch goes up whenever a producer attempt may have changed (a vertex reset); cached
+	// partition lists of an older epoch are rebuilt.
+	epoch uint64
+	cache []cachedPartitions // by ConsumedPartitionGroup.Index
+	zeros []int              // shared all-zero SubpartitionIndex backing
+}
+
+type cachedPartitions struct {
+	epoch uint64
+	ids   []rpc.ResultPartitionID
+}
+
+func newTDDFactory(g *executiongraph.ExecutionGraph) *tddFactory {
+	return &tddFactory{graph: g, epoch: 1, cache: make([]cachedPartitions, g.NumConsumedPartitionGroups())}
+}
+
+// invalidate drops every cached partition list; the failover calls it when it resets vertices.
+func (f *tddFactory) invalidate() { f.epoch++ }
+
+// build returns the descriptor of e, which must be DEPLOYING with its slot recorded.
+//
+//   - Produced partitions, one per output: ResultPartitionID{partition, e's attempt};
+//     NumberOfSubpartitions is the size of the partition's consumer vertex group (ALL_TO_ALL: the
+//     consumer parallelism; POINTWISE with producers ≥ consumers: 1; with producers < consumers:
+//     the consumers of that partition), the largest over its consuming edges, at least 1.
+//   - Input gates, one per input edge in JobVertex.Inputs order: the group's partitions in index
+//     order, each with its producer's current attempt, and the subpartition this subtask reads:
+//     its subtask index minus the first subtask of its consumer vertex group (ALL_TO_ALL: the
+//     subtask index; POINTWISE producers ≥ consumers: 0; producers < consumers: its position among
+//     the consumers of the partition).
+func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescriptor {
+	v := e.Vertex()
+	jv := v.JobVertex()
+	spec := jv.JobVertex()
+	attempt := e.AttemptID()
+	tdd := rpc.TaskDeploymentDescriptor{
+		JobID:              f.graph.JobID(),
+		ExecutionAttemptID: attempt,
+		AllocationID:       e.AllocationID,
+		TaskName:           v.Name(),
+		VertexName:         jv.Name(),
+		Invokable:          spec.Invokable,
+		Config:             spec.Config,
+		SubtaskIndex:       v.SubtaskIndex(),
+		Parallelism:        jv.Parallelism(),
+		MaxParallelism:     jv.MaxParallelism(),
+		AttemptNumber:      e.AttemptNumber(),
+	}
+	if produced := v.ProducedPartitions(); len(produced) > 0 {
+		tdd.ProducedPartitions = make([]rpc.ResultPartitionDeploymentDescriptor, len(produced))
+		for i, p := range produced {
+			n := 1
+			for _, cvg := range p.ConsumerVertexGroups() {
+				n = max(n, cvg.Len())
+			}
+			tdd.ProducedPartitions[i] = rpc.ResultPartitionDeploymentDescriptor{
+				ResultPartitionID:     rpc.ResultPartitionID{PartitionID: p.ID(), ProducerID: attempt},
+				ResultType:            p.ResultType(),
+				NumberOfSubpartitions: n,
+			}
+		}
+	}
+	if consumed := v.ConsumedPartitionGroups(); len(consumed) > 0 {
+		tdd.InputGates = make([]rpc.InputGateDeploymentDescriptor, len(consumed))
+		for i, cpg := range consumed {
+			first, _ := cpg.ConsumerVertexGroup().VertexRange()
+			tdd.InputGates[i] = rpc.InputGateDeploymentDescriptor{
+				DataSetID:         cpg.Result().ID(),
+				ResultType:        cpg.ResultType(),
+				Partitions:        f.partitionIDs(cpg),
+				SubpartitionIndex: f.subpartitions(cpg.Len(), v.SubtaskIndex()-first),
+			}
+		}
+	}
+	return tdd
+}
+
+// partitionIDs lists the group's partitions with their producers' current attempts, cached.
+func (f *tddFactory) partitionIDs(cpg *executiongraph.ConsumedPartitionGroup) []rpc.ResultPartitionID {
+	c := &f.cache[cpg.Index()]
+	if c.epoch == f.epoch {
+		return c.ids
+	}
+	ids := make([]rpc.ResultPartitionID, 0, cpg.Len())
+	for p := range cpg.Partitions() {
+		ids = append(ids, rpc.ResultPartitionID{
+			PartitionID: p.ID(),
+			ProducerID:  p.Producer().CurrentExecution().AttemptID(),
+		})
+	}
+	*c = cachedPartitions{epoch: f.epoch, ids: ids}
+	return ids
+}
+
+// subpartitions returns n copies of index; all-zero lists share one backing array.
+func (f *tddFactory) subpartitions(n, index int) []int {
+	if index == 0 {
+		if len(f.zeros) < n {
+			f.zeros = make([]int, max(n, 2*len(f.zeros)))
+		}
+		return f.zeros[:n:n]
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = index
+	}
+	return out
+}
