@@ -136,10 +136,12 @@ func (s *PipelinedRegionSchedulingStrategy) isCross(r *executiongraph.PipelinedR
 // RestartTasks forgets that the regions of vertices were scheduled and schedules those whose
 // inputs are consumable.
 func (s *PipelinedRegionSchedulingStrategy) RestartTasks(vertices []*executiongraph.ExecutionVertex) {
+	s.call++
 	var regions []*executiongraph.PipelinedRegion
 	for _, v := range vertices {
 		r := v.Region()
-		if s.scheduled[r.Index()] {
+		if s.picked[r.Index()] != s.call { // once each
+			s.picked[r.Index()] = s.call
 			s.scheduled[r.Index()] = false
 			regions = append(regions, r)
 		}

@@ -52,16 +52,13 @@ func (s *VertexwiseSchedulingStrategy) StartScheduling() {
 // RestartTasks forgets that vertices were scheduled and schedules those whose inputs are
 // consumable.
 func (s *VertexwiseSchedulingStrategy) RestartTasks(vertices []*executiongraph.ExecutionVertex) {
-	var restart []*executiongraph.ExecutionVertex
 	for _, v := range vertices {
-		if !s.scheduled[v.Index()] {
-			continue
+		if s.scheduled[v.Index()] {
+			s.scheduled[v.Index()] = false
+			s.countProducer(v, -1)
 		}
-		s.scheduled[v.Index()] = false
-		s.countProducer(v, -1)
-		restart = append(restart, v)
 	}
-	s.maybeSchedule(restart)
+	s.maybeSchedule(vertices)
 }
 
 // OnExecutionStateChange schedules, when v FINISHED, the consumers of the blocking groups v
