@@ -29,6 +29,12 @@ type slotAllocator struct {
 	groupOf []*slotGroup  // by ExecutionVertex.Index
 	logical []*sharedSlot // by ExecutionVertex.Index: the shared slot the current execution holds
 	groups  []*slotGroup
+
+	// While hold > 0, shared slots that lose their last execution are kept in deferred and given
+	// back when the hold ends, so that a slot freed by a failing task is not handed to another
+	// bulk (and deployed there) just before the failure handling cancels that bulk.
+	hold     int
+	deferred []*sharedSlot
 }
 
 // slotGroup is an execution slot sharing group. Flink: ExecutionSlotSharingGroup.
@@ -217,7 +223,29 @@ func (a *slotAllocator) releaseLogicalSlot(e *executiongraph.Execution) {
 		return
 	}
 	ss.holders = nil
+	if a.hold > 0 {
+		a.deferred = append(a.deferred, ss)
+		return
+	}
 	a.release(ss, nil)
+}
+
+// holdReleases defers giving back shared slots until the returned function is called.
+func (a *slotAllocator) holdReleases() (done func()) {
+	a.hold++
+	return func() {
+		if a.hold--; a.hold > 0 {
+			return
+		}
+		for len(a.deferred) > 0 {
+			ss := a.deferred[0]
+			a.deferred = a.deferred[1:]
+			if ss.members == 0 {
+				a.release(ss, nil)
+			}
+		}
+		a.deferred = nil
+	}
 }
 
 // release gives ss back to the pool: a pending request is canceled, an allocated slot becomes

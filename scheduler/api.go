@@ -71,7 +71,9 @@ type Config struct {
 	// (FINISHED, FAILED or CANCELED; not SUSPENDED, which the JobMaster causes itself through
 	// Suspend), with the archived graph and the root cause (nil for FINISHED and for a cancel
 	// without failure). It runs after the JobStatusListener call for that status, and after the
-	// slots were given back and the partitions released. Flink: SchedulerNG.getJobTerminationFuture.
+	// slots were given back and the partitions released. It may run inside a slot pool
+	// callback (a slot request timing out fails the job); the pool tolerates being called, even
+	// closed, from there. Flink: SchedulerNG.getJobTerminationFuture.
 	OnTerminal func(archived *executiongraph.ArchivedExecutionGraph, rootCause error)
 	// GraphOptions are passed to executiongraph.Build (e.g. WithExecutionGraphID in tests,
 	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.

@@ -397,6 +397,7 @@ func (s *DefaultScheduler) failExecution(e *executiongraph.Execution, err error,
 		s.completeCancel(e)
 		return
 	}
+	defer s.slots.holdReleases()()
 	deployed := isDeployed(e.State())
 	from := e.State()
 	if ferr := e.MarkFailed(err); ferr != nil {

@@ -594,3 +594,84 @@ func TestNewErrors(t *testing.T) {
 	assert.Equal(t, g.JobID, s.JobID())
 	assert.Equal(t, jobgraph.JobStatusCreated, s.Archive().Status)
 }
+
+// A slot freed by a failing task is not handed to another bulk before the failure handling
+// cancels that bulk: nothing is deployed only to be canceled right away.
+func TestFailedTaskSlotIsNotReusedByACanceledBulk(t *testing.T) {
+	g := jobgraph.New("reuse", jobgraph.Streaming)
+	g.AddVertex("v", "noop", 2)
+	h := newHarness(t, g, Config{})
+	h.s.StartScheduling()
+	h.offer(te1, 1)
+	require.Equal(t, []string{"v (1/2)"}, h.deployer.deployedNames())
+	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Err: errBoom}))
+	assert.Equal(t, jobgraph.JobStatusFailed, h.s.JobStatus())
+	assert.Len(t, h.deployer.deployed, 1)
+	assert.Empty(t, h.deployer.canceled)
+	assert.Equal(t, map[jobgraph.ExecutionState]int{jobgraph.ExecutionStateFailed: 1, jobgraph.ExecutionStateCanceled: 1}, h.countStates())
+	assert.Equal(t, 0, h.pool.NumAllocatedSlots())
+	assert.Equal(t, 0, h.pool.NumPendingRequests())
+}
+
+// Partitions still tracked when the job ends are released then, per location.
+func TestPartitionsLeftAreReleasedAtTheEnd(t *testing.T) {
+	g := jobgraph.New("leftovers", jobgraph.Batch)
+	a := g.AddVertex("a", "noop", 1)
+	b := g.AddVertex("b", "noop", 1)
+	g.Connect(a, b, jobgraph.Pointwise, jobgraph.Blocking)
+	h := newHarness(t, g, Config{})
+	h.s.StartScheduling()
+	h.offer(te1, 1)
+	h.finish("a", 0)
+	require.Equal(t, []string{"a (1/1)", "b (1/1)"}, h.deployer.deployedNames())
+	assert.Equal(t, te1, h.deployer.deployed[1].slot.TaskExecutor, "b reuses a's slot")
+	assert.Empty(t, h.deployer.released)
+	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("b", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Err: errBoom}))
+	assert.Equal(t, jobgraph.JobStatusFailed, h.s.JobStatus())
+	assert.Equal(t, []releaseCall{{te1, []rpc.ResultPartitionID{{
+		PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: a.Results[0].ID},
+		ProducerID:  h.exec("a", 0).AttemptID(),
+	}}}}, h.deployer.released)
+}
+
+// Reports the scheduler did not expect.
+func TestUnexpectedReports(t *testing.T) {
+	g := jobgraph.New("odd", jobgraph.Streaming)
+	g.AddVertex("v", "noop", 1)
+
+	t.Run("unsolicited CANCELED fails the task", func(t *testing.T) {
+		h := newHarness(t, g, Config{})
+		h.s.StartScheduling()
+		h.offer(te1, 1)
+		h.runDeployed()
+		require.True(t, h.report("v", 0, jobgraph.ExecutionStateCanceled))
+		assert.Equal(t, jobgraph.JobStatusFailed, h.s.JobStatus())
+		assert.EqualError(t, h.s.RootCause(), "task v (1/1) (attempt 0) on taskexecutor-1 was canceled without a cancel request")
+	})
+	t.Run("illegal state is refused and fails the task", func(t *testing.T) {
+		h := newHarness(t, g, Config{})
+		h.s.StartScheduling()
+		h.offer(te1, 1)
+		assert.False(t, h.report("v", 0, jobgraph.ExecutionStateScheduled))
+		assert.Equal(t, jobgraph.JobStatusFailed, h.s.JobStatus())
+		assert.EqualError(t, h.s.RootCause(), "task v (1/1) (attempt 0): TaskExecutor sent an illegal state update SCHEDULED")
+		assert.Len(t, h.deployer.canceled, 1)
+	})
+	t.Run("RUNNING while canceling is ignored", func(t *testing.T) {
+		h := newHarness(t, g, Config{})
+		h.s.StartScheduling()
+		h.offer(te1, 1)
+		h.s.Cancel()
+		assert.True(t, h.report("v", 0, jobgraph.ExecutionStateRunning))
+		assert.Equal(t, jobgraph.ExecutionStateCanceling, h.exec("v", 0).State())
+		assert.True(t, h.report("v", 0, jobgraph.ExecutionStateCanceled))
+		assert.Equal(t, jobgraph.JobStatusCanceled, h.s.JobStatus())
+	})
+	t.Run("FAILED without an error value keeps the text", func(t *testing.T) {
+		h := newHarness(t, g, Config{})
+		h.s.StartScheduling()
+		h.offer(te1, 1)
+		require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: "out of memory"}))
+		assert.EqualError(t, h.s.RootCause(), "task v (1/1) (attempt 0) on taskexecutor-1 failed: out of memory")
+	})
+}

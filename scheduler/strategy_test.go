@@ -177,3 +177,17 @@ func TestVertexwiseStrategyRestartTasks(t *testing.T) {
 	s.RestartTasks(all)
 	assert.Equal(t, [][]string{{"source0"}, {"source1"}}, ops.bulks)
 }
+
+// Vertex-wise with a hybrid edge: consumers follow once all their producers are scheduled.
+func TestVertexwiseStrategyHybridEdge(t *testing.T) {
+	g := jobgraph.New("hybrid", jobgraph.Batch)
+	a := g.AddVertex("a", "noop", 2)
+	b := g.AddVertex("b", "noop", 2)
+	g.Connect(a, b, jobgraph.AllToAll, jobgraph.HybridSelective)
+	eg := buildGraph(t, g)
+	ops := &recordingOps{}
+	s := NewVertexwiseSchedulingStrategy(ops, eg.Topology())
+	s.StartScheduling()
+	assert.Equal(t, [][]string{{"a0"}, {"a1"}, {"b0"}, {"b1"}}, ops.bulks)
+	assert.True(t, s.IsScheduled(vertexOf(t, eg, "b", 1)))
+}
