@@ -686,15 +686,16 @@ func (s *Shuffle) newGate(job jobgraph.JobID, d rpc.InputGateDeploymentDescripto
 		queued:   make([]bool, n),
 		wake:     make(chan struct{}, 1),
 	}
-	err := s.attach(job, d, g)
-	if err != nil {
-		g.close()
-		return nil, err
-	}
+	// Every channel starts queued, so the first Next looks at each. This happens before attach
+	// makes the gate visible to producers, whose notify then finds the channel already queued.
 	g.open = n
 	for i := range n {
 		g.ready.push(i)
 		g.queued[i] = true
+	}
+	if err := s.attach(job, d, g); err != nil {
+		g.close()
+		return nil, err
 	}
 	return g, nil
 }
