@@ -1,0 +1,308 @@
+// Package embedded is the in-memory ha.Services: every election grants leadership at once to its
+// first contender, stores keep their data in memory (as encoded bytes, so a caller can never
+// change what was stored). It is what the MiniCluster uses by default.
+// Flink: org.apache.flink.runtime.highavailability.nonha.embedded.EmbeddedHaServices.
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/internal/mainloop"
+)
+
+// Services is the in-memory ha.Services. Leadership callbacks run on one goroutine owned by
+// Services, in the order they were caused. Safe for concurrent use; Close it once.
+type Services struct {
+	loop *mainloop.Loop
+
+	mu        sync.Mutex
+	elections map[jobgraph.JobID]*Election
+	plans     *planStore
+	results   *resultStore
+}
+
+var _ ha.Services = (*Services)(nil)
+
+// New returns empty in-memory HA services.
+func New() *Services {
+	return &Services{
+		loop:      mainloop.New("ha-embedded"),
+		elections: make(map[jobgraph.JobID]*Election),
+		plans:     &planStore{plans: make(map[jobgraph.JobID][]byte)},
+		results:   &resultStore{entries: make(map[jobgraph.JobID][]byte)},
+	}
+}
+
+func (s *Services) election(job jobgraph.JobID) *Election {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.elections[job]
+	if !ok {
+		e = &Election{loop: s.loop}
+		s.elections[job] = e
+	}
+	return e
+}
+
+// JobMasterLeaderElection returns the job's election (the same one for every call).
+func (s *Services) JobMasterLeaderElection(job jobgraph.JobID) ha.LeaderElection {
+	return s.election(job)
+}
+
+// JobMasterElection is JobMasterLeaderElection with the concrete type, for tests that revoke
+// or re-grant leadership.
+func (s *Services) JobMasterElection(job jobgraph.JobID) *Election { return s.election(job) }
+
+// JobMasterLeaderRetrieval follows the job's election.
+func (s *Services) JobMasterLeaderRetrieval(job jobgraph.JobID) ha.LeaderRetrieval {
+	return &retrieval{election: s.election(job)}
+}
+
+func (s *Services) ExecutionPlanStore() ha.ExecutionPlanStore { return s.plans }
+func (s *Services) JobResultStore() ha.JobResultStore         { return s.results }
+
+// Close stops the callback goroutine; pending callbacks are delivered first.
+func (s *Services) Close() error {
+	s.loop.Close()
+	return nil
+}
+
+// Election is one in-memory leader election. The first contender is granted leadership at once
+// with a new session; when it leaves, the next contender is.
+type Election struct {
+	loop *mainloop.Loop
+
+	mu         sync.Mutex
+	contenders []ha.LeaderContender
+	session    ha.SessionID // current leader session; zero when nobody leads
+	leader     ha.LeaderContender
+	address    string // confirmed address of the current session
+	confirmed  bool
+	listeners  []ha.LeaderRetrievalListener
+}
+
+// Start adds contender; it is granted leadership at once if nobody leads.
+func (e *Election) Start(contender ha.LeaderContender) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if slices.Contains(e.contenders, contender) {
+		return fmt.Errorf("ha/embedded: contender started twice")
+	}
+	e.contenders = append(e.contenders, contender)
+	if e.leader == nil {
+		e.grantLocked()
+	}
+	return nil
+}
+
+func (e *Election) grantLocked() {
+	if len(e.contenders) == 0 {
+		return
+	}
+	e.leader = e.contenders[0]
+	e.session = ha.NewSessionID()
+	e.confirmed = false
+	c, s := e.leader, e.session
+	e.loop.Execute(func() { c.GrantLeadership(s) })
+}
+
+// ConfirmLeadership publishes address for session if it is the current one.
+func (e *Election) ConfirmLeadership(session ha.SessionID, address string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leader == nil || session != e.session {
+		return
+	}
+	e.address, e.confirmed = address, true
+	e.notifyLocked()
+}
+
+func (e *Election) notifyLocked() {
+	addr, s := "", ha.SessionID{}
+	if e.confirmed {
+		addr, s = e.address, e.session
+	}
+	for _, l := range e.listeners {
+		e.loop.Execute(func() { l.NotifyLeaderAddress(addr, s) })
+	}
+}
+
+// HasLeadership reports whether session is the current leader session.
+func (e *Election) HasLeadership(session ha.SessionID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader != nil && session == e.session
+}
+
+// Close removes every contender started on this election; the leader is revoked.
+// (Each JobMaster runner has its own election per job in this implementation.)
+func (e *Election) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.revokeLocked()
+	e.contenders = nil
+	return nil
+}
+
+// Revoke takes leadership from the current leader and grants it again — to the same contender
+// with a new session, or to the next one. It simulates a leader change in tests.
+func (e *Election) Revoke() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.revokeLocked()
+	e.grantLocked()
+}
+
+func (e *Election) revokeLocked() {
+	if e.leader == nil {
+		return
+	}
+	c := e.leader
+	e.leader, e.session, e.confirmed, e.address = nil, ha.SessionID{}, false, ""
+	e.loop.Execute(c.RevokeLeadership)
+	e.notifyLocked()
+}
+
+type retrieval struct {
+	election *Election
+	listener ha.LeaderRetrievalListener
+}
+
+func (r *retrieval) Start(listener ha.LeaderRetrievalListener) error {
+	e := r.election
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r.listener = listener
+	e.listeners = append(e.listeners, listener)
+	if e.confirmed {
+		addr, s := e.address, e.session
+		e.loop.Execute(func() { listener.NotifyLeaderAddress(addr, s) })
+	}
+	return nil
+}
+
+func (r *retrieval) Stop() error {
+	e := r.election
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if i := slices.Index(e.listeners, r.listener); i >= 0 {
+		e.listeners = slices.Delete(e.listeners, i, i+1)
+	}
+	return nil
+}
+
+type planStore struct {
+	mu    sync.Mutex
+	plans map[jobgraph.JobID][]byte
+}
+
+func (p *planStore) Put(ctx context.Context, g *jobgraph.JobGraph) error {
+	data, err := json.Marshal(g)
+	if err != nil {
+		return fmt.Errorf("ha/embedded: encode job graph %s: %w", g.JobID, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plans[g.JobID] = data
+	return nil
+}
+
+func (p *planStore) Get(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobGraph, error) {
+	p.mu.Lock()
+	data, ok := p.plans[id]
+	p.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("ha/embedded: execution plan of job %s: %w", id, ha.ErrNotFound)
+	}
+	return jobgraph.Decode(data)
+}
+
+func (p *planStore) Remove(ctx context.Context, id jobgraph.JobID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.plans, id)
+	return nil
+}
+
+func (p *planStore) JobIDs(ctx context.Context) ([]jobgraph.JobID, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := slices.Collect(maps.Keys(p.plans))
+	slices.SortFunc(ids, func(a, b jobgraph.JobID) int { return slices.Compare(a[:], b[:]) })
+	return ids, nil
+}
+
+type resultStore struct {
+	mu      sync.Mutex
+	entries map[jobgraph.JobID][]byte // encoded ha.JobResultEntry
+}
+
+func (r *resultStore) CreateDirty(ctx context.Context, result jobgraph.JobResult) error {
+	data, err := json.Marshal(ha.JobResultEntry{Result: result})
+	if err != nil {
+		return fmt.Errorf("ha/embedded: encode job result %s: %w", result.JobID, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.entries[result.JobID]; ok {
+		return fmt.Errorf("ha/embedded: job result of %s: %w", result.JobID, ha.ErrAlreadyExists)
+	}
+	r.entries[result.JobID] = data
+	return nil
+}
+
+func (r *resultStore) MarkClean(ctx context.Context, id jobgraph.JobID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	entry, err := r.getLocked(id)
+	if err != nil {
+		return err
+	}
+	entry.Clean = true
+	data, err := json.Marshal(entry)
+	if err != nil {
+		return err
+	}
+	r.entries[id] = data
+	return nil
+}
+
+func (r *resultStore) Get(ctx context.Context, id jobgraph.JobID) (ha.JobResultEntry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.getLocked(id)
+}
+
+func (r *resultStore) getLocked(id jobgraph.JobID) (ha.JobResultEntry, error) {
+	data, ok := r.entries[id]
+	if !ok {
+		return ha.JobResultEntry{}, fmt.Errorf("ha/embedded: job result of %s: %w", id, ha.ErrNotFound)
+	}
+	var entry ha.JobResultEntry
+	err := json.Unmarshal(data, &entry)
+	return entry, err
+}
+
+func (r *resultStore) DirtyResults(ctx context.Context) ([]jobgraph.JobResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []jobgraph.JobResult
+	for id := range r.entries {
+		entry, err := r.getLocked(id)
+		if err != nil {
+			return nil, err
+		}
+		if !entry.Clean {
+			out = append(out, entry.Result)
+		}
+	}
+	slices.SortFunc(out, func(a, b jobgraph.JobResult) int { return slices.Compare(a.JobID[:], b.JobID[:]) })
+	return out, nil
+}
