@@ -1,0 +1,95 @@
+package jobmaster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/executiongraph"
+)
+
+// processCallbacks receive a process's events; the runner posts them to its main loop.
+type processCallbacks interface {
+	processCreated(p *ServiceProcess, svc Service)
+	processDone(p *ServiceProcess, res Result)
+}
+
+// ServiceProcess runs the JobMaster of one leader session: it creates it through the factory (off
+// every main loop), reports it once created, and reports the job's result once the JobMaster is
+// done. Closing the process closes the JobMaster, which suspends the job.
+// Flink: DefaultJobMasterServiceProcess.
+type ServiceProcess struct {
+	token     jobgraph.JobMasterID
+	factory   ServiceFactory
+	callbacks processCallbacks
+	started   time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	exited chan struct{}
+
+	mu  sync.Mutex
+	svc Service
+}
+
+func startServiceProcess(factory ServiceFactory, token jobgraph.JobMasterID, callbacks processCallbacks, now time.Time) *ServiceProcess {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &ServiceProcess{token: token, factory: factory, callbacks: callbacks, started: now,
+		ctx: ctx, cancel: cancel, exited: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+// Token is the JobMasterID of the process's session.
+func (p *ServiceProcess) Token() jobgraph.JobMasterID { return p.token }
+
+func (p *ServiceProcess) run() {
+	defer close(p.exited)
+	svc, err := p.factory.Create(p.ctx, p.token)
+	if p.ctx.Err() != nil {
+		if err == nil {
+			p.setService(svc) // Close closes it
+		}
+		return
+	}
+	if err != nil {
+		err = initializationError(p.factory.JobID(), err)
+		p.callbacks.processDone(p, Result{
+			Archived: executiongraph.NewSparseArchivedExecutionGraph(p.factory.JobID(), p.factory.JobName(), p.factory.JobType(), jobgraph.JobStatusFailed, err, p.started),
+			Err:      err,
+		})
+		return
+	}
+	p.setService(svc)
+	p.callbacks.processCreated(p, svc)
+	select {
+	case <-svc.Done():
+		p.callbacks.processDone(p, svc.Result())
+	case <-p.ctx.Done():
+	}
+}
+
+func (p *ServiceProcess) setService(svc Service) {
+	p.mu.Lock()
+	p.svc = svc
+	p.mu.Unlock()
+}
+
+// Service returns the JobMaster once created, or nil.
+func (p *ServiceProcess) Service() Service {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.svc
+}
+
+// Close stops creating the JobMaster or closes it, waits for the process's goroutine, and returns
+// the archived graph as of the end (nil if no JobMaster was created).
+func (p *ServiceProcess) Close() *executiongraph.ArchivedExecutionGraph {
+	p.cancel()
+	<-p.exited
+	if svc := p.Service(); svc != nil {
+		return svc.Close()
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package jobmaster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/internal/mainloop"
+)
+
+// LeadershipRunner runs one job for the Dispatcher: it takes part in the job's leader election
+// and, for each leader session granted, runs a ServiceProcess whose JobMaster is fenced by
+// JobMasterID = session. On revocation it closes the process (the job is suspended there) and
+// waits for the next grant. Leadership events are handled strictly one after another on the
+// runner's own main loop. Flink: JobMasterServiceLeadershipRunner.
+//
+// Methods are safe for concurrent use.
+type LeadershipRunner struct {
+	factory  ServiceFactory
+	election ha.LeaderElection
+	results  ha.JobResultStore
+	clock    func() time.Time
+	loop     *mainloop.Loop
+	created  time.Time
+
+	// Owned by loop.
+	process         *ServiceProcess
+	service         Service // the current process's JobMaster once created
+	cancelRequested bool
+	finished        bool
+	closed          bool
+
+	done   chan struct{}
+	result Result // written once, before done is closed
+
+	background sync.WaitGroup // calls the runner makes off its loop; Close waits for them
+}
+
+// NewLeadershipRunner returns a runner for the factory's job. Start it once; Close it once.
+func NewLeadershipRunner(factory ServiceFactory, election ha.LeaderElection, results ha.JobResultStore) *LeadershipRunner {
+	return &LeadershipRunner{
+		factory:  factory,
+		election: election,
+		results:  results,
+		clock:    time.Now,
+		loop:     mainloop.New("runner-" + factory.JobID().String()),
+		created:  time.Now(),
+		done:     make(chan struct{}),
+	}
+}
+
+// JobID is the job the runner runs.
+func (r *LeadershipRunner) JobID() jobgraph.JobID { return r.factory.JobID() }
+
+// Start joins the job's leader election.
+func (r *LeadershipRunner) Start() error { return r.election.Start(r) }
+
+// Done is closed when the runner has its Result: the job reached a globally terminal state, its
+// initialization failed, or the runner was closed (SUSPENDED).
+func (r *LeadershipRunner) Done() <-chan struct{} { return r.done }
+
+// Result returns the outcome; valid once Done is closed.
+func (r *LeadershipRunner) Result() Result {
+	<-r.done
+	return r.result
+}
+
+// GrantLeadership implements ha.LeaderContender.
+func (r *LeadershipRunner) GrantLeadership(session ha.SessionID) {
+	r.loop.Execute(func() { r.onGrant(session) })
+}
+
+// RevokeLeadership implements ha.LeaderContender.
+func (r *LeadershipRunner) RevokeLeadership() { r.loop.Execute(r.onRevoke) }
+
+// HandleError implements ha.LeaderContender: an election failure fails the job.
+func (r *LeadershipRunner) HandleError(err error) {
+	r.loop.Execute(func() {
+		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("leader election of job %s failed: %w", r.JobID(), err)))
+	})
+}
+
+func (r *LeadershipRunner) onGrant(session ha.SessionID) {
+	if r.finished || r.closed {
+		return
+	}
+	if r.process != nil { // a grant without revoke in between: replace the old session
+		r.onRevoke()
+	}
+	if _, err := r.results.Get(context.Background(), r.JobID()); err == nil {
+		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("%w: job %s is in the JobResultStore", ErrJobAlreadyDone, r.JobID())))
+		return
+	} else if !errors.Is(err, ha.ErrNotFound) {
+		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("job %s: reading the JobResultStore: %w", r.JobID(), err)))
+		return
+	}
+	r.process = startServiceProcess(r.factory, jobgraph.JobMasterID(session), r, r.clock())
+}
+
+func (r *LeadershipRunner) onRevoke() {
+	if r.process == nil {
+		return
+	}
+	p := r.process
+	r.process, r.service = nil, nil
+	p.Close()
+}
+
+// processCreated is called by the process's goroutine.
+func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc Service) {
+	r.loop.Execute(func() {
+		if p != r.process || r.finished {
+			return
+		}
+		r.service = svc
+		r.election.ConfirmLeadership(ha.SessionID(p.Token()), svc.Address())
+		if r.cancelRequested {
+			r.background.Go(func() { _ = svc.Cancel(context.Background()) })
+		}
+	})
+}
+
+// processDone is called by the process's goroutine.
+func (r *LeadershipRunner) processDone(p *ServiceProcess, res Result) {
+	r.loop.Execute(func() {
+		if p != r.process {
+			return
+		}
+		r.complete(res)
+	})
+}
+
+func (r *LeadershipRunner) complete(res Result) {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	r.result = res
+	close(r.done)
+}
+
+func (r *LeadershipRunner) sparseResult(status jobgraph.JobStatus, err error) Result {
+	return Result{
+		Archived: executiongraph.NewSparseArchivedExecutionGraph(r.JobID(), r.factory.JobName(), r.factory.JobType(), status, err, r.created),
+		Err:      err,
+	}
+}
+
+// Cancel asks the job to cancel. While the JobMaster is still being created the job reports
+// CANCELLING and is canceled as soon as it exists; without leadership it ends CANCELED at once.
+func (r *LeadershipRunner) Cancel(ctx context.Context) error {
+	svc, err := mainloop.Submit(ctx, r.loop, func() (Service, error) {
+		if r.finished {
+			return nil, nil
+		}
+		if r.service != nil {
+			return r.service, nil
+		}
+		if r.process == nil {
+			r.complete(r.sparseResult(jobgraph.JobStatusCanceled, nil))
+			return nil, nil
+		}
+		r.cancelRequested = true
+		return nil, nil
+	})
+	if err != nil || svc == nil {
+		return err
+	}
+	return svc.Cancel(ctx)
+}
+
+// RequestJobStatus returns the job's status: the JobMaster's once it exists; INITIALIZING
+// before (CANCELLING when a cancel is pending); the final status once done.
+func (r *LeadershipRunner) RequestJobStatus(ctx context.Context) (jobgraph.JobStatus, error) {
+	type snap struct {
+		svc    Service
+		status jobgraph.JobStatus
+	}
+	s, err := mainloop.Submit(ctx, r.loop, func() (snap, error) {
+		switch {
+		case r.finished:
+			return snap{status: r.result.Archived.Status}, nil
+		case r.service != nil:
+			return snap{svc: r.service}, nil
+		case r.cancelRequested:
+			return snap{status: jobgraph.JobStatusCancelling}, nil
+		}
+		return snap{status: jobgraph.JobStatusInitializing}, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if s.svc != nil {
+		return s.svc.RequestJobStatus(ctx)
+	}
+	return s.status, nil
+}
+
+// RequestJob returns the archived graph: the JobMaster's current one, a sparse one while
+// initializing, or the final one.
+func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.ArchivedExecutionGraph, error) {
+	type snap struct {
+		svc Service
+		a   *executiongraph.ArchivedExecutionGraph
+	}
+	s, err := mainloop.Submit(ctx, r.loop, func() (snap, error) {
+		switch {
+		case r.finished:
+			return snap{a: r.result.Archived}, nil
+		case r.service != nil:
+			return snap{svc: r.service}, nil
+		}
+		status := jobgraph.JobStatusInitializing
+		if r.cancelRequested {
+			status = jobgraph.JobStatusCancelling
+		}
+		return snap{a: executiongraph.NewSparseArchivedExecutionGraph(r.JobID(), r.factory.JobName(), r.factory.JobType(), status, nil, r.created)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.svc != nil {
+		return s.svc.RequestJob(ctx)
+	}
+	return s.a, nil
+}
+
+// Close stops the runner: it leaves the election, closes the JobMaster (a job not yet done is
+// SUSPENDED) and completes the result if it was not complete. It waits for everything it started.
+func (r *LeadershipRunner) Close() {
+	_ = r.loop.Call(context.Background(), func() error {
+		if r.closed {
+			return nil
+		}
+		r.closed = true
+		var archived *executiongraph.ArchivedExecutionGraph
+		if r.process != nil {
+			archived = r.process.Close()
+			r.process, r.service = nil, nil
+		}
+		if !r.finished {
+			if archived != nil && archived.Status.IsTerminal() {
+				r.complete(Result{Archived: archived})
+			} else {
+				r.complete(r.sparseResult(jobgraph.JobStatusSuspended, nil))
+			}
+		}
+		return nil
+	})
+	_ = r.election.Close()
+	r.loop.Close()
+	r.background.Wait()
+}
