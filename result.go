@@ -30,6 +30,9 @@ type JobResult struct {
 	Failure *ErrorInfo `json:"failure,omitempty"`
 	// NetRuntime is the time from the job's start to its end.
 	NetRuntime time.Duration `json:"netRuntime"`
+	// ExceptionHistory holds the job's failures, oldest first, at most
+	// web.exception-history-size (DefaultExceptionHistorySize) entries.
+	ExceptionHistory []ExceptionHistoryEntry `json:"exceptionHistory,omitempty"`
 	// RootCause is the failure as an error value, so callers can use errors.Is / errors.As on it.
 	// It lives only in the process that ran the job and is not persisted.
 	RootCause error `json:"-"`
@@ -37,3 +40,28 @@ type JobResult struct {
 
 // Success reports whether the job FINISHED.
 func (r *JobResult) Success() bool { return r.Status == JobStatusFinished }
+
+// DefaultExceptionHistorySize is Flink's web.exception-history-size default: how many failures
+// a job's exception history keeps (the newest ones).
+const DefaultExceptionHistorySize = 16
+
+// ExceptionHistoryEntry is one failure in a job's exception history: the failure that caused a
+// restart (or the job's end), where it happened, and the failures that arrived while that
+// restart was pending, which Flink groups under it as concurrent exceptions.
+// Flink: org.apache.flink.runtime.scheduler.exceptionhistory.RootExceptionHistoryEntry.
+type ExceptionHistoryEntry struct {
+	// Message is the failure's text (err.Error()).
+	Message string `json:"message"`
+	// Timestamp is when the failure was handled.
+	Timestamp time.Time `json:"timestamp"`
+	// TaskName is "<vertex name> (<subtask+1>/<parallelism>)" of the failed task; empty for a
+	// global failure.
+	TaskName string `json:"taskName,omitempty"`
+	// Subtask is the failed subtask's index (-1 for a global failure).
+	Subtask int `json:"subtask"`
+	// Location is the TaskExecutor the failed task ran on, if it was deployed.
+	Location ResourceID `json:"location,omitempty"`
+	// Concurrent are failures of the same restart, in the order they arrived (their own
+	// Concurrent is empty).
+	Concurrent []ExceptionHistoryEntry `json:"concurrent,omitempty"`
+}
