@@ -18,7 +18,8 @@
 //   - "source" (task code "wordcount-source"): subtask i reads its share of the files (SplitFiles
 //     balances the shares by bytes, the split travels in the vertex Config), tokenizes them and
 //     combines the counts locally, then emits one WordCount per distinct word to subpartition
-//     Partition(word, n) (FNV-1a). Source, tokenize and the local combiner are chained into one
+//     Partition(word, n) (FNV-1a), packed into Chunks of up to ChunkSize words tagged with the
+//     producer's subtask index: one record per few thousand words rather than one per word. Source, tokenize and the local combiner are chained into one
 //     task as Flink would chain them (its operator chaining): handing whole files over a POINTWISE
 //     edge to a separate tokenize vertex would copy the input through the shuffle once more and buy
 //     nothing, since no exchange of keys happens in between.

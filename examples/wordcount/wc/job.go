@@ -121,7 +121,8 @@ func Partition(word string, n int) int {
 
 // RunSource is the source task (source → tokenize → local combiner, chained): it reads this
 // subtask's files, counts their words, and emits one WordCount per distinct word to output 0,
-// subpartition Partition(word, n), in the order the words were first seen.
+// subpartition Partition(word, n), in the order the words were first seen, packed into Chunks of
+// at most ChunkSize words.
 func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg SourceConfig
@@ -149,12 +150,12 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 			c.AddText(buf)
 		}
 	}
-	return emitAll(ctx, out, &c)
+	return emitAll(ctx, out, info.SubtaskIndex, &c)
 }
 
 // RunCount is the count task: it sums the counts of every WordCount of its inputs and emits one
 // WordCount per distinct word to output 0, subpartition Partition(word, n), in the order the
-// words first arrived.
+// words first arrived, packed into Chunks of at most ChunkSize words.
 func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg CountConfig
@@ -165,11 +166,16 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 		return fmt.Errorf("wc: %s: the count has no output", info.TaskName)
 	}
 	var c Counter
-	err := readAll(ctx, env, func(wc WordCount) error { c.Add(wc.Word, wc.Count); return nil })
+	err := readAll(ctx, env, func(ch Chunk) error {
+		for _, wc := range ch.Words {
+			c.Add(wc.Word, wc.Count)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	return emitAll(ctx, env.Output(0), &c)
+	return emitAll(ctx, env.Output(0), info.SubtaskIndex, &c)
 }
 
 // RunSink is the sink task (parallelism 1): it collects every WordCount of its inputs, fails if a
@@ -185,7 +191,7 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 		return fmt.Errorf("wc: %s: the sink needs parallelism 1, has %d", info.TaskName, info.Parallelism)
 	}
 	var result []WordCount
-	if err := readAll(ctx, env, func(wc WordCount) error { result = append(result, wc); return nil }); err != nil {
+	if err := readAll(ctx, env, func(ch Chunk) error { result = append(result, ch.Words...); return nil }); err != nil {
 		return err
 	}
 	slices.SortFunc(result, compareWords)
@@ -216,8 +222,8 @@ func decodeConfig(info taskexecutor.TaskInfo, cfg any) error {
 	return nil
 }
 
-// readAll calls fn with every record of every input, input by input, until each ends (io.EOF).
-func readAll(ctx context.Context, env taskexecutor.Environment, fn func(WordCount) error) error {
+// readAll calls fn with every Chunk of every input, input by input, until each ends (io.EOF).
+func readAll(ctx context.Context, env taskexecutor.Environment, fn func(Chunk) error) error {
 	info := env.Info()
 	for i := range env.NumInputs() {
 		gate := env.Input(i)
@@ -229,19 +235,22 @@ func readAll(ctx context.Context, env taskexecutor.Environment, fn func(WordCoun
 			if err != nil {
 				return fmt.Errorf("wc: %s: reading input %d: %w", info.TaskName, i, err)
 			}
-			var wc WordCount
+			var ch Chunk
 			switch r := rec.(type) {
-			case WordCount:
-				wc = r
-			case *WordCount:
+			case Chunk:
+				ch = r
+			case *Chunk:
 				if r == nil {
-					return fmt.Errorf("wc: %s: input %d: nil *WordCount record", info.TaskName, i)
+					return fmt.Errorf("wc: %s: input %d: nil *Chunk record", info.TaskName, i)
 				}
-				wc = *r
+				ch = *r
 			default:
-				return fmt.Errorf("wc: %s: input %d: record of type %T, want wc.WordCount", info.TaskName, i, rec)
+				return fmt.Errorf("wc: %s: input %d: record of type %T, want wc.Chunk", info.TaskName, i, rec)
 			}
-			if err := fn(wc); err != nil {
+			if ch.Producer < 0 {
+				return fmt.Errorf("wc: %s: input %d: chunk from producer %d", info.TaskName, i, ch.Producer)
+			}
+			if err := fn(ch); err != nil {
 				return err
 			}
 		}
@@ -249,11 +258,55 @@ func readAll(ctx context.Context, env taskexecutor.Environment, fn func(WordCoun
 	return nil
 }
 
-func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, c *Counter) error {
+// emitAll emits the words of c to out as Chunks from producer: each word to subpartition
+// Partition(word, n), in the order c saw them first.
+func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, producer int, c *Counter) error {
 	n := out.NumSubpartitions()
-	return c.Each(func(w string, count int) error {
-		return out.Emit(ctx, Partition(w, n), WordCount{Word: w, Count: count})
-	})
+	// One array for every word, grouped by subpartition (a counting sort by Partition).
+	var parts []int32
+	offsets := make([]int, n+1)
+	if n > 1 {
+		parts = make([]int32, c.Len())
+		for k, w := range c.words {
+			s := Partition(w, n)
+			parts[k] = int32(s)
+			offsets[s+1]++
+		}
+		for s := range n {
+			offsets[s+1] += offsets[s]
+		}
+	} else {
+		offsets[1] = c.Len()
+	}
+	all := make([]WordCount, c.Len())
+	next := slices.Clone(offsets[:n])
+	for k, w := range c.words {
+		s := 0
+		if parts != nil {
+			s = int(parts[k])
+		}
+		all[next[s]] = WordCount{Word: w, Count: c.counts[k]}
+		next[s]++
+	}
+	for s := range n {
+		if err := emitChunks(ctx, out, s, producer, all[offsets[s]:offsets[s+1]]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitChunks emits words to subpartition s of out as Chunks of at most ChunkSize words from
+// producer. The Chunks alias words.
+func emitChunks(ctx context.Context, out taskexecutor.ResultPartitionWriter, s, producer int, words []WordCount) error {
+	for len(words) > 0 {
+		n := min(len(words), ChunkSize)
+		if err := out.Emit(ctx, s, Chunk{Producer: producer, Words: words[:n:n]}); err != nil {
+			return err
+		}
+		words = words[n:]
+	}
+	return nil
 }
 
 // writeFileAtomic writes counts to a temporary file next to path and renames it to path.

@@ -144,24 +144,48 @@ func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recording
 	return sources, counts
 }
 
+// emittedWord is one word a task emitted, and the subpartition its Chunk went to.
+type emittedWord struct {
+	WordCount
+	sub int
+}
+
+// chunkWords returns the words of every Chunk w recorded, in order, checking that each record is a
+// non-empty Chunk of at most ChunkSize words from producer.
+func chunkWords(t *testing.T, w *recordingWriter, producer int) []emittedWord {
+	t.Helper()
+	var out []emittedWord
+	for _, e := range w.emitted {
+		ch, ok := e.record.(Chunk)
+		require.True(t, ok, "record of type %T", e.record)
+		assert.Equal(t, producer, ch.Producer)
+		assert.NotEmpty(t, ch.Words)
+		assert.LessOrEqual(t, len(ch.Words), ChunkSize)
+		for _, wc := range ch.Words {
+			out = append(out, emittedWord{wc, e.sub})
+		}
+	}
+	return out
+}
+
 var (
 	vocabulary = []string{"package", "func", "return", "héllo", "日本語", "_", "x1", "42", "Ω", "naïve",
 		"Go", "go", "GO", "__init__", "٣٤", "a", "zz_top", "テスト", "if", "err", "nil"}
 	separators = []string{" ", "\n", "\t", ", ", "(", ")", ".", "\xff", "\xe6\x97", "\u00a0", "—", "😀", "²", " // "}
 )
 
-// generateInput writes files of random words from vocabulary, joined by separators, below a new
-// temporary directory, together with files that are no input. It returns the directory and how
-// often it wrote each word.
-func generateInput(t *testing.T, numFiles int) (string, map[string]int) {
+// generateInput writes numFiles files of up to maxWords random words each, from vocab, joined by
+// separators, below a new temporary directory, together with files that are no input. It returns
+// the directory and how often it wrote each word.
+func generateInput(t *testing.T, numFiles, maxWords int, vocab []string) (string, map[string]int) {
 	t.Helper()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(42, 7))
 	want := map[string]int{}
 	for i := range numFiles {
 		var b strings.Builder
-		for range rng.IntN(400) {
-			w := vocabulary[rng.IntN(len(vocabulary))]
+		for range rng.IntN(maxWords) {
+			w := vocab[rng.IntN(len(vocab))]
 			want[w]++
 			b.WriteString(w)
 			b.WriteString(separators[rng.IntN(len(separators))])
@@ -173,11 +197,25 @@ func generateInput(t *testing.T, numFiles int) (string, map[string]int) {
 	return dir, want
 }
 
+// manyWords is a vocabulary of 3·ChunkSize words, so that the tasks' output spans several Chunks.
+var manyWords = func() []string {
+	words := make([]string, 3*ChunkSize)
+	for k := range words {
+		words[k] = fmt.Sprintf("w%d_%c", k, 'a'+k%26)
+	}
+	return words
+}()
+
 func TestJobByHand(t *testing.T) {
-	dir, want := generateInput(t, 20)
+	t.Run("few words", func(t *testing.T) { testJobByHand(t, 20, 400, vocabulary) })
+	t.Run("many words", func(t *testing.T) { testJobByHand(t, 20, 4*ChunkSize, manyWords) })
+}
+
+func testJobByHand(t *testing.T, numFiles, maxWords int, vocab []string) {
+	dir, want := generateInput(t, numFiles, maxWords, vocab)
 	files, err := ListInputFiles(dir)
 	require.NoError(t, err)
-	require.Len(t, files, 20)
+	require.Len(t, files, numFiles)
 	seq, err := SequentialCount(files)
 	require.NoError(t, err)
 	require.Equal(t, want, seq, "SequentialCount counts exactly what was written")
@@ -196,23 +234,23 @@ func TestJobByHand(t *testing.T) {
 				shareCounts, err := SequentialCount(shares[i])
 				require.NoError(t, err)
 				got := map[string]int{}
-				for _, e := range w.emitted {
-					wc := e.record.(WordCount)
-					assert.Equal(t, Partition(wc.Word, p), e.sub, "word %q", wc.Word)
-					assert.NotContains(t, got, wc.Word, "combined: one record per word")
-					got[wc.Word] = wc.Count
+				for _, e := range chunkWords(t, w, i) {
+					assert.Equal(t, Partition(e.Word, p), e.sub, "word %q", e.Word)
+					_, dup := got[e.Word]
+					assert.False(t, dup, "combined: one record per word, %q is not", e.Word)
+					got[e.Word] = e.Count
 				}
 				assert.Equal(t, shareCounts, got, "source %d", i)
 			}
 			// Each count subtask summed exactly the words of its hash partition.
 			seen := map[string]int{}
 			for j, w := range counts {
-				for _, e := range w.emitted {
-					wc := e.record.(WordCount)
+				for _, e := range chunkWords(t, w, j) {
 					assert.Equal(t, 0, e.sub)
-					assert.Equal(t, j, Partition(wc.Word, p), "word %q at count %d", wc.Word, j)
-					assert.NotContains(t, seen, wc.Word)
-					seen[wc.Word] = wc.Count
+					assert.Equal(t, j, Partition(e.Word, p), "word %q at count %d", e.Word, j)
+					_, dup := seen[e.Word]
+					assert.False(t, dup, "word %q twice", e.Word)
+					seen[e.Word] = e.Count
 				}
 			}
 			assert.Equal(t, want, seen)
@@ -344,8 +382,8 @@ func TestSourceSubtaskReadsItsSplits(t *testing.T) {
 	cfg := fmt.Sprintf(`{"splits":[%s],"futureOption":true}`, strings.Join([]string{
 		mustJSON(t, split(0)), mustJSON(t, split(1)), mustJSON(t, split(2)), mustJSON(t, split(3)), mustJSON(t, split(4))}, ","))
 	for subtask, want := range [][]any{
-		{WordCount{"zero", 1}, WordCount{"two", 1}, WordCount{"four", 1}},
-		{WordCount{"one", 1}, WordCount{"three", 1}},
+		{Chunk{0, []WordCount{{"zero", 1}, {"two", 1}, {"four", 1}}}},
+		{Chunk{1, []WordCount{{"one", 1}, {"three", 1}}}},
 	} {
 		w := &recordingWriter{n: 1}
 		env := &fakeEnv{info: taskexecutor.TaskInfo{TaskName: "source", SubtaskIndex: subtask, Parallelism: 2, Config: []byte(cfg)}, outputs: []*recordingWriter{w}}
@@ -402,8 +440,13 @@ func TestTaskErrors(t *testing.T) {
 		assert.ErrorIs(t, err, context.Canceled)
 	})
 	t.Run("source: emit fails", func(t *testing.T) {
-		i := info("", 1)
-		i.Config = okSplits
+		// 2.5 chunks of distinct words: the third Emit fails.
+		var text strings.Builder
+		for k := range ChunkSize * 5 / 2 {
+			fmt.Fprintf(&text, "w%d ", k)
+		}
+		writeFile(t, filepath.Join(dir, "many.go"), text.String())
+		i := info(`{"splits":[[{"path":"`+filepath.Join(dir, "many.go")+`","size":1}]]}`, 1)
 		w := &recordingWriter{n: 1, limit: 2}
 		assert.ErrorIs(t, RunSource(ctx, &fakeEnv{info: i, outputs: []*recordingWriter{w}}), errFull)
 		assert.Len(t, w.emitted, 2)
@@ -414,32 +457,37 @@ func TestTaskErrors(t *testing.T) {
 		assert.ErrorContains(t, RunSource(ctx, &fakeEnv{info: i, outputs: []*recordingWriter{{n: 1}}}), "subtask 1 of parallelism 1")
 	})
 	t.Run("count: wrong record type", func(t *testing.T) {
-		gate := &sliceGate{records: []any{WordCount{"a", 1}, "a"}}
+		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}}}, WordCount{"a", 1}}}
 		err := RunCount(ctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
-		assert.ErrorContains(t, err, "input 0: record of type string, want wc.WordCount")
+		assert.ErrorContains(t, err, "input 0: record of type wc.WordCount, want wc.Chunk")
 	})
 	t.Run("count: input fails", func(t *testing.T) {
 		errLost := errors.New("partition lost")
-		gate := &sliceGate{records: []any{WordCount{"a", 1}}, err: errLost}
+		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}}}}, err: errLost}
 		w := &recordingWriter{n: 1}
 		err := RunCount(ctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{w}})
 		assert.ErrorIs(t, err, errLost)
 		assert.Empty(t, w.emitted, "nothing is emitted before every input ended")
 	})
 	t.Run("count: pointers and several inputs", func(t *testing.T) {
-		g1 := &sliceGate{records: []any{&WordCount{"b", 2}, WordCount{"a", 1}}}
-		g2 := &sliceGate{records: []any{WordCount{"a", 4}, WordCount{"c", 1}}}
+		g1 := &sliceGate{records: []any{&Chunk{1, []WordCount{{"b", 2}}}, Chunk{0, []WordCount{{"a", 1}}}}}
+		g2 := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 4}, {"c", 1}}}}}
 		w := &recordingWriter{n: 1}
 		require.NoError(t, RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{g1, g2}, outputs: []*recordingWriter{w}}))
-		assert.Equal(t, []any{WordCount{"b", 2}, WordCount{"a", 5}, WordCount{"c", 1}}, w.subpartition(0))
+		assert.Equal(t, []any{Chunk{0, []WordCount{{"b", 2}, {"a", 5}, {"c", 1}}}}, w.subpartition(0))
 	})
 	t.Run("count: nil pointer", func(t *testing.T) {
-		gate := &sliceGate{records: []any{(*WordCount)(nil)}}
+		gate := &sliceGate{records: []any{(*Chunk)(nil)}}
 		err := RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
-		assert.ErrorContains(t, err, "nil *WordCount record")
+		assert.ErrorContains(t, err, "nil *Chunk record")
+	})
+	t.Run("count: negative producer", func(t *testing.T) {
+		gate := &sliceGate{records: []any{Chunk{-1, []WordCount{{"a", 1}}}}}
+		err := RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorContains(t, err, "input 0: chunk from producer -1")
 	})
 	t.Run("sink: word twice", func(t *testing.T) {
-		gate := &sliceGate{records: []any{WordCount{"a", 1}, WordCount{"b", 1}, WordCount{"a", 3}}}
+		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}, {"b", 1}}}, Chunk{1, []WordCount{{"a", 3}}}}}
 		jobID := jobgraph.NewJobID()
 		i := info("{}", 1)
 		i.JobID = jobID
@@ -455,7 +503,7 @@ func TestTaskErrors(t *testing.T) {
 	t.Run("sink: canceled", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		err := RunSink(cctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{{records: []any{WordCount{"a", 1}}}}})
+		err := RunSink(cctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{{records: []any{Chunk{0, []WordCount{{"a", 1}}}}}}})
 		assert.ErrorIs(t, err, context.Canceled)
 	})
 	t.Run("sink: out dir missing", func(t *testing.T) {

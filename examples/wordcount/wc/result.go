@@ -13,10 +13,21 @@ import (
 	"github.com/jobgraph/jobgraph"
 )
 
-// WordCount is the record the job's tasks exchange, and one line of its result.
+// WordCount is a word and its count: what the job's tasks exchange, in Chunks, and one line of
+// its result.
 type WordCount struct {
 	Word  string
 	Count int
+}
+
+// ChunkSize is the most words a Chunk carries.
+const ChunkSize = 4096
+
+// Chunk is the record the job's tasks exchange: up to ChunkSize words with their counts, from the
+// producer subtask with index Producer. A Chunk's Words must not be modified once emitted.
+type Chunk struct {
+	Producer int
+	Words    []WordCount
 }
 
 // results holds the sinks' results until the host takes them: jobgraph.JobID → []WordCount.
