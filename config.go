@@ -198,7 +198,10 @@ func (c RestartStrategyConfig) Resolve(checkpointing CheckpointingSettings) Rest
 	return NoRestart()
 }
 
-func (c RestartStrategyConfig) validate() error {
+// Validate checks the options of the chosen Type and returns an error naming the first option key
+// out of range (e.g. "restart-strategy.exponential-delay.backoff-multiplier 0.5 is below 1"), or
+// nil. JobGraph.Validate reports the same error as a *ValidationError with RuleConfiguration.
+func (c RestartStrategyConfig) Validate() error {
 	switch c.Type {
 	case RestartStrategyDefault, RestartStrategyNone:
 		return nil

@@ -75,7 +75,7 @@ func (g *JobGraph) Validate() error {
 	if !jobTypes.valid(g.Type) {
 		return &ValidationError{Rule: RuleEnumValue, Detail: fmt.Sprintf("job type %d is not STREAMING or BATCH", g.Type)}
 	}
-	for _, err := range []error{g.Checkpointing.validate(), g.RestartStrategy.validate(), g.FailoverStrategy.validate(), g.SavepointRestore.validate()} {
+	for _, err := range []error{g.Checkpointing.validate(), g.RestartStrategy.Validate(), g.FailoverStrategy.validate(), g.SavepointRestore.validate()} {
 		if err != nil {
 			return &ValidationError{Rule: RuleConfiguration, Detail: err.Error()}
 		}

@@ -48,7 +48,7 @@ import (
 func NewRestartBackoffTimeStrategy(cfg jobgraph.RestartStrategyConfig, checkpointing jobgraph.CheckpointingSettings,
 	clock func() time.Time, random func() float64) (RestartBackoffTimeStrategy, error) {
 	cfg = cfg.Resolve(checkpointing)
-	if err := validateRestartStrategy(cfg); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, &jobgraph.ValidationError{Rule: jobgraph.RuleConfiguration, Detail: err.Error()}
 	}
 	if clock == nil {
@@ -81,57 +81,6 @@ func NewRestartBackoffTimeStrategy(cfg jobgraph.RestartStrategyConfig, checkpoin
 	default: // RestartStrategyNone; Resolve never returns RestartStrategyDefault.
 		return &noRestartStrategy{}, nil
 	}
-}
-
-// validateRestartStrategy checks a resolved configuration with the rules JobGraph.Validate applies
-// (the root package keeps its own check unexported), so that a configuration built outside a
-// JobGraph fails with the same message.
-func validateRestartStrategy(c jobgraph.RestartStrategyConfig) error {
-	switch c.Type {
-	case jobgraph.RestartStrategyNone:
-	case jobgraph.RestartStrategyFixedDelay:
-		switch {
-		case c.FixedDelayAttempts < 0:
-			return fmt.Errorf("restart-strategy.fixed-delay.attempts %d is negative", c.FixedDelayAttempts)
-		case c.FixedDelay < 0:
-			return fmt.Errorf("restart-strategy.fixed-delay.delay %v is negative", c.FixedDelay)
-		}
-	case jobgraph.RestartStrategyFailureRate:
-		switch {
-		case c.FailureRateMaxFailuresPerInterval < 1:
-			return fmt.Errorf("restart-strategy.failure-rate.max-failures-per-interval %d is below 1",
-				c.FailureRateMaxFailuresPerInterval)
-		case c.FailureRateInterval <= 0:
-			return fmt.Errorf("restart-strategy.failure-rate.failure-rate-interval %v is not positive", c.FailureRateInterval)
-		case c.FailureRateDelay < 0:
-			return fmt.Errorf("restart-strategy.failure-rate.delay %v is negative", c.FailureRateDelay)
-		}
-	case jobgraph.RestartStrategyExponentialDelay:
-		switch {
-		case c.ExponentialDelayInitialBackoff <= 0:
-			return fmt.Errorf("restart-strategy.exponential-delay.initial-backoff %v is not positive",
-				c.ExponentialDelayInitialBackoff)
-		case c.ExponentialDelayMaxBackoff < c.ExponentialDelayInitialBackoff:
-			return fmt.Errorf("restart-strategy.exponential-delay.max-backoff %v is below the initial backoff %v",
-				c.ExponentialDelayMaxBackoff, c.ExponentialDelayInitialBackoff)
-		case !(c.ExponentialDelayBackoffMultiplier >= 1):
-			return fmt.Errorf("restart-strategy.exponential-delay.backoff-multiplier %v is below 1",
-				c.ExponentialDelayBackoffMultiplier)
-		case c.ExponentialDelayResetBackoffThreshold <= 0:
-			return fmt.Errorf("restart-strategy.exponential-delay.reset-backoff-threshold %v is not positive",
-				c.ExponentialDelayResetBackoffThreshold)
-		case !(c.ExponentialDelayJitterFactor >= 0 && c.ExponentialDelayJitterFactor <= 1):
-			return fmt.Errorf("restart-strategy.exponential-delay.jitter-factor %v is outside [0, 1]",
-				c.ExponentialDelayJitterFactor)
-		case c.ExponentialDelayAttemptsBeforeResetBackoff < 1:
-			return fmt.Errorf("restart-strategy.exponential-delay.attempts-before-reset-backoff %d is below 1",
-				c.ExponentialDelayAttemptsBeforeResetBackoff)
-		}
-	default:
-		return fmt.Errorf("restart-strategy.type %q is not one of none, fixed-delay, failure-rate, exponential-delay",
-			string(c.Type))
-	}
-	return nil
 }
 
 // noRestartStrategy is restart-strategy "none": no failure may be restarted.
