@@ -18,17 +18,26 @@
 //   - "source" (task code "wordcount-source"): subtask i reads its share of the files (SplitFiles
 //     balances the shares by bytes, the split travels in the vertex Config), tokenizes them and
 //     combines the counts locally, then emits one WordCount per distinct word to subpartition
-//     Partition(word, n) (FNV-1a), packed into Chunks of up to ChunkSize words tagged with the
-//     producer's subtask index: one record per few thousand words rather than one per word. Source, tokenize and the local combiner are chained into one
-//     task as Flink would chain them (its operator chaining): handing whole files over a POINTWISE
-//     edge to a separate tokenize vertex would copy the input through the shuffle once more and buy
-//     nothing, since no exchange of keys happens in between.
+//     Partition(word, n) (FNV-1a), each subpartition's words sorted by word. Source, tokenize and
+//     the local combiner are chained into one task as Flink would chain them (its operator
+//     chaining): handing whole files over a POINTWISE edge to a separate tokenize vertex would
+//     copy the input through the shuffle once more and buy nothing, since no exchange of keys
+//     happens in between.
 //   - "count" (task code "wordcount-count"): sums the partial counts of the words of its hash
-//     partition; every word reaches exactly one count subtask.
-//   - "sink" (task code "wordcount-sink", parallelism 1): collects every (word, count), fails on a
-//     word that arrives twice (the shuffle would be broken), sorts by word and hands the result to
-//     the host: written to SinkConfig.OutPath if set (one "word\tcount\n" line per word, sorted by
-//     word in byte order, see WriteCounts) and stored for TakeResult under the job's JobID.
+//     partition; every word reaches exactly one count subtask. It emits them sorted by word.
+//   - "sink" (task code "wordcount-sink", parallelism 1): collects every (word, count), sorted by
+//     word, fails on a word that arrives twice (the shuffle would be broken), and hands the result
+//     to the host: written to SinkConfig.OutPath if set (one "word\tcount\n" line per word, sorted
+//     by word in byte order, see WriteCounts) and stored for TakeResult under the job's JobID.
+//
+// The tasks exchange Chunk records: up to ChunkSize words with their counts, tagged with the
+// producer's subtask index — one record per few thousand words rather than one per word. What one
+// producer subtask sends one consumer subtask, its Chunks in order (the shuffle keeps that order),
+// is a sorted run: strictly increasing by word. So the sorting is done in parallel, by the source
+// subtasks, and the count and the sink merge the runs of their producers (sort-based aggregation,
+// as Flink runs batch aggregations), each checking that its runs are sorted: the count sums the
+// counts of equal words, the sink fails on them. No task hashes or sorts everything again, and the
+// single sink only merges.
 //
 // Register puts the three task codes into a taskexecutor.Registry. The vertices carry no slot
 // sharing group: in BATCH mode Flink does not put all vertices into one group by default either.

@@ -153,9 +153,9 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 	return emitAll(ctx, out, info.SubtaskIndex, &c)
 }
 
-// RunCount is the count task: it sums the counts of every WordCount of its inputs and emits one
-// WordCount per distinct word to output 0, subpartition Partition(word, n), in the order the
-// words first arrived, packed into Chunks of at most ChunkSize words.
+// RunCount is the count task: it merges the sorted runs of its producers, summing the counts of
+// each word, and emits one WordCount per distinct word to output 0, subpartition
+// Partition(word, n), in increasing word order, packed into Chunks of at most ChunkSize words.
 func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg CountConfig
@@ -165,22 +165,31 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 	if env.NumOutputs() < 1 {
 		return fmt.Errorf("wc: %s: the count has no output", info.TaskName)
 	}
-	var c Counter
-	err := readAll(ctx, env, func(ch Chunk) error {
-		for _, wc := range ch.Words {
-			c.Add(wc.Word, wc.Count)
-		}
-		return nil
-	})
+	runs, err := readRuns(ctx, env)
 	if err != nil {
 		return err
 	}
-	return emitAll(ctx, env.Output(0), info.SubtaskIndex, &c)
+	merged, err := mergeRuns(runs, true)
+	if err != nil {
+		return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+	}
+	out := env.Output(0)
+	n := out.NumSubpartitions()
+	if n == 1 {
+		return emitChunks(ctx, out, 0, info.SubtaskIndex, merged)
+	}
+	all, offsets := groupBySubpartition(len(merged), n, func(k int) WordCount { return merged[k] })
+	for s := range n {
+		if err := emitChunks(ctx, out, s, info.SubtaskIndex, all[offsets[s]:offsets[s+1]]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// RunSink is the sink task (parallelism 1): it collects every WordCount of its inputs, fails if a
-// word arrives twice, sorts them by word, writes them to SinkConfig.OutPath when set, and stores
-// them for TakeResult(jobID) unless SinkConfig.SkipResult.
+// RunSink is the sink task (parallelism 1): it merges the sorted runs of its producers into every
+// WordCount sorted by word, fails if a word arrives twice, writes them to SinkConfig.OutPath when
+// set, and stores them for TakeResult(jobID) unless SinkConfig.SkipResult.
 func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg SinkConfig
@@ -190,16 +199,13 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	if info.Parallelism != 1 {
 		return fmt.Errorf("wc: %s: the sink needs parallelism 1, has %d", info.TaskName, info.Parallelism)
 	}
-	var result []WordCount
-	if err := readAll(ctx, env, func(ch Chunk) error { result = append(result, ch.Words...); return nil }); err != nil {
+	runs, err := readRuns(ctx, env)
+	if err != nil {
 		return err
 	}
-	slices.SortFunc(result, compareWords)
-	for i := 1; i < len(result); i++ {
-		if result[i].Word == result[i-1].Word {
-			return fmt.Errorf("wc: %s: word %q arrived twice (counts %d and %d): every word must reach exactly one count subtask",
-				info.TaskName, result[i].Word, result[i-1].Count, result[i].Count)
-		}
+	result, err := mergeRuns(runs, false)
+	if err != nil {
+		return fmt.Errorf("wc: %s: %w: every word must reach exactly one count subtask", info.TaskName, err)
 	}
 	if cfg.OutPath != "" {
 		if err := writeFileAtomic(cfg.OutPath, result); err != nil {
@@ -222,51 +228,53 @@ func decodeConfig(info taskexecutor.TaskInfo, cfg any) error {
 	return nil
 }
 
-// readAll calls fn with every Chunk of every input, input by input, until each ends (io.EOF).
-func readAll(ctx context.Context, env taskexecutor.Environment, fn func(Chunk) error) error {
+// readInput calls fn with every Chunk of input i until it ends (io.EOF).
+func readInput(ctx context.Context, env taskexecutor.Environment, i int, fn func(Chunk) error) error {
 	info := env.Info()
-	for i := range env.NumInputs() {
-		gate := env.Input(i)
-		for {
-			rec, err := gate.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
+	gate := env.Input(i)
+	for {
+		rec, err := gate.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("wc: %s: reading input %d: %w", info.TaskName, i, err)
+		}
+		var ch Chunk
+		switch r := rec.(type) {
+		case Chunk:
+			ch = r
+		case *Chunk:
+			if r == nil {
+				return fmt.Errorf("wc: %s: input %d: nil *Chunk record", info.TaskName, i)
 			}
-			if err != nil {
-				return fmt.Errorf("wc: %s: reading input %d: %w", info.TaskName, i, err)
-			}
-			var ch Chunk
-			switch r := rec.(type) {
-			case Chunk:
-				ch = r
-			case *Chunk:
-				if r == nil {
-					return fmt.Errorf("wc: %s: input %d: nil *Chunk record", info.TaskName, i)
-				}
-				ch = *r
-			default:
-				return fmt.Errorf("wc: %s: input %d: record of type %T, want wc.Chunk", info.TaskName, i, rec)
-			}
-			if ch.Producer < 0 {
-				return fmt.Errorf("wc: %s: input %d: chunk from producer %d", info.TaskName, i, ch.Producer)
-			}
-			if err := fn(ch); err != nil {
-				return err
-			}
+			ch = *r
+		default:
+			return fmt.Errorf("wc: %s: input %d: record of type %T, want wc.Chunk", info.TaskName, i, rec)
+		}
+		if ch.Producer < 0 {
+			return fmt.Errorf("wc: %s: input %d: chunk from producer %d", info.TaskName, i, ch.Producer)
+		}
+		if err := fn(ch); err != nil {
+			return err
 		}
 	}
-	return nil
 }
 
-// emitAll emits the words of c to out as Chunks from producer: each word to subpartition
-// Partition(word, n), in the order c saw them first.
+// emitAll emits the words of c to out as sorted runs of Chunks from producer: each word to
+// subpartition Partition(word, n), in increasing word order.
 func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, producer int, c *Counter) error {
 	n := out.NumSubpartitions()
-	// One array for every word, grouped by subpartition (a counting sort by Partition).
-	var parts []int32
+	// The indexes of c's words grouped by subpartition (a counting sort), each group sorted by word.
+	order := make([]int, c.Len())
 	offsets := make([]int, n+1)
-	if n > 1 {
-		parts = make([]int32, c.Len())
+	if n == 1 {
+		for k := range order {
+			order[k] = k
+		}
+		offsets[1] = len(order)
+	} else {
+		parts := make([]int32, c.Len())
 		for k, w := range c.words {
 			s := Partition(w, n)
 			parts[k] = int32(s)
@@ -275,25 +283,55 @@ func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, produc
 		for s := range n {
 			offsets[s+1] += offsets[s]
 		}
-	} else {
-		offsets[1] = c.Len()
-	}
-	all := make([]WordCount, c.Len())
-	next := slices.Clone(offsets[:n])
-	for k, w := range c.words {
-		s := 0
-		if parts != nil {
-			s = int(parts[k])
+		next := slices.Clone(offsets[:n])
+		for k, s := range parts {
+			order[next[s]] = k
+			next[s]++
 		}
-		all[next[s]] = WordCount{Word: w, Count: c.counts[k]}
-		next[s]++
 	}
+	all := make([]WordCount, len(order))
 	for s := range n {
-		if err := emitChunks(ctx, out, s, producer, all[offsets[s]:offsets[s+1]]); err != nil {
+		idx := order[offsets[s]:offsets[s+1]]
+		sortIndexes(idx, c.words)
+		run := all[offsets[s]:offsets[s+1]]
+		for j, k := range idx {
+			run[j] = WordCount{Word: c.words[k], Count: c.counts[k]}
+		}
+		if err := emitChunks(ctx, out, s, producer, run); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// groupBySubpartition returns the words word(0), …, word(size-1) in one new array grouped by
+// subpartition Partition(word, n) (a stable counting sort): subpartition s's words are
+// all[offsets[s]:offsets[s+1]], in their original order.
+func groupBySubpartition(size, n int, word func(k int) WordCount) (all []WordCount, offsets []int) {
+	all = make([]WordCount, size)
+	offsets = make([]int, n+1)
+	if n == 1 {
+		for k := range all {
+			all[k] = word(k)
+		}
+		offsets[1] = size
+		return all, offsets
+	}
+	parts := make([]int32, size)
+	for k := range parts {
+		s := Partition(word(k).Word, n)
+		parts[k] = int32(s)
+		offsets[s+1]++
+	}
+	for s := range n {
+		offsets[s+1] += offsets[s]
+	}
+	next := slices.Clone(offsets[:n])
+	for k, s := range parts {
+		all[next[s]] = word(k)
+		next[s]++
+	}
+	return all, offsets
 }
 
 // emitChunks emits words to subpartition s of out as Chunks of at most ChunkSize words from

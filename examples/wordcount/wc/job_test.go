@@ -151,10 +151,12 @@ type emittedWord struct {
 }
 
 // chunkWords returns the words of every Chunk w recorded, in order, checking that each record is a
-// non-empty Chunk of at most ChunkSize words from producer.
+// non-empty Chunk of at most ChunkSize words from producer, and that the words of each
+// subpartition form a run: strictly increasing.
 func chunkWords(t *testing.T, w *recordingWriter, producer int) []emittedWord {
 	t.Helper()
 	var out []emittedWord
+	last := map[int]string{}
 	for _, e := range w.emitted {
 		ch, ok := e.record.(Chunk)
 		require.True(t, ok, "record of type %T", e.record)
@@ -162,6 +164,10 @@ func chunkWords(t *testing.T, w *recordingWriter, producer int) []emittedWord {
 		assert.NotEmpty(t, ch.Words)
 		assert.LessOrEqual(t, len(ch.Words), ChunkSize)
 		for _, wc := range ch.Words {
+			if prev, ok := last[e.sub]; ok {
+				assert.Less(t, prev, wc.Word, "subpartition %d: increasing words", e.sub)
+			}
+			last[e.sub] = wc.Word
 			out = append(out, emittedWord{wc, e.sub})
 		}
 	}
@@ -382,7 +388,7 @@ func TestSourceSubtaskReadsItsSplits(t *testing.T) {
 	cfg := fmt.Sprintf(`{"splits":[%s],"futureOption":true}`, strings.Join([]string{
 		mustJSON(t, split(0)), mustJSON(t, split(1)), mustJSON(t, split(2)), mustJSON(t, split(3)), mustJSON(t, split(4))}, ","))
 	for subtask, want := range [][]any{
-		{Chunk{0, []WordCount{{"zero", 1}, {"two", 1}, {"four", 1}}}},
+		{Chunk{0, []WordCount{{"four", 1}, {"two", 1}, {"zero", 1}}}},
 		{Chunk{1, []WordCount{{"one", 1}, {"three", 1}}}},
 	} {
 		w := &recordingWriter{n: 1}
@@ -474,7 +480,7 @@ func TestTaskErrors(t *testing.T) {
 		g2 := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 4}, {"c", 1}}}}}
 		w := &recordingWriter{n: 1}
 		require.NoError(t, RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{g1, g2}, outputs: []*recordingWriter{w}}))
-		assert.Equal(t, []any{Chunk{0, []WordCount{{"b", 2}, {"a", 5}, {"c", 1}}}}, w.subpartition(0))
+		assert.Equal(t, []any{Chunk{0, []WordCount{{"a", 5}, {"b", 2}, {"c", 1}}}}, w.subpartition(0))
 	})
 	t.Run("count: nil pointer", func(t *testing.T) {
 		gate := &sliceGate{records: []any{(*Chunk)(nil)}}
@@ -486,15 +492,73 @@ func TestTaskErrors(t *testing.T) {
 		err := RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
 		assert.ErrorContains(t, err, "input 0: chunk from producer -1")
 	})
+	t.Run("count: merges runs split into chunks and interleaved", func(t *testing.T) {
+		gate := &sliceGate{records: []any{
+			Chunk{2, []WordCount{{"b", 1}}},
+			Chunk{0, []WordCount{{"a", 1}, {"c", 2}}},
+			Chunk{2, []WordCount{{"d", 3}, {"e", 1}}},
+			Chunk{0, []WordCount{{"e", 10}}},
+			Chunk{1, []WordCount{{"c", 100}, {"é", 7}}},
+			Chunk{0, []WordCount{}},
+		}}
+		w := &recordingWriter{n: 2}
+		i := info("", 2)
+		i.SubtaskIndex = 1
+		require.NoError(t, RunCount(ctx, &fakeEnv{info: i, inputs: []*sliceGate{gate}, outputs: []*recordingWriter{w}}))
+		merged := []WordCount{{"a", 1}, {"b", 1}, {"c", 102}, {"d", 3}, {"e", 11}, {"é", 7}}
+		for s := range 2 {
+			var want []WordCount
+			for _, wc := range merged {
+				if Partition(wc.Word, 2) == s {
+					want = append(want, wc)
+				}
+			}
+			require.NotEmpty(t, want)
+			assert.Equal(t, []any{Chunk{1, want}}, w.subpartition(s), "subpartition %d", s)
+		}
+	})
+	t.Run("count: run out of order", func(t *testing.T) {
+		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}, {"c", 1}}}, Chunk{1, []WordCount{{"a", 1}}}, Chunk{0, []WordCount{{"b", 1}}}}}
+		w := &recordingWriter{n: 1}
+		err := RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{w}})
+		assert.ErrorContains(t, err, `t (1/1): the words from input 0, producer 0 are out of order: "c" before "b"`)
+		assert.Empty(t, w.emitted)
+	})
+	t.Run("count: word twice in a run", func(t *testing.T) {
+		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}}}, Chunk{0, []WordCount{{"a", 2}}}}}
+		err := RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorContains(t, err, `word "a" arrived twice from input 0, producer 0 (counts 1 and 2)`)
+	})
+	t.Run("count: producer too large", func(t *testing.T) {
+		gate := &sliceGate{records: []any{Chunk{1 << 15, []WordCount{{"a", 1}}}}}
+		err := RunCount(ctx, &fakeEnv{info: info("", 1), inputs: []*sliceGate{gate}, outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorContains(t, err, "input 0: chunk from producer 32768")
+	})
+	t.Run("sink: merges runs", func(t *testing.T) {
+		g1 := &sliceGate{records: []any{Chunk{1, []WordCount{{"b", 2}, {"x", 1}}}, &Chunk{0, []WordCount{{"a", 1}, {"c", 3}}}, Chunk{1, []WordCount{{"y", 5}}}}}
+		g2 := &sliceGate{records: []any{Chunk{0, []WordCount{{"d", 4}}}}}
+		jobID := jobgraph.NewJobID()
+		i := info("{}", 1)
+		i.JobID = jobID
+		require.NoError(t, RunSink(ctx, &fakeEnv{info: i, inputs: []*sliceGate{g1, g2}}))
+		res, ok := TakeResult(jobID)
+		require.True(t, ok)
+		assert.Equal(t, []WordCount{{"a", 1}, {"b", 2}, {"c", 3}, {"d", 4}, {"x", 1}, {"y", 5}}, res)
+	})
 	t.Run("sink: word twice", func(t *testing.T) {
 		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}, {"b", 1}}}, Chunk{1, []WordCount{{"a", 3}}}}}
 		jobID := jobgraph.NewJobID()
 		i := info("{}", 1)
 		i.JobID = jobID
 		err := RunSink(ctx, &fakeEnv{info: i, inputs: []*sliceGate{gate}})
-		assert.ErrorContains(t, err, `word "a" arrived twice`)
+		assert.ErrorContains(t, err, `t (1/1): word "a" arrived twice (counts 1 and 3): every word must reach exactly one count subtask`)
 		_, ok := TakeResult(jobID)
 		assert.False(t, ok)
+	})
+	t.Run("sink: word twice in a run", func(t *testing.T) {
+		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}, {"a", 3}}}}}
+		err := RunSink(ctx, &fakeEnv{info: info("{}", 1), inputs: []*sliceGate{gate}})
+		assert.ErrorContains(t, err, `word "a" arrived twice from input 0, producer 0 (counts 1 and 3)`)
 	})
 	t.Run("sink: parallelism 2", func(t *testing.T) {
 		err := RunSink(ctx, &fakeEnv{info: info("{}", 2), inputs: []*sliceGate{{}}})

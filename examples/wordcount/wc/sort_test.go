@@ -1,0 +1,99 @@
+package wc
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sortedByIndexes returns words sorted by sortIndexes.
+func sortedByIndexes(words []string) []string {
+	idx := make([]int, len(words))
+	for i := range idx {
+		idx[i] = i
+	}
+	sortIndexes(idx, words)
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		out[j] = words[i]
+	}
+	return out
+}
+
+func TestSortIndexes(t *testing.T) {
+	assert.Empty(t, sortedByIndexes(nil))
+	assert.Equal(t, []string{"x"}, sortedByIndexes([]string{"x"}))
+	small := []string{"b", "é", "B", "_", "a1", "abcdefgh", "abcdefg", "abcdefghi", "abcdefgha", "日本語", "a"}
+	want := slices.Sorted(slices.Values(small))
+	assert.Equal(t, want, sortedByIndexes(small))
+
+	// Large groups sharing 8, 16 and more bytes exercise the radix passes and the recursion, and
+	// duplicates (which runs never hold) must not loop forever.
+	rng := rand.New(rand.NewPCG(5, 6))
+	prefixes := []string{"", "Test", "TestMarshal", "BenchmarkEncodeDecode", strings.Repeat("x", 40), "é日"}
+	var words []string
+	for range 20000 {
+		p := prefixes[rng.IntN(len(prefixes))]
+		words = append(words, fmt.Sprintf("%s%x", p, rng.IntN(5000)))
+	}
+	words = append(words, strings.Repeat("y", 30), strings.Repeat("y", 30), strings.Repeat("y", 31))
+	want = slices.Sorted(slices.Values(words))
+	require.Equal(t, want, sortedByIndexes(words))
+}
+
+func FuzzSortIndexes(f *testing.F) {
+	f.Add([]byte("b a abcdefghij abcdefghi 日本語 a"))
+	f.Add([]byte("a a\x00 a\x00\x00\x00\x00\x00\x00\x00\x00\x00z abcdefgh\x00 abcdefgh"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Any strings, zero bytes included, many times over.
+		words := strings.Split(string(data), " ")
+		for range 5 {
+			words = append(words, words...)
+		}
+		require.Equal(t, slices.Sorted(slices.Values(words)), sortedByIndexes(words))
+	})
+}
+
+// BenchmarkSortRun sorts the distinct words of the default input that fall into subpartition 0 of
+// 2, in first-seen order, as a source subtask of the benchmark job sorts a run: sortIndexes
+// against slices.SortFunc with strings.Compare.
+func BenchmarkSortRun(b *testing.B) {
+	dir, err := DefaultInputDir()
+	if err != nil {
+		b.Skip(err)
+	}
+	files, err := ListInputFiles(dir)
+	require.NoError(b, err)
+	var c Counter
+	var buf []byte
+	for _, f := range SplitFiles(files, 2)[0] {
+		buf, err = readFile(f.Path, buf)
+		require.NoError(b, err)
+		c.AddText(buf)
+	}
+	var run []int
+	for k, w := range c.words {
+		if Partition(w, 2) == 0 {
+			run = append(run, k)
+		}
+	}
+	work := make([]int, len(run))
+	b.Run("sortIndexes", func(b *testing.B) {
+		for b.Loop() {
+			copy(work, run)
+			sortIndexes(work, c.words)
+		}
+		require.True(b, slices.IsSortedFunc(work, func(x, y int) int { return strings.Compare(c.words[x], c.words[y]) }))
+	})
+	b.Run("SortFunc", func(b *testing.B) {
+		for b.Loop() {
+			copy(work, run)
+			slices.SortFunc(work, func(x, y int) int { return strings.Compare(c.words[x], c.words[y]) })
+		}
+	})
+}
