@@ -44,13 +44,20 @@ func TestSortIndexes(t *testing.T) {
 	words = append(words, strings.Repeat("y", 30), strings.Repeat("y", 30), strings.Repeat("y", 31))
 	want = slices.Sorted(slices.Values(words))
 	require.Equal(t, want, sortedByIndexes(words))
+	// A group just above the small-sort size whose words end at the next offset.
+	var same []string
+	for range smallSort + 3 {
+		same = append(same, "abcdefgh")
+	}
+	same = append(same, "abcdefgh_")
+	assert.Equal(t, slices.Sorted(slices.Values(same)), sortedByIndexes(same))
 }
 
 func FuzzSortIndexes(f *testing.F) {
 	f.Add([]byte("b a abcdefghij abcdefghi 日本語 a"))
 	f.Add([]byte("a a\x00 a\x00\x00\x00\x00\x00\x00\x00\x00\x00z abcdefgh\x00 abcdefgh"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// Any strings, zero bytes included, many times over.
+		// Any strings, zero bytes included, twice over and in groups beyond smallSort.
 		words := strings.Split(string(data), " ")
 		for range 5 {
 			words = append(words, words...)
