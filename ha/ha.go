@@ -64,7 +64,8 @@ type LeaderRetrieval interface {
 
 // ExecutionPlanStore persists submitted JobGraphs until their job is globally terminated, so a
 // new Dispatcher leader can recover them. Flink: ExecutionPlanStore (formerly JobGraphStore).
-// Implementations are safe for concurrent use.
+// Implementations are safe for concurrent use, and keep their own copy: changing a graph after
+// Put, or one Get returned, never changes what is stored. ha/hatest checks implementations.
 type ExecutionPlanStore interface {
 	// Put stores g (replacing an earlier version under the same JobID).
 	Put(ctx context.Context, g *jobgraph.JobGraph) error
@@ -72,7 +73,8 @@ type ExecutionPlanStore interface {
 	Get(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobGraph, error)
 	// Remove deletes the graph; removing a missing one is not an error.
 	Remove(ctx context.Context, id jobgraph.JobID) error
-	// JobIDs lists the stored jobs.
+	// JobIDs lists the stored jobs in ascending order (of the ID's bytes, which is also the
+	// order of their String form).
 	JobIDs(ctx context.Context) ([]jobgraph.JobID, error)
 }
 
@@ -84,7 +86,8 @@ type JobResultEntry struct {
 
 // JobResultStore records the results of globally terminated jobs: dirty when written, clean once
 // the job's HA data has been cleaned up. A job with an entry is never run again.
-// Flink: org.apache.flink.runtime.highavailability.JobResultStore. Safe for concurrent use.
+// Flink: org.apache.flink.runtime.highavailability.JobResultStore. Safe for concurrent use;
+// like the ExecutionPlanStore it keeps its own copy of each result.
 type JobResultStore interface {
 	// CreateDirty records a result; an error wrapping ErrAlreadyExists if the job has an entry.
 	CreateDirty(ctx context.Context, result jobgraph.JobResult) error

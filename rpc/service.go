@@ -40,6 +40,7 @@ func Connect[G any](ctx context.Context, s Service, address string) (G, error) {
 
 // LocalService is the in-process Service: Lookup returns the registered endpoint itself, so a call
 // is a plain method call (each endpoint then hops onto its own main loop). Safe for concurrent use.
+// The zero value is an empty LocalService, as NewLocalService returns.
 type LocalService struct {
 	mu        sync.RWMutex
 	endpoints map[string]any
@@ -53,6 +54,9 @@ func (s *LocalService) Register(address string, endpoint any) error {
 	defer s.mu.Unlock()
 	if _, taken := s.endpoints[address]; taken {
 		return fmt.Errorf("rpc: address %q is already registered", address)
+	}
+	if s.endpoints == nil {
+		s.endpoints = make(map[string]any)
 	}
 	s.endpoints[address] = endpoint
 	return nil

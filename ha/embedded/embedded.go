@@ -75,7 +75,8 @@ func (s *Services) Close() error {
 }
 
 // Election is one in-memory leader election. The first contender is granted leadership at once
-// with a new session; when it leaves, the next contender is.
+// with a new session; later contenders wait. Close removes every contender, so a contender that
+// is started after Close leads next.
 type Election struct {
 	loop *mainloop.Loop
 
@@ -151,8 +152,8 @@ func (e *Election) Close() error {
 	return nil
 }
 
-// Revoke takes leadership from the current leader and grants it again — to the same contender
-// with a new session, or to the next one. It simulates a leader change in tests.
+// Revoke takes leadership from the current leader and grants it again to the same contender with
+// a new session. It simulates a leader change in tests.
 func (e *Election) Revoke() {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,0 +1,198 @@
+package embedded_test
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/ha/hatest"
+)
+
+func newServices(*testing.T) ha.Services { return embedded.New() }
+
+func TestConformance(t *testing.T) { hatest.TestServicesInBubble(t, newServices) }
+
+// The suite also runs outside a bubble, as implementations with real I/O run it.
+func TestConformanceRealTime(t *testing.T) { hatest.TestServices(t, newServices) }
+
+// event is one leadership callback: a grant (with its session) or a revocation.
+type event struct {
+	granted bool
+	session ha.SessionID
+}
+
+type contender struct{ events chan event }
+
+func newContender() *contender                      { return &contender{events: make(chan event, 16)} }
+func (c *contender) GrantLeadership(s ha.SessionID) { c.events <- event{true, s} }
+func (c *contender) RevokeLeadership()              { c.events <- event{} }
+func (c *contender) HandleError(err error)          { panic(err) }
+
+// drain returns what was delivered so far; call it after synctest.Wait.
+func drain[E any](ch chan E) []E {
+	var out []E
+	for {
+		select {
+		case e := <-ch:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+type leader struct {
+	address string
+	session ha.SessionID
+}
+
+type listener struct{ leaders chan leader }
+
+func newListener() *listener { return &listener{leaders: make(chan leader, 16)} }
+func (l *listener) NotifyLeaderAddress(address string, s ha.SessionID) {
+	l.leaders <- leader{address, s}
+}
+func (l *listener) HandleError(err error) { panic(err) }
+
+func TestRevokeGrantsANewSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		job := jobgraph.NewJobID()
+		l := newListener()
+		require.NoError(t, s.JobMasterLeaderRetrieval(job).Start(l))
+		c := newContender()
+		e := s.JobMasterElection(job)
+		require.NoError(t, e.Start(c))
+		synctest.Wait()
+		grants := drain(c.events)
+		require.Len(t, grants, 1)
+		require.True(t, grants[0].granted)
+		first := grants[0].session
+		e.ConfirmLeadership(first, "jobmaster/1")
+		synctest.Wait()
+		assert.Equal(t, []leader{{"jobmaster/1", first}}, drain(l.leaders))
+
+		e.Revoke()
+		assert.False(t, e.HasLeadership(first), "the old session is over as soon as Revoke returns")
+		synctest.Wait()
+		events := drain(c.events)
+		require.Len(t, events, 2)
+		assert.Equal(t, event{}, events[0], "revoked first")
+		require.True(t, events[1].granted, "then granted again")
+		second := events[1].session
+		assert.NotEqual(t, first, second)
+		assert.NotEqual(t, ha.SessionID{}, second)
+		assert.True(t, e.HasLeadership(second))
+		assert.False(t, e.HasLeadership(first))
+		assert.Equal(t, []leader{{"", ha.SessionID{}}}, drain(l.leaders), "no leader until the new session confirms")
+
+		e.ConfirmLeadership(first, "jobmaster/stale")
+		synctest.Wait()
+		assert.Empty(t, drain(l.leaders), "a confirmation with the old session is ignored")
+
+		e.ConfirmLeadership(second, "jobmaster/2")
+		synctest.Wait()
+		assert.Equal(t, []leader{{"jobmaster/2", second}}, drain(l.leaders))
+
+		// A retrieval started now learns the new leader at once.
+		late := newListener()
+		require.NoError(t, s.JobMasterLeaderRetrieval(job).Start(late))
+		synctest.Wait()
+		assert.Equal(t, []leader{{"jobmaster/2", second}}, drain(late.leaders))
+		assert.Empty(t, drain(c.events))
+	})
+}
+
+func TestRevokeWithoutContenderDoesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		job := jobgraph.NewJobID()
+		l := newListener()
+		require.NoError(t, s.JobMasterLeaderRetrieval(job).Start(l))
+		e := s.JobMasterElection(job)
+		e.Revoke()
+		synctest.Wait()
+		assert.Empty(t, drain(l.leaders))
+
+		c := newContender()
+		require.NoError(t, e.Start(c))
+		synctest.Wait()
+		events := drain(c.events)
+		require.Len(t, events, 1)
+		assert.True(t, events[0].granted)
+		assert.True(t, e.HasLeadership(events[0].session))
+	})
+}
+
+func TestElectionIsOnePerJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		job := jobgraph.NewJobID()
+		e := s.JobMasterElection(job)
+		assert.Same(t, e, s.JobMasterElection(job))
+		assert.Same(t, e, s.JobMasterLeaderElection(job).(*embedded.Election))
+		assert.NotSame(t, e, s.JobMasterElection(jobgraph.NewJobID()))
+	})
+}
+
+func TestStartSameContenderTwiceFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		e := s.JobMasterElection(jobgraph.NewJobID())
+		c := newContender()
+		require.NoError(t, e.Start(c))
+		assert.EqualError(t, e.Start(c), "ha/embedded: contender started twice")
+		synctest.Wait()
+		assert.Len(t, drain(c.events), 1, "granted once")
+		require.NoError(t, e.Close())
+	})
+}
+
+func TestSecondContenderWaitsWhileTheFirstLeads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		e := s.JobMasterElection(jobgraph.NewJobID())
+		first, second := newContender(), newContender()
+		require.NoError(t, e.Start(first))
+		require.NoError(t, e.Start(second))
+		synctest.Wait()
+		require.Len(t, drain(first.events), 1)
+		assert.Empty(t, drain(second.events))
+
+		e.Revoke() // leadership goes back to the first contender with a new session
+		synctest.Wait()
+		events := drain(first.events)
+		require.Len(t, events, 2)
+		assert.Equal(t, event{}, events[0])
+		assert.True(t, events[1].granted)
+		assert.Empty(t, drain(second.events))
+
+		require.NoError(t, e.Close())
+		synctest.Wait()
+		assert.Equal(t, []event{{}}, drain(first.events))
+		assert.Empty(t, drain(second.events), "Close removes every contender")
+		assert.False(t, e.HasLeadership(events[1].session))
+	})
+}
+
+func TestCloseDeliversPendingCallbacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		c := newContender()
+		require.NoError(t, s.JobMasterElection(jobgraph.NewJobID()).Start(c))
+		require.NoError(t, s.Close())
+		events := drain(c.events)
+		require.Len(t, events, 1, "the grant posted before Close was delivered")
+		assert.True(t, events[0].granted)
+	})
+}
