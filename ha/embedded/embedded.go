@@ -46,6 +46,13 @@ func (s *Services) election(job jobgraph.JobID) *Election {
 	e, ok := s.elections[job]
 	if !ok {
 		e = &Election{loop: s.loop}
+		e.forget = func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.elections[job] == e {
+				delete(s.elections, job)
+			}
+		}
 		s.elections[job] = e
 	}
 	return e
@@ -87,6 +94,17 @@ type Election struct {
 	address    string // confirmed address of the current session
 	confirmed  bool
 	listeners  []ha.LeaderRetrievalListener
+	// forget removes the election from its Services once nobody uses it, so the map of
+	// elections does not grow with every job a long-running Dispatcher ever ran.
+	forget func()
+}
+
+// forgetIfUnusedLocked drops the election from its Services when it has no contender and no
+// listener left; a later call for the same job starts a fresh election.
+func (e *Election) forgetIfUnusedLocked() {
+	if len(e.contenders) == 0 && len(e.listeners) == 0 && e.forget != nil {
+		e.forget()
+	}
 }
 
 // Start adds contender; it is granted leadership at once if nobody leads.
@@ -149,6 +167,7 @@ func (e *Election) Close() error {
 	defer e.mu.Unlock()
 	e.revokeLocked()
 	e.contenders = nil
+	e.forgetIfUnusedLocked()
 	return nil
 }
 
@@ -196,6 +215,7 @@ func (r *retrieval) Stop() error {
 	if i := slices.Index(e.listeners, r.listener); i >= 0 {
 		e.listeners = slices.Delete(e.listeners, i, i+1)
 	}
+	e.forgetIfUnusedLocked()
 	return nil
 }
 
@@ -205,6 +225,9 @@ type planStore struct {
 }
 
 func (p *planStore) Put(ctx context.Context, g *jobgraph.JobGraph) error {
+	if g == nil {
+		return fmt.Errorf("ha/embedded: Put of a nil job graph")
+	}
 	data, err := json.Marshal(g)
 	if err != nil {
 		return fmt.Errorf("ha/embedded: encode job graph %s: %w", g.JobID, err)

@@ -1,6 +1,7 @@
 package embedded_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 
@@ -195,4 +196,20 @@ func TestCloseDeliversPendingCallbacks(t *testing.T) {
 		require.Len(t, events, 1, "the grant posted before Close was delivered")
 		assert.True(t, events[0].granted)
 	})
+}
+
+func TestElectionsOfEndedJobsAreForgotten(t *testing.T) {
+	s := embedded.New()
+	defer s.Close()
+	job := jobgraph.NewJobID()
+	first := s.JobMasterElection(job)
+	require.Same(t, first, s.JobMasterElection(job), "one election per job while in use")
+	require.NoError(t, first.Close())
+	assert.NotSame(t, first, s.JobMasterElection(job), "a closed, unused election is dropped")
+}
+
+func TestPutNilGraphIsAnError(t *testing.T) {
+	s := embedded.New()
+	defer s.Close()
+	assert.Error(t, s.ExecutionPlanStore().Put(context.Background(), nil))
 }
