@@ -265,14 +265,15 @@ func readInput(ctx context.Context, env taskexecutor.Environment, i int, fn func
 // subpartition Partition(word, n), in increasing word order.
 func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, producer int, c *Counter) error {
 	n := out.NumSubpartitions()
-	// The indexes of c's words grouped by subpartition (a counting sort), each group sorted by word.
-	order := make([]int, c.Len())
+	// The sort keys of c's words, grouped by subpartition (a counting sort): subpartition s's are
+	// keys[offsets[s]:offsets[s+1]].
+	keys := make([]sortKey, c.Len())
 	offsets := make([]int, n+1)
 	if n == 1 {
-		for k := range order {
-			order[k] = k
+		for k, w := range c.words {
+			keys[k] = sortKey{key: wordKey(w, 0), i: k}
 		}
-		offsets[1] = len(order)
+		offsets[1] = len(keys)
 	} else {
 		parts := make([]int32, c.Len())
 		for k, w := range c.words {
@@ -285,17 +286,22 @@ func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, produc
 		}
 		next := slices.Clone(offsets[:n])
 		for k, s := range parts {
-			order[next[s]] = k
+			keys[next[s]] = sortKey{key: wordKey(c.words[k], 0), i: k}
 			next[s]++
 		}
 	}
-	all := make([]WordCount, len(order))
+	largest := 0
 	for s := range n {
-		idx := order[offsets[s]:offsets[s+1]]
-		sortIndexes(idx, c.words)
+		largest = max(largest, offsets[s+1]-offsets[s])
+	}
+	tmp := make([]sortKey, largest)
+	all := make([]WordCount, len(keys))
+	for s := range n {
+		sk := keys[offsets[s]:offsets[s+1]]
+		sortWordKeys(sk, tmp, c.words)
 		run := all[offsets[s]:offsets[s+1]]
-		for j, k := range idx {
-			run[j] = WordCount{Word: c.words[k], Count: c.counts[k]}
+		for j, k := range sk {
+			run[j] = WordCount{Word: c.words[k.i], Count: c.counts[k.i]}
 		}
 		if err := emitChunks(ctx, out, s, producer, run); err != nil {
 			return err

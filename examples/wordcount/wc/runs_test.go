@@ -13,35 +13,39 @@ func TestMergeRuns(t *testing.T) {
 	assert.Empty(t, got)
 
 	one := []WordCount{{"a", 1}, {"b", 2}}
-	got, err = mergeRuns([][]WordCount{one}, false)
+	got, err = mergeRuns([]run{{one}}, false)
 	require.NoError(t, err)
 	assert.Equal(t, one, got)
+	got, err = mergeRuns([]run{{one[:1], one[1:]}}, false)
+	require.NoError(t, err)
+	assert.Equal(t, one, got, "a single run of several chunks")
 
-	runs := [][]WordCount{
-		{{"b", 1}, {"d", 1}},
-		{{"a", 2}, {"d", 2}, {"z", 2}},
-		{{"d", 3}},
+	// Runs of several chunks, ending at different points, merged in pairs over three passes.
+	runs := []run{
+		{{{"b", 1}}, {{"d", 1}}},
+		{{{"a", 2}, {"d", 2}}, {{"z", 2}}},
+		{{{"d", 3}}},
 		{},
-		{{"c", 5}, {"z", 5}, {"é", 5}},
+		{{{"c", 5}}, {{"z", 5}, {"é", 5}}, {{"ü", 1}}},
 	}
 	got, err = mergeRuns(runs, true)
 	require.NoError(t, err)
-	assert.Equal(t, []WordCount{{"a", 2}, {"b", 1}, {"c", 5}, {"d", 6}, {"z", 7}, {"é", 5}}, got)
-	assert.Equal(t, []WordCount{{"b", 1}, {"d", 1}}, runs[0], "the runs are not modified")
+	assert.Equal(t, []WordCount{{"a", 2}, {"b", 1}, {"c", 5}, {"d", 6}, {"z", 7}, {"é", 5}, {"ü", 1}}, got)
+	assert.Equal(t, run{{{"b", 1}}, {{"d", 1}}}, runs[0], "the runs are not modified")
 
 	_, err = mergeRuns(runs, false)
 	var dup *duplicateError
 	require.ErrorAs(t, err, &dup)
 	assert.Equal(t, `word "d" arrived twice (counts 1 and 2)`, err.Error())
 
-	got, err = mergeRuns([][]WordCount{{{"b", 1}}, {{"a", 1}, {"c", 1}}, {{"d", 1}}}, false)
+	got, err = mergeRuns([]run{{{{"b", 1}}}, {{{"a", 1}}, {{"c", 1}}}, {{{"d", 1}}}}, false)
 	require.NoError(t, err)
 	assert.Equal(t, []WordCount{{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}}, got)
 }
 
-func TestCheckRun(t *testing.T) {
-	assert.NoError(t, checkRun(nil, "x"))
-	assert.NoError(t, checkRun([]WordCount{{"A", 1}, {"a", 1}, {"ab", 1}, {"é", 1}}, "x"))
-	assert.EqualError(t, checkRun([]WordCount{{"a", 1}, {"b", 1}, {"b", 4}}, "x"), `word "b" arrived twice from x (counts 1 and 4)`)
-	assert.EqualError(t, checkRun([]WordCount{{"b", 1}, {"a", 1}}, "x"), `the words from x are out of order: "b" before "a"`)
+func TestRunCheck(t *testing.T) {
+	assert.NoError(t, run(nil).check(0, 0))
+	assert.NoError(t, run{{{"A", 1}, {"a", 1}}, {{"ab", 1}}, {{"é", 1}}}.check(0, 0))
+	assert.EqualError(t, run{{{"a", 1}, {"b", 1}}, {{"b", 4}}}.check(1, 2), `word "b" arrived twice from input 1, producer 2 (counts 1 and 4)`)
+	assert.EqualError(t, run{{{"b", 1}}, {{"a", 1}}}.check(0, 3), `the words from input 0, producer 3 are out of order: "b" before "a"`)
 }

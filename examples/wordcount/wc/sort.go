@@ -5,24 +5,18 @@ import (
 	"strings"
 )
 
-// sortIndexes sorts idx, indexes into words, by words[idx[j]] in byte order.
+// sortWordKeys sorts keys by their words, words[key.i], in byte order. Each key must hold
+// wordKey(words[i], 0). tmp is scratch space of at least len(keys).
 //
-// It sorts (key, index) pairs whose key is the word's first 8 bytes as a big-endian number
-// (padded with zero bytes; a word has none), with a radix sort, which reads each word once rather
-// than at every comparison, as a comparison sort of the words would; words sharing their first 8
-// bytes are then sorted by their next 8, and so on (an MSD radix sort with 8-byte digits).
-// On a source subtask's run of GOROOT/src's words this takes about a quarter of the time of
-// slices.SortFunc with strings.Compare (BenchmarkSortRun: ~7 ms against ~24 ms).
-func sortIndexes(idx []int, words []string) {
-	keys := make([]sortKey, len(idx))
-	for j, i := range idx {
-		keys[j] = sortKey{key: wordKey(words[i], 0), i: i}
-	}
-	sortByKey(keys, make([]sortKey, len(keys)))
-	sortTies(keys, words, 0)
-	for j, k := range keys {
-		idx[j] = k.i
-	}
+// It sorts the keys, a word's first 8 bytes as a big-endian number (padded with zero bytes), with
+// a radix sort, which reads each word once rather than at every comparison, as a comparison sort
+// of the words would; words sharing their first 8 bytes are then sorted by their next 8, and so on
+// (an MSD radix sort with 8-byte digits). On a source subtask's run of GOROOT/src's words this
+// takes about a quarter of the time of slices.SortFunc with strings.Compare (BenchmarkSortRun:
+// ~6 ms against ~23 ms).
+func sortWordKeys(keys, tmp []sortKey, words []string) {
+	sortByKey(keys, tmp)
+	sortTies(keys, tmp, words, 0)
 }
 
 // sortKey is a word's index and 8 bytes of it.
@@ -96,11 +90,10 @@ func sortByKey(keys, tmp []sortKey) {
 
 // sortTies sorts every group of keys with equal key — words equal in their bytes off…off+7 and
 // before (zero bytes beyond a word's end), since keys is sorted by them — by the rest of their
-// words. A key that differs at a later offset orders its words correctly: where a word is padded,
+// words. tmp is scratch space of at least len(keys). A key that differs at a later offset orders its words correctly: where a word is padded,
 // it is a prefix of the other, so the smaller. Only words that differ just in trailing zero bytes
 // (which words from the tokenizer never hold) tie to the end; comparing them sorts them.
-func sortTies(keys []sortKey, words []string, off int) {
-	var tmp []sortKey
+func sortTies(keys, tmp []sortKey, words []string, off int) {
 	for i := 0; i < len(keys); {
 		j := i + 1
 		for j < len(keys) && keys[j].key == keys[i].key {
@@ -127,11 +120,8 @@ func sortTies(keys []sortKey, words []string, off int) {
 			sortByWord(g, words)
 			continue
 		}
-		if cap(tmp) < len(g) {
-			tmp = make([]sortKey, len(g))
-		}
 		sortByKey(g, tmp)
-		sortTies(g, words, next)
+		sortTies(g, tmp, words, next)
 	}
 }
 

@@ -11,26 +11,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sortedByIndexes returns words sorted by sortIndexes.
-func sortedByIndexes(words []string) []string {
-	idx := make([]int, len(words))
-	for i := range idx {
-		idx[i] = i
+// sortKeysOf returns the sortKeys of words, in order.
+func sortKeysOf(words []string) []sortKey {
+	keys := make([]sortKey, len(words))
+	for i, w := range words {
+		keys[i] = sortKey{key: wordKey(w, 0), i: i}
 	}
-	sortIndexes(idx, words)
-	out := make([]string, len(idx))
-	for j, i := range idx {
-		out[j] = words[i]
+	return keys
+}
+
+// sortedByKeys returns words sorted by sortWordKeys.
+func sortedByKeys(words []string) []string {
+	keys := sortKeysOf(words)
+	sortWordKeys(keys, make([]sortKey, len(keys)), words)
+	out := make([]string, len(keys))
+	for j, k := range keys {
+		out[j] = words[k.i]
 	}
 	return out
 }
 
-func TestSortIndexes(t *testing.T) {
-	assert.Empty(t, sortedByIndexes(nil))
-	assert.Equal(t, []string{"x"}, sortedByIndexes([]string{"x"}))
+func TestSortWordKeys(t *testing.T) {
+	assert.Empty(t, sortedByKeys(nil))
+	assert.Equal(t, []string{"x"}, sortedByKeys([]string{"x"}))
 	small := []string{"b", "é", "B", "_", "a1", "abcdefgh", "abcdefg", "abcdefghi", "abcdefgha", "日本語", "a"}
 	want := slices.Sorted(slices.Values(small))
-	assert.Equal(t, want, sortedByIndexes(small))
+	assert.Equal(t, want, sortedByKeys(small))
 
 	// Large groups sharing 8, 16 and more bytes exercise the radix passes and the recursion, and
 	// duplicates (which runs never hold) must not loop forever.
@@ -43,17 +49,17 @@ func TestSortIndexes(t *testing.T) {
 	}
 	words = append(words, strings.Repeat("y", 30), strings.Repeat("y", 30), strings.Repeat("y", 31))
 	want = slices.Sorted(slices.Values(words))
-	require.Equal(t, want, sortedByIndexes(words))
+	require.Equal(t, want, sortedByKeys(words))
 	// A group just above the small-sort size whose words end at the next offset.
 	var same []string
 	for range smallSort + 3 {
 		same = append(same, "abcdefgh")
 	}
 	same = append(same, "abcdefgh_")
-	assert.Equal(t, slices.Sorted(slices.Values(same)), sortedByIndexes(same))
+	assert.Equal(t, slices.Sorted(slices.Values(same)), sortedByKeys(same))
 }
 
-func FuzzSortIndexes(f *testing.F) {
+func FuzzSortWordKeys(f *testing.F) {
 	f.Add([]byte("b a abcdefghij abcdefghi 日本語 a"))
 	f.Add([]byte("a a\x00 a\x00\x00\x00\x00\x00\x00\x00\x00\x00z abcdefgh\x00 abcdefgh"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -62,12 +68,12 @@ func FuzzSortIndexes(f *testing.F) {
 		for range 5 {
 			words = append(words, words...)
 		}
-		require.Equal(t, slices.Sorted(slices.Values(words)), sortedByIndexes(words))
+		require.Equal(t, slices.Sorted(slices.Values(words)), sortedByKeys(words))
 	})
 }
 
 // BenchmarkSortRun sorts the distinct words of the default input that fall into subpartition 0 of
-// 2, in first-seen order, as a source subtask of the benchmark job sorts a run: sortIndexes
+// 2, in first-seen order, as a source subtask of the benchmark job sorts a run: sortWordKeys
 // against slices.SortFunc with strings.Compare.
 func BenchmarkSortRun(b *testing.B) {
 	dir, err := DefaultInputDir()
@@ -89,15 +95,19 @@ func BenchmarkSortRun(b *testing.B) {
 			run = append(run, k)
 		}
 	}
-	work := make([]int, len(run))
-	b.Run("sortIndexes", func(b *testing.B) {
+	b.Run("sortWordKeys", func(b *testing.B) {
+		keys := make([]sortKey, len(run))
+		tmp := make([]sortKey, len(run))
 		for b.Loop() {
-			copy(work, run)
-			sortIndexes(work, c.words)
+			for j, k := range run {
+				keys[j] = sortKey{key: wordKey(c.words[k], 0), i: k}
+			}
+			sortWordKeys(keys, tmp, c.words)
 		}
-		require.True(b, slices.IsSortedFunc(work, func(x, y int) int { return strings.Compare(c.words[x], c.words[y]) }))
+		require.True(b, slices.IsSortedFunc(keys, func(x, y sortKey) int { return strings.Compare(c.words[x.i], c.words[y.i]) }))
 	})
 	b.Run("SortFunc", func(b *testing.B) {
+		work := make([]int, len(run))
 		for b.Loop() {
 			copy(work, run)
 			slices.SortFunc(work, func(x, y int) int { return strings.Compare(c.words[x], c.words[y]) })
