@@ -24,6 +24,29 @@ type ArchivedExecutionGraph struct {
 	FailureCause *jobgraph.ErrorInfo `json:"failureCause,omitempty"`
 	// JobVertices in topological order.
 	JobVertices []ArchivedExecutionJobVertex `json:"jobVertices"`
+	// ExceptionHistory is the job's exception history as the scheduler last set it
+	// (SetExceptionHistory), oldest first; each entry groups the failures of one restart.
+	// Flink: the exception history of the REST API (JobExceptionsInfoWithHistory).
+	ExceptionHistory []jobgraph.ExceptionHistoryEntry `json:"exceptionHistory,omitempty"`
+}
+
+// SetExceptionHistory records the job's exception history, oldest first, for Archive. The graph
+// keeps h itself, not a copy, and only reads it (Archive copies it); the scheduler, which owns
+// the history, calls this again whenever it changed. Flink keeps the history in the scheduler
+// and adds it when it archives the graph.
+func (g *ExecutionGraph) SetExceptionHistory(h []jobgraph.ExceptionHistoryEntry) { g.exceptions = h }
+
+// copyExceptionHistory deep-copies h (entries and their concurrent failures); nil for none.
+func copyExceptionHistory(h []jobgraph.ExceptionHistoryEntry) []jobgraph.ExceptionHistoryEntry {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]jobgraph.ExceptionHistoryEntry, len(h))
+	for i, e := range h {
+		out[i] = e
+		out[i].Concurrent = copyExceptionHistory(e.Concurrent)
+	}
+	return out
 }
 
 // ArchivedExecutionJobVertex is one job vertex of an ArchivedExecutionGraph.
@@ -57,7 +80,7 @@ type ArchivedExecutionVertex struct {
 }
 
 // Archive returns a snapshot of the graph as it is now. It copies everything it holds, in time
-// and memory linear in the number of subtasks. Flink: ArchivedExecutionGraph.createFrom.
+// and memory linear in the number of subtasks (plus the exception history's entries). Flink: ArchivedExecutionGraph.createFrom.
 func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 	a := &ArchivedExecutionGraph{
 		JobID:            g.JobID(),
@@ -68,6 +91,7 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 		StatusTimestamps: make(map[jobgraph.JobStatus]time.Time),
 		FailureCause:     g.FailureInfo(),
 		JobVertices:      make([]ArchivedExecutionJobVertex, len(g.jobVertices)),
+		ExceptionHistory: copyExceptionHistory(g.exceptions),
 	}
 	for s := range jobgraph.JobStatus(numJobStatuses) {
 		if g.reached&(1<<s) != 0 {

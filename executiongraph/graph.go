@@ -82,6 +82,8 @@ type ExecutionGraph struct {
 	stateTimes  [numJobStatuses]int64 // unix nanoseconds of the latest entry into each status
 	failure     error
 	failureTime int64 // unix nanoseconds
+	// exceptions is the scheduler's exception history (see SetExceptionHistory), oldest first.
+	exceptions []jobgraph.ExceptionHistoryEntry
 
 	jobVertices   []*ExecutionJobVertex // topological order
 	jobVertexByID map[jobgraph.JobVertexID]*ExecutionJobVertex
