@@ -121,8 +121,8 @@ func Partition(word string, n int) int {
 
 // RunSource is the source task (source → tokenize → local combiner, chained): it reads this
 // subtask's files, counts their words, and emits one WordCount per distinct word to output 0,
-// subpartition Partition(word, n), in the order the words were first seen, packed into Chunks of
-// at most ChunkSize words.
+// subpartition Partition(word, n), in increasing word order, packed into Chunks of at most
+// ChunkSize words.
 func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg SourceConfig
@@ -178,7 +178,7 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 	if n == 1 {
 		return emitChunks(ctx, out, 0, info.SubtaskIndex, merged)
 	}
-	all, offsets := groupBySubpartition(len(merged), n, func(k int) WordCount { return merged[k] })
+	all, offsets := groupBySubpartition(merged, n)
 	for s := range n {
 		if err := emitChunks(ctx, out, s, info.SubtaskIndex, all[offsets[s]:offsets[s+1]]); err != nil {
 			return err
@@ -310,22 +310,15 @@ func emitAll(ctx context.Context, out taskexecutor.ResultPartitionWriter, produc
 	return nil
 }
 
-// groupBySubpartition returns the words word(0), …, word(size-1) in one new array grouped by
-// subpartition Partition(word, n) (a stable counting sort): subpartition s's words are
-// all[offsets[s]:offsets[s+1]], in their original order.
-func groupBySubpartition(size, n int, word func(k int) WordCount) (all []WordCount, offsets []int) {
-	all = make([]WordCount, size)
+// groupBySubpartition returns words in a new array grouped by subpartition Partition(word, n) (a
+// stable counting sort): subpartition s's words are all[offsets[s]:offsets[s+1]], in their order
+// in words.
+func groupBySubpartition(words []WordCount, n int) (all []WordCount, offsets []int) {
+	all = make([]WordCount, len(words))
 	offsets = make([]int, n+1)
-	if n == 1 {
-		for k := range all {
-			all[k] = word(k)
-		}
-		offsets[1] = size
-		return all, offsets
-	}
-	parts := make([]int32, size)
-	for k := range parts {
-		s := Partition(word(k).Word, n)
+	parts := make([]int32, len(words))
+	for k, wc := range words {
+		s := Partition(wc.Word, n)
 		parts[k] = int32(s)
 		offsets[s+1]++
 	}
@@ -334,7 +327,7 @@ func groupBySubpartition(size, n int, word func(k int) WordCount) (all []WordCou
 	}
 	next := slices.Clone(offsets[:n])
 	for k, s := range parts {
-		all[next[s]] = word(k)
+		all[next[s]] = words[k]
 		next[s]++
 	}
 	return all, offsets
