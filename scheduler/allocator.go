@@ -68,7 +68,7 @@ type bulk struct {
 
 type bulkEntry struct {
 	exec    *executiongraph.Execution
-	version uint64
+	version uint64 // the scheduler's version of the vertex when the bulk was scheduled
 	slot    *sharedSlot
 }
 
@@ -127,7 +127,7 @@ func (a *slotAllocator) allocate(execs []*executiongraph.Execution) {
 		ss.members++
 		ss.holders = append(ss.holders, e)
 		a.logical[v.Index()] = ss
-		b.entries = append(b.entries, bulkEntry{exec: e, version: v.Version(), slot: ss})
+		b.entries = append(b.entries, bulkEntry{exec: e, version: a.s.versions[v.Index()], slot: ss})
 		if !ss.ready && ss.lastBulk != b {
 			ss.lastBulk = b
 			ss.waiting = append(ss.waiting, b)
@@ -161,7 +161,11 @@ func (a *slotAllocator) request(ss *sharedSlot) {
 		return
 	}
 	ss.request = r
-	r.OnDone(func(slot slotpool.AllocatedSlot, err error) { a.requestDone(ss, r, slot, err) })
+	r.OnDone(func(slot slotpool.AllocatedSlot, err error) {
+		a.s.enter()
+		defer a.s.leave()
+		a.requestDone(ss, r, slot, err)
+	})
 }
 
 func (a *slotAllocator) requestDone(ss *sharedSlot, r *slotpool.SlotRequest, slot slotpool.AllocatedSlot, err error) {
@@ -282,6 +286,8 @@ type slotPayload struct {
 }
 
 func (p slotPayload) Release(cause error) {
+	p.a.s.enter()
+	defer p.a.s.leave()
 	ss := p.ss
 	if ss.released {
 		return

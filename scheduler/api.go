@@ -43,8 +43,20 @@ type Deployer interface {
 	ReleasePartitions(location jobgraph.ResourceID, partitions []rpc.ResultPartitionID)
 }
 
-// Config configures a DefaultScheduler. The zero value is usable: region scheduling, the pool's
-// slot request timeout, time.Now, slog.Default(), no listeners.
+// Timers runs fn on the scheduler's main loop after d; cancel stops it if it has not run yet and
+// reports whether it did. *mainloop.Loop satisfies it (it is slotpool.Timers too).
+type Timers interface {
+	Schedule(d time.Duration, fn func()) (cancel func() bool)
+}
+
+// ErrNoTimers is matched (errors.Is) by New's error when the job's restart strategy can restart
+// (anything but "none" once resolved) and Config.Timers is nil: restarts wait on the main loop.
+var ErrNoTimers = errors.New("no Config.Timers to wait out restart backoffs on")
+
+// Config configures a DefaultScheduler. The zero value is usable for a job that never restarts
+// (restart strategy "none", the default without checkpointing): region scheduling, the pool's
+// slot request timeout, time.Now, slog.Default(), no listeners. A job that may restart needs
+// Timers.
 type Config struct {
 	// SchedulingStrategy is StrategyRegion ("region", also when empty) or StrategyVertexwise
 	// ("vertexwise"). Flink chooses by jobmanager.scheduler and the job type; here it is explicit.
@@ -53,15 +65,33 @@ type Config struct {
 	// (slotpool.DefaultSlotRequestTimeout, 300 s, unless the pool was configured otherwise).
 	// Option slot.request.timeout.
 	SlotRequestTimeout time.Duration
-	// Clock stamps job status and execution state changes; nil means time.Now.
+	// Clock stamps job status and execution state changes and exception history entries, and is
+	// the restart strategy's clock; nil means time.Now.
 	Clock func() time.Time
+	// Timers runs the restart backoff on the main loop: the JobMaster passes its *mainloop.Loop.
+	// Required (New fails with ErrNoTimers) unless the job's restart strategy resolves to "none".
+	Timers Timers
+	// Random draws the jitter of the exponential-delay restart strategy, uniformly from [0, 1);
+	// nil means math/rand/v2's Float64.
+	Random func() float64
+	// PartitionAvailability tells the region failover strategy whether a partition a restarted
+	// region reads can be read again, or whether its producer must restart too. nil means the
+	// scheduler's own partition tracking: a BLOCKING or HYBRID partition is available from its
+	// producer's FINISHED until it is released or lost (PartitionsLost); a partition that can be
+	// read while it is produced (HYBRID_*, PIPELINED_APPROXIMATE) also while its producer is
+	// deployed. Flink: the JobMasterPartitionTracker behind ResultPartitionAvailabilityChecker.
+	PartitionAvailability ResultPartitionAvailabilityChecker
+	// ExceptionHistorySize bounds the exception history: the newest entries are kept.
+	// Option web.exception-history-size, default 16 (jobgraph.DefaultExceptionHistorySize);
+	// 0 means the default.
+	ExceptionHistorySize int
 	// Logger receives the scheduler's logs (one line per job status change, per failure, per
 	// bulk at debug level; nothing per edge). nil means slog.Default().
 	Logger *slog.Logger
 	// JobStatusListener, if set, is called for every job status the job enters, in order:
-	// CREATED during New, then RUNNING, FINISHED, FAILING, FAILED, CANCELLING, CANCELED,
-	// SUSPENDED as they happen, with the instant the graph stamped. Called on the main loop; it
-	// must not call into the scheduler synchronously. Flink: JobStatusListener.
+	// CREATED during New, then RUNNING, RESTARTING, FINISHED, FAILING, FAILED, CANCELLING,
+	// CANCELED, SUSPENDED as they happen, with the instant the graph stamped. Called on the main
+	// loop; it must not call into the scheduler synchronously. Flink: JobStatusListener.
 	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
 	// ExecutionStateListener, if set, is called for every state an execution attempt enters
 	// after CREATED (SCHEDULED, DEPLOYING, …, FINISHED, CANCELING, CANCELED, FAILED), in order.

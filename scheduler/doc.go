@@ -13,10 +13,22 @@
 // DEPLOYING and hands its TaskDeploymentDescriptor to the Deployer. TaskExecutors report state
 // changes through UpdateTaskExecutionState; FINISHED executions make blocking partitions
 // consumable (the strategy schedules their consumers) and, once their consumers are done,
-// releasable. When every execution FINISHED the job is FINISHED. A failed execution, a failed
-// deployment, a slot request that timed out or a global failure goes to the failure handler; in
-// this version nothing is restarted: the job goes FAILING, every other execution is canceled, and
-// the job is FAILED once they all are terminal.
+// releasable. When every execution FINISHED the job is FINISHED.
+//
+// # Failures
+//
+// A failed execution, a failed deployment, a lost slot, a slot request that timed out
+// (slotpool.ErrNoResourceAvailable) or a global failure goes to the failure handler (Flink's
+// ExecutionFailureHandler): the restart strategy (the JobGraph's RestartStrategy resolved with its
+// Checkpointing: none, fixed-delay, failure-rate, exponential-delay) records the failure and says
+// whether the job may restart and after what backoff; the failover strategy (region or full) picks
+// the vertices to restart. If the job may not restart, it goes FAILING, every execution is
+// canceled, and it is FAILED once they all are terminal. Otherwise the vertices wait for the
+// restart (the job is RESTARTING while any vertex waits), their executions are canceled, and once
+// the backoff elapsed on Config.Timers and every canceled execution is terminal, the vertices a
+// newer failover did not take over are reset and scheduled again. Each failure that starts a
+// restart attempt (or ends the job) is an exception history entry; failures merged into the same
+// attempt, and failures of tasks canceled for it, are grouped under it as concurrent exceptions.
 //
 // # Concurrency
 //

@@ -66,6 +66,15 @@ func (f *fakeTimers) Advance(d time.Duration) {
 		next.fn()
 	}
 	f.now = end
+	// Forget fired and canceled timers.
+	live := f.timers[:0]
+	for _, t := range f.timers {
+		if t.live {
+			live = append(live, t)
+		}
+	}
+	clear(f.timers[len(live):])
+	f.timers = live
 }
 
 type deployCall struct {
@@ -146,6 +155,9 @@ func newHarness(t *testing.T, g *jobgraph.JobGraph, cfg Config) *harness {
 	require.NoError(t, err)
 	h.pool = pool
 	cfg.Clock = h.timers.Now
+	if cfg.Timers == nil {
+		cfg.Timers = h.timers
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -209,6 +221,30 @@ func (h *harness) finish(name string, i int) {
 	h.t.Helper()
 	require.True(h.t, h.report(name, i, jobgraph.ExecutionStateRunning))
 	require.True(h.t, h.report(name, i, jobgraph.ExecutionStateFinished))
+}
+
+// fail reports FAILED with err for the current execution of name/i.
+func (h *harness) fail(name string, i int, err error) bool {
+	return h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec(name, i).AttemptID(), State: jobgraph.ExecutionStateFailed, Err: err})
+}
+
+// deployedSince lists "<task name>#<attempt>" of the deployments from the n-th on.
+func (h *harness) deployedSince(n int) []string {
+	var out []string
+	for _, c := range h.deployer.deployed[n:] {
+		out = append(out, fmt.Sprintf("%s#%d", c.tdd.TaskName, c.tdd.AttemptNumber))
+	}
+	return out
+}
+
+// statusesSince lists the job statuses entered from the n-th change on, with their instants
+// relative to t0.
+func (h *harness) statusesSince(n int, t0 time.Time) []string {
+	var out []string
+	for _, c := range h.statuses[n:] {
+		out = append(out, fmt.Sprintf("%s@%v", c.status, c.at.Sub(t0)))
+	}
+	return out
 }
 
 func (h *harness) statusList() []jobgraph.JobStatus {

@@ -12,7 +12,10 @@ import (
 // ConsumedPartitionGroup is releasable once every pipelined region consuming it has finished
 // (not merely every consumer vertex: a region restart reruns finished vertices, which read their
 // input again), and a partition is released once every group it belongs to (one per consuming
-// edge) is releasable. Whatever is left goes when the job ends.
+// edge) is releasable. A vertex reset for a restart releases its own partitions and, if its region
+// had finished, makes the groups that region reads unreleasable again. Whatever is left goes when
+// the job ends. The tracked partitions are also what the region failover asks about (available
+// unless released or lost with their TaskExecutor).
 // Flink: RegionPartitionGroupReleaseStrategy with JobMasterPartitionTracker and
 // DefaultExecutionGraph.releasePartitionGroups.
 //
@@ -169,4 +172,48 @@ func (t *partitionTracker) releaseAll(keepPersistent bool) []partitionBatch {
 		}
 	}
 	return bt.out
+}
+
+// isTracked reports whether p is tracked: its producer FINISHED and it was neither released nor
+// lost since.
+func (t *partitionTracker) isTracked(p *executiongraph.IntermediateResultPartition) bool {
+	return t.tracked[t.index(p)].tracked
+}
+
+// vertexReset is called before v, whose current execution FINISHED, is reset for a new
+// execution: its tracked partitions go to b for release (the new attempt produces them anew;
+// Flink: Execution.handlePartitionCleanup on ExecutionVertex.resetForNewExecution), and its
+// region counts v as unfinished again; if the region had finished, the groups it reads are read
+// again and stop counting as releasable (Flink: RegionPartitionGroupReleaseStrategy.vertexUnfinished).
+func (t *partitionTracker) vertexReset(v *executiongraph.ExecutionVertex, b *batcher) {
+	for _, p := range v.ProducedPartitions() {
+		if releasedByScheduler(p.ResultType()) {
+			t.take(b, t.index(p))
+		}
+	}
+	r := v.Region().Index()
+	if t.verticesOut[r]++; t.verticesOut[r] != 1 {
+		return
+	}
+	for _, cpg := range t.regionGroups[t.regionOff[r]:t.regionOff[r+1]] {
+		if t.regionsLeft[cpg.Index()]++; t.regionsLeft[cpg.Index()] != 1 {
+			continue
+		}
+		for p := range cpg.Partitions() {
+			t.groupsLeft[t.index(p)]++
+		}
+	}
+}
+
+// lost stops tracking, without releasing, every partition at location (its TaskExecutor is gone)
+// and returns how many there were. Cost: O(partitions).
+func (t *partitionTracker) lost(location jobgraph.ResourceID) int {
+	n := 0
+	for i := range t.tracked {
+		if tp := &t.tracked[i]; tp.tracked && tp.location == location {
+			tp.tracked = false
+			n++
+		}
+	}
+	return n
 }

@@ -14,8 +14,9 @@ import (
 
 // DefaultScheduler runs one ExecutionGraph: it schedules through its SchedulingStrategy, gets
 // slots from the slot pool through the slot-sharing allocator, deploys through the Deployer,
-// applies the TaskExecutors' state reports, releases consumed partitions, and fails or cancels
-// the job. Flink: org.apache.flink.runtime.scheduler.DefaultScheduler (SchedulerNG) with
+// applies the TaskExecutors' state reports, releases consumed partitions, restarts failed tasks
+// under the job's failover and restart strategies, keeps the exception history, and fails or
+// cancels the job. Flink: org.apache.flink.runtime.scheduler.DefaultScheduler (SchedulerNG) with
 // SchedulerBase and DefaultExecutionDeployer.
 //
 // It is driven only from its JobMaster's main loop: no locks, no goroutines, no I/O. Create it
@@ -28,10 +29,23 @@ type DefaultScheduler struct {
 	deployer Deployer
 
 	strategy   SchedulingStrategy
-	failures   failureHandler
+	failures   *failureHandler
+	timers     Timers
+	history    *exceptionHistory
 	slots      *slotAllocator
 	tdds       *tddFactory
 	partitions *partitionTracker
+
+	// versions[i] counts the failovers that named vertex i: a restart or a deployment recorded
+	// for an older version was superseded. Flink: ExecutionVertexVersioner.
+	versions []uint64
+	// owner[i] is the pending restart vertex i waits for (Flink: verticesWaitingForRestart);
+	// waiting counts the vertices that have one. The job is RESTARTING while waiting > 0.
+	owner    []*pendingRestart
+	waiting  int
+	restarts []*pendingRestart // pending, in the order they were scheduled
+	ready    []*pendingRestart // to carry out when the outermost call leaves
+	depth    int               // nesting of enter/leave
 
 	// nonTerminal counts the current executions not in a terminal state.
 	nonTerminal int
@@ -41,12 +55,14 @@ type DefaultScheduler struct {
 
 // New builds the ExecutionGraph of g (status CREATED, reported to Config.JobStatusListener) and a
 // scheduler for it that takes slots from pool and deploys through deployer. g must not change
-// afterwards. Nothing is scheduled before StartScheduling.
+// afterwards. Nothing is scheduled before StartScheduling. The failure handling follows
+// g.RestartStrategy (resolved with g.Checkpointing: "none" without checkpointing) and
+// g.FailoverStrategy (region by default).
 //
 // Errors: the graph's validation or build error wrapped with the job's name (errors.Is matches
 // jobgraph.ErrInvalidJobGraph for an invalid graph; errors.As finds the
-// *jobgraph.ValidationError); ErrUnknownStrategy; an error for a nil pool or deployer or a
-// negative SlotRequestTimeout.
+// *jobgraph.ValidationError); ErrUnknownStrategy; ErrNoTimers; an error for a nil pool or
+// deployer, a negative SlotRequestTimeout or ExceptionHistorySize.
 //
 // Cost: Build's, plus O(subtasks + partitions + groups) for the scheduler's own tables.
 func New(g *jobgraph.JobGraph, pool *slotpool.Pool, deployer Deployer, cfg Config) (*DefaultScheduler, error) {
@@ -58,6 +74,12 @@ func New(g *jobgraph.JobGraph, pool *slotpool.Pool, deployer Deployer, cfg Confi
 	}
 	if cfg.SlotRequestTimeout < 0 {
 		return nil, fmt.Errorf("scheduler: slot.request.timeout %v is negative", cfg.SlotRequestTimeout)
+	}
+	if cfg.ExceptionHistorySize < 0 {
+		return nil, fmt.Errorf("scheduler: web.exception-history-size %d is negative", cfg.ExceptionHistorySize)
+	}
+	if cfg.ExceptionHistorySize == 0 {
+		cfg.ExceptionHistorySize = jobgraph.DefaultExceptionHistorySize
 	}
 	switch cfg.SchedulingStrategy {
 	case "", StrategyRegion, StrategyVertexwise:
@@ -80,18 +102,40 @@ func New(g *jobgraph.JobGraph, pool *slotpool.Pool, deployer Deployer, cfg Confi
 		}
 		return nil, fmt.Errorf("scheduler: cannot build the execution graph of job %s: %w", name, err)
 	}
+	jobName := fmt.Sprintf("%q (%s)", g.Name, g.JobID)
+	restart, err := NewRestartBackoffTimeStrategy(g.RestartStrategy, g.Checkpointing, cfg.Clock, cfg.Random)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+	}
+	resolved := g.RestartStrategy.Resolve(g.Checkpointing).Type
+	mayRestart := resolved != jobgraph.RestartStrategyNone
+	if mayRestart && cfg.Timers == nil {
+		return nil, fmt.Errorf("scheduler: job %s: restart strategy %s: %w", jobName, resolved, ErrNoTimers)
+	}
 	s := &DefaultScheduler{
 		cfg:         cfg,
 		log:         logger.With("job", eg.JobID().String(), "jobName", eg.JobName()),
 		graph:       eg,
 		pool:        pool,
 		deployer:    deployer,
-		failures:    noRestartFailureHandler{},
+		timers:      cfg.Timers,
+		history:     &exceptionHistory{graph: eg, max: cfg.ExceptionHistorySize},
+		versions:    make([]uint64, eg.NumVertices()),
+		owner:       make([]*pendingRestart, eg.NumVertices()),
 		nonTerminal: eg.NumVertices(),
 	}
 	s.slots = newSlotAllocator(s, pool, cfg.SlotRequestTimeout)
 	s.tdds = newTDDFactory(eg)
 	s.partitions = newPartitionTracker(eg)
+	checker := cfg.PartitionAvailability
+	if checker == nil {
+		checker = trackedPartitions{s}
+	}
+	failover, err := NewFailoverStrategy(g.FailoverStrategy, eg.Topology(), checker)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+	}
+	s.failures = &failureHandler{restart: restart, failover: failover, mayRestart: mayRestart, graph: eg}
 	ops := schedulerOps{s}
 	if cfg.SchedulingStrategy == StrategyVertexwise {
 		s.strategy = NewVertexwiseSchedulingStrategy(ops, eg.Topology())
@@ -109,6 +153,25 @@ func (o schedulerOps) AllocateSlotsAndDeploy(vertices []*executiongraph.Executio
 	o.s.allocateSlotsAndDeploy(vertices)
 }
 
+// trackedPartitions is the default ResultPartitionAvailabilityChecker: the scheduler's own
+// partition tracking.
+type trackedPartitions struct{ s *DefaultScheduler }
+
+// IsAvailable reports whether partition id can be read (again): it is tracked (its producer
+// FINISHED and it was neither released nor lost), or it can be read while produced (HYBRID_*,
+// PIPELINED_APPROXIMATE) and its producer is deployed. Flink's JobMasterPartitionTracker tracks a
+// partition from its producer's deployment on, to the same effect.
+func (c trackedPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionID) bool {
+	p := c.s.graph.Partition(id)
+	if p == nil {
+		return false
+	}
+	if c.s.partitions.isTracked(p) {
+		return true
+	}
+	return canBePipelinedConsumed(p.ResultType()) && isDeployed(p.Producer().State())
+}
+
 // JobID is the job's ID.
 func (s *DefaultScheduler) JobID() jobgraph.JobID { return s.graph.JobID() }
 
@@ -119,7 +182,8 @@ func (s *DefaultScheduler) JobStatus() jobgraph.JobStatus { return s.graph.State
 // resets) behind the scheduler's back breaks the scheduler.
 func (s *DefaultScheduler) ExecutionGraph() *executiongraph.ExecutionGraph { return s.graph }
 
-// Archive is a snapshot of the graph as it is now. Flink: SchedulerNG.requestJob.
+// Archive is a snapshot of the graph as it is now, with the exception history.
+// Flink: SchedulerNG.requestJob.
 func (s *DefaultScheduler) Archive() *executiongraph.ArchivedExecutionGraph { return s.graph.Archive() }
 
 // Done reports whether the job reached a terminal status (FINISHED, FAILED, CANCELED or
@@ -127,13 +191,40 @@ func (s *DefaultScheduler) Archive() *executiongraph.ArchivedExecutionGraph { re
 func (s *DefaultScheduler) Done() bool { return s.graph.State().IsTerminal() }
 
 // RootCause is the error the job failed (or was suspended) with, or nil. For a task failure it
-// wraps the task's error (errors.Is finds it) with the task's name, attempt and location.
+// wraps the task's error (errors.Is finds it) with the task's name, attempt and location, and,
+// unless the restart strategy is "none", says which restart strategy suppressed the recovery.
+// Failures that were restarted are not root causes; they are in the exception history.
 func (s *DefaultScheduler) RootCause() error { return s.rootCause }
+
+// ExceptionHistory is a copy of the job's exception history, oldest first: one entry per failure
+// that started a restart attempt or ended the job, at most Config.ExceptionHistorySize (the
+// newest), each with the failures that came while its restart was pending (merged into the same
+// attempt by the restart strategy, or failures of tasks it was canceling) as concurrent
+// exceptions. It is also in every Archive. Flink: SchedulerBase.getExceptionHistory.
+func (s *DefaultScheduler) ExceptionHistory() []jobgraph.ExceptionHistoryEntry {
+	return copyEntries(s.history.entries)
+}
+
+// PartitionsLost tells the scheduler that the TaskExecutor at location is gone (heartbeat
+// timeout, disconnection): the partitions it tracks there are no longer available, so a region
+// that reads one again restarts its producer too, and they are not released (there is no one to
+// ask). The JobMaster calls it before it releases the TaskExecutor's slots from the pool, so that
+// the failovers of the tasks that ran there already see the partitions lost.
+// Flink: JobMasterPartitionTracker.stopTrackingPartitionsFor.
+func (s *DefaultScheduler) PartitionsLost(location jobgraph.ResourceID) {
+	s.enter()
+	defer s.leave()
+	if n := s.partitions.lost(location); n > 0 {
+		s.log.Info("partitions lost with their TaskExecutor", "location", string(location), "partitions", n)
+	}
+}
 
 // StartScheduling moves the job from CREATED to RUNNING and lets the strategy schedule the
 // first regions (or vertices). It does nothing unless the job is CREATED (e.g. it was canceled or
 // suspended first). Flink: SchedulerNG.startScheduling.
 func (s *DefaultScheduler) StartScheduling() {
+	s.enter()
+	defer s.leave()
 	if s.graph.State() != jobgraph.JobStatusCreated {
 		return
 	}
@@ -155,9 +246,11 @@ func (s *DefaultScheduler) StartScheduling() {
 //     schedules what became schedulable; when every execution FINISHED the job is FINISHED.
 //     For an execution being canceled it counts as CANCELED (the task beat the cancel call).
 //   - FAILED: the execution FAILED with s.Err (or s.Failure as text) wrapped as
-//     "task <name> (attempt <n>) on <location> failed: <err>", and the failure handler decides;
-//     with no restarts the job fails with that root cause. For an execution being canceled it
-//     counts as CANCELED, as in Flink.
+//     "task <name> (attempt <n>) on <location> failed: <err>", and the failure handler decides:
+//     the failover strategy's vertices restart after the restart strategy's backoff, or the job
+//     fails with that root cause. For an execution being canceled for a restart it is a
+//     concurrent failure of that restart (FAILED, in the exception history, no new restart); for
+//     one being canceled because the job fails or is canceled it counts as CANCELED, as in Flink.
 //   - CANCELED: completes a cancel we asked for. An unsolicited CANCELED is treated as a failure
 //     of the task (Flink would leave such a job hanging).
 //   - anything else is an illegal report: the execution fails with an error saying so, and the
@@ -165,6 +258,8 @@ func (s *DefaultScheduler) StartScheduling() {
 //
 // Flink: SchedulerNG.updateTaskExecutionState.
 func (s *DefaultScheduler) UpdateTaskExecutionState(st rpc.TaskExecutionState) bool {
+	s.enter()
+	defer s.leave()
 	if s.graph.State().IsTerminal() {
 		return false
 	}
@@ -183,10 +278,6 @@ func (s *DefaultScheduler) UpdateTaskExecutionState(st rpc.TaskExecutionState) b
 	case jobgraph.ExecutionStateFinished:
 		s.onFinishedReport(e)
 	case jobgraph.ExecutionStateFailed:
-		if e.State() == jobgraph.ExecutionStateCanceling {
-			s.completeCancel(e)
-			return true
-		}
 		cause := st.Err
 		if cause == nil {
 			msg := st.Failure
@@ -213,8 +304,11 @@ func (s *DefaultScheduler) UpdateTaskExecutionState(st rpc.TaskExecutionState) b
 // execution FAILED with err wrapped as "could not deploy task <name> (attempt <n>) to
 // <location>: <err>", a cancel is sent in case the task started after all, and the failure is
 // handled as a task failure. Ignored for an unknown, old or terminal attempt or a terminal job;
-// an execution being canceled just counts as CANCELED. Flink: Execution.deploy's failure path.
+// an execution being canceled is handled as a FAILED report is (see UpdateTaskExecutionState).
+// Flink: Execution.deploy's failure path.
 func (s *DefaultScheduler) OnDeployFailed(attempt jobgraph.ExecutionAttemptID, err error) {
+	s.enter()
+	defer s.leave()
 	if s.graph.State().IsTerminal() {
 		return
 	}
@@ -222,54 +316,71 @@ func (s *DefaultScheduler) OnDeployFailed(attempt jobgraph.ExecutionAttemptID, e
 	if e == nil || !e.IsCurrent() || e.State().IsTerminal() {
 		return
 	}
-	if e.State() == jobgraph.ExecutionStateCanceling {
-		s.completeCancel(e)
-		return
-	}
 	s.failExecution(e, fmt.Errorf("could not deploy task %s (attempt %d) to %s: %w", e.Vertex().Name(), e.AttemptNumber(), e.ResourceID, err), true)
 }
 
-// HandleGlobalFailure fails the job with err as root cause (kept as is), unless it is already
-// failing or terminal: FAILING, every execution canceled, FAILED once all are terminal. A
-// CANCELLING job goes FAILING, as in Flink. Flink: SchedulerNG.handleGlobalFailure.
+// HandleGlobalFailure handles a failure of the job as a whole. A RUNNING or RESTARTING job
+// restarts every vertex under the restart strategy, as a task failure under full failover would
+// (an exception history entry without a task), or, when the strategy cannot restart, fails with
+// err as root cause (wrapped as for a task failure; errors.Is finds err): FAILING, every
+// execution canceled, FAILED once all are terminal. A CREATED job fails; a CANCELLING job goes
+// FAILING, as in Flink; a FAILING or terminal job ignores it. Flink: SchedulerNG.handleGlobalFailure.
 func (s *DefaultScheduler) HandleGlobalFailure(err error) {
-	if s.graph.State().IsTerminal() {
+	s.enter()
+	defer s.leave()
+	st := s.graph.State()
+	if st.IsTerminal() || st == jobgraph.JobStatusFailing {
 		return
 	}
 	if err == nil {
 		err = errors.New("global failure without a cause")
 	}
-	s.applyFailure(s.failures.globalFailure(err))
+	s.log.Warn("global failure", "error", err)
+	if !s.schedulingAllowed() {
+		s.history.add(s.globalEntry(err), true)
+		s.failJob(err)
+		return
+	}
+	defer s.slots.holdReleases()()
+	s.applyFailure(s.failures.globalFailure(err), s.globalEntry(err))
+	s.checkAllTerminal()
 }
 
-// Cancel cancels the job: from CREATED, RUNNING, RESTARTING or FAILING it goes CANCELLING, every
-// execution is canceled (CREATED and SCHEDULED ones at once, giving up their slot requests;
-// deployed ones go CANCELING and the Deployer cancels the task), and once every execution is
-// terminal the job is CANCELED; with nothing deployed that happens before Cancel returns. A job
-// in another status is left alone. Flink: SchedulerNG.cancel / DefaultExecutionGraph.cancel.
+// Cancel cancels the job: from CREATED, RUNNING, RESTARTING or FAILING it goes CANCELLING,
+// pending restarts are dropped, every execution is canceled (CREATED and SCHEDULED ones at once,
+// giving up their slot requests; deployed ones go CANCELING and the Deployer cancels the task),
+// and once every execution is terminal the job is CANCELED; with nothing deployed that happens
+// before Cancel returns. A job in another status is left alone. Flink: SchedulerNG.cancel / DefaultExecutionGraph.cancel.
 func (s *DefaultScheduler) Cancel() {
+	s.enter()
+	defer s.leave()
 	switch s.graph.State() {
 	case jobgraph.JobStatusCreated, jobgraph.JobStatusRunning, jobgraph.JobStatusRestarting, jobgraph.JobStatusFailing:
 	default:
 		return
 	}
+	s.dropRestarts()
 	s.transitionJob(jobgraph.JobStatusCancelling)
 	s.cancelAll()
 	s.checkAllTerminal()
 }
 
 // Suspend stops the job on this JobMaster without ending it globally (leadership lost, JobMaster
-// shut down): the job goes SUSPENDED at once with cause as root cause, every execution is
-// canceled without waiting (deployed ones get a cancel call and count as CANCELED), every slot
-// goes back to the pool and tracked partitions are released. Later reports are ignored; OnTerminal
-// is not called. Nothing happens for a terminal job. Flink: SchedulerNG.suspend.
+// shut down): the job goes SUSPENDED at once with cause as root cause, pending restarts are
+// dropped, every execution is canceled without waiting (deployed ones get a cancel call and count
+// as CANCELED), every slot goes back to the pool and tracked partitions are released. Later
+// reports are ignored; OnTerminal is not called. Nothing happens for a terminal job.
+// Flink: SchedulerNG.suspend.
 func (s *DefaultScheduler) Suspend(cause error) {
+	s.enter()
+	defer s.leave()
 	if s.graph.State().IsTerminal() {
 		return
 	}
 	if cause == nil {
 		cause = errors.New("job suspended")
 	}
+	s.dropRestarts()
 	s.rootCause = cause
 	s.graph.SetFailureCause(cause)
 	s.transitionJob(jobgraph.JobStatusSuspended)
@@ -309,6 +420,9 @@ func (s *DefaultScheduler) afterTransition(e *executiongraph.Execution, from job
 	if !from.IsTerminal() && to.IsTerminal() && e.IsCurrent() {
 		s.nonTerminal--
 		s.slots.releaseLogicalSlot(e)
+		if r := s.owner[e.Vertex().Index()]; r != nil {
+			s.restartWaitsLess(r)
+		}
 	}
 }
 
@@ -348,7 +462,7 @@ func (s *DefaultScheduler) onFinishedReport(e *executiongraph.Execution) {
 	}
 	v := e.Vertex()
 	s.releasePartitions(s.partitions.vertexFinished(v))
-	if s.graph.State() != jobgraph.JobStatusRunning {
+	if !s.schedulingAllowed() {
 		s.checkAllTerminal()
 		return
 	}
@@ -386,15 +500,16 @@ func (s *DefaultScheduler) cancelAll() {
 	}
 }
 
-// failExecution fails e with err (a CANCELING e just completes its cancel) and hands the
-// failure to the failure handler. cancelRemote asks the TaskExecutor to cancel a deployed task,
-// for failures the TaskExecutor did not report itself.
+// failExecution fails e with err and hands the failure to the failure handler; a CANCELING e
+// is a concurrent failure of the restart it is canceled for, or else just completes its cancel.
+// cancelRemote asks the TaskExecutor to cancel a deployed task, for failures the TaskExecutor
+// did not report itself.
 func (s *DefaultScheduler) failExecution(e *executiongraph.Execution, err error, cancelRemote bool) {
 	switch st := e.State(); {
 	case st.IsTerminal():
 		return
 	case st == jobgraph.ExecutionStateCanceling:
-		s.completeCancel(e)
+		s.failCanceling(e, err)
 		return
 	}
 	defer s.slots.holdReleases()()
@@ -408,8 +523,32 @@ func (s *DefaultScheduler) failExecution(e *executiongraph.Execution, err error,
 		s.deployer.CancelTask(e.AttemptID(), e.ResourceID)
 	}
 	s.log.Warn("task failed", "task", e.Vertex().Name(), "attempt", e.AttemptNumber(), "location", string(e.ResourceID), "error", err)
-	s.applyFailure(s.failures.taskFailure(e.Vertex(), err))
+	if s.schedulingAllowed() {
+		s.applyFailure(s.failures.taskFailure(e.Vertex(), err), s.taskEntry(e, err))
+	} else {
+		s.failJob(err) // nothing is restarted once the job fails or is canceled
+	}
 	s.checkAllTerminal()
+}
+
+// failCanceling handles a failure of e, which is CANCELING. If e is canceled for a pending
+// restart, the failure belongs to that restart: e goes FAILED and the failure is grouped under
+// the restart's exception history entry, without a restart of its own (Flink would count it as
+// CANCELED and drop it). Otherwise the job is failing or canceled, and the failure completes the
+// cancel, as in Flink.
+func (s *DefaultScheduler) failCanceling(e *executiongraph.Execution, err error) {
+	r := s.owner[e.Vertex().Index()]
+	if r == nil {
+		s.completeCancel(e)
+		return
+	}
+	from := e.State()
+	if ferr := e.MarkFailed(err); ferr != nil {
+		panic("scheduler: broken invariant: " + ferr.Error())
+	}
+	s.log.Warn("task failed while canceled for a restart", "task", e.Vertex().Name(), "attempt", e.AttemptNumber(), "location", string(e.ResourceID), "error", err)
+	s.history.addConcurrent(r.entry, s.taskEntry(e, err))
+	s.afterTransition(e, from)
 }
 
 func isDeployed(st jobgraph.ExecutionState) bool {
@@ -442,23 +581,34 @@ func (s *DefaultScheduler) notifyJobStatus(st jobgraph.JobStatus) {
 	}
 }
 
-// applyFailure carries out the failure handler's decision.
-func (s *DefaultScheduler) applyFailure(d failureDecision) {
-	if d.restart {
-		// No failureHandler of this version asks for a restart.
-		panic("scheduler: broken invariant: restarts are not supported yet")
+// applyFailure records the failure in the exception history (entry describes it) and carries out
+// the failure handler's decision: restart after the backoff, or fail the job.
+// Flink: DefaultScheduler.maybeRestartTasks with archiveFromFailureHandlingResult.
+func (s *DefaultScheduler) applyFailure(d failureDecision, entry jobgraph.ExceptionHistoryEntry) {
+	seq := s.history.add(entry, d.newAttempt)
+	if !d.restart {
+		s.failJob(d.jobCause)
+		return
 	}
-	s.failJob(d.cause)
+	s.restartTasksWithDelay(d, seq)
 }
 
-// failJob moves the job to FAILING with cause as root cause and cancels every execution; FAILED
-// follows once all are terminal. A job already FAILING or terminal keeps its first root cause.
-// Flink: DefaultExecutionGraph.failJob.
+// schedulingAllowed reports whether the job schedules and restarts tasks: it is RUNNING, or
+// RESTARTING (some vertices wait for a restart while others run).
+func (s *DefaultScheduler) schedulingAllowed() bool {
+	st := s.graph.State()
+	return st == jobgraph.JobStatusRunning || st == jobgraph.JobStatusRestarting
+}
+
+// failJob moves the job to FAILING with cause as root cause, drops pending restarts and cancels
+// every execution; FAILED follows once all are terminal. A job already FAILING or terminal keeps
+// its first root cause. Flink: DefaultExecutionGraph.failJob.
 func (s *DefaultScheduler) failJob(cause error) {
 	st := s.graph.State()
 	if st == jobgraph.JobStatusFailing || st.IsTerminal() {
 		return
 	}
+	s.dropRestarts()
 	s.rootCause = cause
 	s.graph.SetFailureCause(cause)
 	s.transitionJob(jobgraph.JobStatusFailing)
@@ -508,7 +658,7 @@ func (s *DefaultScheduler) releasePartitions(batches []partitionBatch) {
 
 // allocateSlotsAndDeploy schedules one bulk. Flink: DefaultExecutionDeployer.allocateSlotsAndDeploy.
 func (s *DefaultScheduler) allocateSlotsAndDeploy(vertices []*executiongraph.ExecutionVertex) {
-	if s.graph.State() != jobgraph.JobStatusRunning || len(vertices) == 0 {
+	if !s.schedulingAllowed() || len(vertices) == 0 {
 		return
 	}
 	execs := make([]*executiongraph.Execution, 0, len(vertices))
@@ -527,23 +677,26 @@ func (s *DefaultScheduler) allocateSlotsAndDeploy(vertices []*executiongraph.Exe
 	s.slots.allocate(execs)
 }
 
-// deployBulk deploys the executions of a bulk whose slots are all there.
-// Flink: DefaultExecutionDeployer.deployAll.
+// deployBulk deploys the executions of a bulk whose slots are all there. An execution that is
+// no longer the current SCHEDULED one of its vertex, or whose vertex a failover named since the
+// bulk was scheduled (its version changed), is skipped: that deployment was superseded.
+// Flink: DefaultExecutionDeployer.deployAll with its vertex version check.
 func (s *DefaultScheduler) deployBulk(b *bulk) {
-	if s.graph.State() != jobgraph.JobStatusRunning {
+	if !s.schedulingAllowed() {
 		return
 	}
 	for _, en := range b.entries {
 		e, ss := en.exec, en.slot
-		if !e.IsCurrent() || e.State() != jobgraph.ExecutionStateScheduled || e.Vertex().Version() != en.version ||
+		if !e.IsCurrent() || e.State() != jobgraph.ExecutionStateScheduled || s.versions[e.Vertex().Index()] != en.version ||
 			ss.released || !ss.ready {
+			s.log.Debug("skipping a superseded deployment", "task", e.Vertex().Name(), "attempt", e.AttemptNumber())
 			continue
 		}
 		e.ResourceID = ss.slot.TaskExecutor
 		e.AllocationID = ss.slot.AllocationID
 		s.transition(e, jobgraph.ExecutionStateDeploying)
 		s.deployer.Deploy(s.tdds.build(e), ss.slot)
-		if s.graph.State() != jobgraph.JobStatusRunning {
+		if !s.schedulingAllowed() {
 			return
 		}
 	}
