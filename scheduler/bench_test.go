@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -111,5 +112,78 @@ func finishVertexB(b *testing.B, v *executiongraph.ExecutionVertex) {
 		if err := e.TransitionState(st); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRestartAllTasks measures one global failover of a RUNNING streaming job, source
+// –ALL_TO_ALL PIPELINED→ sink in one slot sharing group with every task deployed to a no-op
+// Deployer (slots offered up front): HandleGlobalFailure cancels all 2p tasks, a CANCELED report
+// comes for each, the restart (fixed-delay, 0 s) resets them all and deploys them again into the
+// slots they gave back. Each op is that whole cycle; the tasks' RUNNING reports before the next
+// failure are outside the timer. Flink has no benchmark for this; it is the restart half of
+// SchedulingAndDeployingBenchmark.
+func BenchmarkRestartAllTasks(b *testing.B) {
+	for _, p := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("streaming-%d", p), func(b *testing.B) {
+			g := jobgraph.New("bench", jobgraph.Streaming)
+			src := g.AddVertex("source", "noop", p).WithSlotSharingGroup("default")
+			sink := g.AddVertex("sink", "noop", p).WithSlotSharingGroup("default")
+			g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Pipelined)
+			g.RestartStrategy = jobgraph.FixedDelayRestart(1<<30, 0)
+			timers := newFakeTimers()
+			pool, err := slotpool.New(slotpool.Config{Timers: timers, Clock: timers.Now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := &countingDeployer{}
+			s, err := New(g, pool, d, Config{Logger: slog.New(slog.DiscardHandler), Timers: timers, Clock: timers.Now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.StartScheduling()
+			offers := make([]rpc.SlotOffer, p)
+			for i := range offers {
+				offers[i] = rpc.SlotOffer{AllocationID: jobgraph.NewAllocationID(), SlotIndex: i}
+			}
+			if n := len(pool.OfferSlots("te", offers)); n != p {
+				b.Fatalf("%d slots accepted", n)
+			}
+			attempts := make([]jobgraph.ExecutionAttemptID, 0, 2*p)
+			report := func(st jobgraph.ExecutionState) {
+				for _, a := range attempts {
+					if !s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: a, State: st}) {
+						b.Fatalf("%s report for %v refused", st, a)
+					}
+				}
+			}
+			current := func() {
+				attempts = attempts[:0]
+				for v := range s.ExecutionGraph().Vertices() {
+					attempts = append(attempts, v.CurrentExecution().AttemptID())
+				}
+			}
+			current()
+			report(jobgraph.ExecutionStateRunning)
+			cause := errors.New("global failure")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				deployed := d.deployed
+				s.HandleGlobalFailure(cause)
+				report(jobgraph.ExecutionStateCanceled)
+				timers.Advance(0)
+				if d.deployed-deployed != 2*p || s.JobStatus() != jobgraph.JobStatusRunning {
+					b.Fatalf("redeployed %d tasks, job %s", d.deployed-deployed, s.JobStatus())
+				}
+				b.StopTimer()
+				current()
+				report(jobgraph.ExecutionStateRunning)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			if s.ExecutionGraph().JobVertices()[0].Vertex(0).CurrentExecution().AttemptNumber() != b.N {
+				b.Fatal("not every op restarted")
+			}
+		})
 	}
 }
