@@ -86,10 +86,13 @@ type ResultPartitionDeploymentDescriptor struct {
 type InputGateDeploymentDescriptor struct {
 	DataSetID  jobgraph.IntermediateDataSetID `json:"dataSetId"`
 	ResultType jobgraph.ResultPartitionType   `json:"resultType"`
-	// Partitions are read in this order; SubpartitionIndex[i] is the subpartition of Partitions[i]
-	// this consumer reads.
-	Partitions        []ResultPartitionID `json:"partitions"`
-	SubpartitionIndex []int               `json:"subpartitionIndex"`
+	// Partitions are read in this order.
+	Partitions []ResultPartitionID `json:"partitions"`
+	// ConsumedSubpartitionIndex is the subpartition this consumer reads of every partition of the
+	// gate: one index for the gate, not one per partition, so an ALL_TO_ALL gate of P partitions
+	// costs P partition IDs (which the scheduler shares among consumers) and one int.
+	// Flink: InputGateDeploymentDescriptor.consumedSubpartitionIndexRange (a range of one here).
+	ConsumedSubpartitionIndex int `json:"consumedSubpartitionIndex"`
 }
 
 // TaskDeploymentDescriptor is everything a TaskExecutor needs to run one execution attempt.

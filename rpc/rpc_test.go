@@ -206,13 +206,13 @@ func TestTaskDeploymentDescriptorJSONRoundTrip(t *testing.T) {
 					{PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: in0, PartitionIndex: 0}, ProducerID: producer(0, 0)},
 					{PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: in0, PartitionIndex: 1}, ProducerID: producer(1, 3)},
 				},
-				SubpartitionIndex: []int{1, 1},
+				ConsumedSubpartitionIndex: 1,
 			},
 			{
-				DataSetID:         in1,
-				ResultType:        jobgraph.PipelinedBounded, // the zero value must survive too
-				Partitions:        []rpc.ResultPartitionID{{PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: in1, PartitionIndex: 0}, ProducerID: producer(0, 1)}},
-				SubpartitionIndex: []int{0},
+				DataSetID:                 in1,
+				ResultType:                jobgraph.PipelinedBounded, // the zero value must survive too
+				Partitions:                []rpc.ResultPartitionID{{PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: in1, PartitionIndex: 0}, ProducerID: producer(0, 1)}},
+				ConsumedSubpartitionIndex: 0,
 			},
 		},
 	}

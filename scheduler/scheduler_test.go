@@ -268,7 +268,7 @@ func TestTaskFailureFailsJob(t *testing.T) {
 func TestTaskDeploymentDescriptors(t *testing.T) {
 	type gate struct {
 		partitions []int
-		sub        []int
+		sub        int
 	}
 	for _, tc := range []struct {
 		name      string
@@ -278,13 +278,13 @@ func TestTaskDeploymentDescriptors(t *testing.T) {
 		consumers []gate // per consumer subtask
 	}{
 		{"ALL_TO_ALL 2→3", jobgraph.AllToAll, 2, 3, []int{3, 3}, []gate{
-			{[]int{0, 1}, []int{0, 0}}, {[]int{0, 1}, []int{1, 1}}, {[]int{0, 1}, []int{2, 2}},
+			{[]int{0, 1}, 0}, {[]int{0, 1}, 1}, {[]int{0, 1}, 2},
 		}},
 		{"POINTWISE 2→4", jobgraph.Pointwise, 2, 4, []int{2, 2}, []gate{
-			{[]int{0}, []int{0}}, {[]int{0}, []int{1}}, {[]int{1}, []int{0}}, {[]int{1}, []int{1}},
+			{[]int{0}, 0}, {[]int{0}, 1}, {[]int{1}, 0}, {[]int{1}, 1},
 		}},
 		{"POINTWISE 4→2", jobgraph.Pointwise, 4, 2, []int{1, 1, 1, 1}, []gate{
-			{[]int{0, 1}, []int{0, 0}}, {[]int{2, 3}, []int{0, 0}},
+			{[]int{0, 1}, 0}, {[]int{2, 3}, 0},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -341,10 +341,10 @@ func TestTaskDeploymentDescriptors(t *testing.T) {
 					})
 				}
 				assert.Equal(t, []rpc.InputGateDeploymentDescriptor{{
-					DataSetID:         ds,
-					ResultType:        jobgraph.PipelinedBounded,
-					Partitions:        parts,
-					SubpartitionIndex: want.sub,
+					DataSetID:                 ds,
+					ResultType:                jobgraph.PipelinedBounded,
+					Partitions:                parts,
+					ConsumedSubpartitionIndex: want.sub,
 				}}, tdd.InputGates, "consumer %d", i)
 			}
 		})

@@ -8,16 +8,14 @@ import (
 // tddFactory builds TaskDeploymentDescriptors. The list of partitions a ConsumedPartitionGroup
 // stands for is built once per group (and per producer attempt generation) and shared by every
 // consumer's descriptor, as Flink caches shuffle descriptors per group, so an ALL_TO_ALL edge of
-// P producers and C consumers builds P partition IDs, not P × C. What each consumer still pays
-// for is its SubpartitionIndex list (P entries on ALL_TO_ALL), which rpc's descriptor requires.
-// Flink: TaskDeploymentDescriptorFactory.
+// P producers and C consumers builds P partition IDs, not P × C; each consumer adds one
+// subpartition index. Flink: TaskDeploymentDescriptorFactory.
 type tddFactory struct {
 	graph *executiongraph.ExecutionGraph
 	// epoch goes up whenever a producer attempt may have changed (a vertex reset); cached
 	// partition lists of an older epoch are rebuilt.
 	epoch uint64
 	cache []cachedPartitions // by ConsumedPartitionGroup.Index
-	zeros []int              // shared all-zero SubpartitionIndex backing
 }
 
 type cachedPartitions struct {
@@ -80,10 +78,10 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 		for i, cpg := range consumed {
 			first, _ := cpg.ConsumerVertexGroup().VertexRange()
 			tdd.InputGates[i] = rpc.InputGateDeploymentDescriptor{
-				DataSetID:         cpg.Result().ID(),
-				ResultType:        cpg.ResultType(),
-				Partitions:        f.partitionIDs(cpg),
-				SubpartitionIndex: f.subpartitions(cpg.Len(), v.SubtaskIndex()-first),
+				DataSetID:                 cpg.Result().ID(),
+				ResultType:                cpg.ResultType(),
+				Partitions:                f.partitionIDs(cpg),
+				ConsumedSubpartitionIndex: v.SubtaskIndex() - first,
 			}
 		}
 	}
@@ -105,19 +103,4 @@ func (f *tddFactory) partitionIDs(cpg *executiongraph.ConsumedPartitionGroup) []
 	}
 	*c = cachedPartitions{epoch: f.epoch, ids: ids}
 	return ids
-}
-
-// subpartitions returns n copies of index; all-zero lists share one backing array.
-func (f *tddFactory) subpartitions(n, index int) []int {
-	if index == 0 {
-		if len(f.zeros) < n {
-			f.zeros = make([]int, max(n, 2*len(f.zeros)))
-		}
-		return f.zeros[:n:n]
-	}
-	out := make([]int, n)
-	for i := range out {
-		out[i] = index
-	}
-	return out
 }

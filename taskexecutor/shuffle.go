@@ -675,10 +675,6 @@ var _ InputGate = (*inputGate)(nil)
 
 // newGate attaches a reader to the subpartitions d names.
 func (s *Shuffle) newGate(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor) (*inputGate, error) {
-	if len(d.Partitions) != len(d.SubpartitionIndex) {
-		return nil, fmt.Errorf("input gate of data set %s: %d partitions but %d subpartition indexes",
-			d.DataSetID, len(d.Partitions), len(d.SubpartitionIndex))
-	}
 	n := len(d.Partitions)
 	g := &inputGate{
 		channels: make([]*channel, 0, n),
@@ -704,7 +700,7 @@ func (s *Shuffle) attach(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, id := range d.Partitions {
-		idx := d.SubpartitionIndex[i]
+		idx := d.ConsumedSubpartitionIndex
 		p := s.partitions[id]
 		if p == nil {
 			p = s.newPartition(job, id, d.ResultType)

@@ -25,10 +25,7 @@ func newTestWriter(t testing.TB, s *Shuffle, id rpc.ResultPartitionID, typ jobgr
 // newTestGate reads subpartition sub of each partition.
 func newTestGate(t testing.TB, s *Shuffle, typ jobgraph.ResultPartitionType, sub int, ids ...rpc.ResultPartitionID) *inputGate {
 	t.Helper()
-	d := rpc.InputGateDeploymentDescriptor{ResultType: typ, Partitions: ids}
-	for range ids {
-		d.SubpartitionIndex = append(d.SubpartitionIndex, sub)
-	}
+	d := rpc.InputGateDeploymentDescriptor{ResultType: typ, Partitions: ids, ConsumedSubpartitionIndex: sub}
 	g, err := s.newGate(jobID(1), d)
 	require.NoError(t, err)
 	return g
@@ -417,13 +414,13 @@ func TestSubpartitionIndexesAreChecked(t *testing.T) {
 	s := NewShuffle(ShuffleConfig{})
 	pid := partID(1, 0, attemptID(1, 0, 0))
 	w := newTestWriter(t, s, pid, jobgraph.Blocking, 2)
-	_, err := s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.Blocking, Partitions: []rpc.ResultPartitionID{pid}, SubpartitionIndex: []int{2}})
+	_, err := s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.Blocking, Partitions: []rpc.ResultPartitionID{pid}, ConsumedSubpartitionIndex: 2})
 	assert.EqualError(t, err, "result partition "+partitionName(pid)+" has 2 subpartitions; cannot read subpartition 2")
 	assert.EqualError(t, w.Emit(ctx, 2, 1), "result partition "+partitionName(pid)+": subpartition 2 out of range [0, 2)")
 	assert.EqualError(t, w.Emit(ctx, -1, 1), "result partition "+partitionName(pid)+": subpartition -1 out of range [0, 2)")
 
-	_, err = s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{Partitions: []rpc.ResultPartitionID{pid}})
-	assert.EqualError(t, err, "input gate of data set "+jobgraph.IntermediateDataSetID{}.String()+": 1 partitions but 0 subpartition indexes")
+	_, err = s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.Blocking, Partitions: []rpc.ResultPartitionID{pid}, ConsumedSubpartitionIndex: -1})
+	assert.EqualError(t, err, "result partition "+partitionName(pid)+" has 2 subpartitions; cannot read subpartition -1")
 
 	// A reader asked for subpartition 3 before the producer said there are 2: both fail.
 	pid2 := partID(1, 1, attemptID(1, 1, 0))
@@ -445,7 +442,7 @@ func TestPipelinedSubpartitionIsReadOnce(t *testing.T) {
 	pid := partID(1, 0, attemptID(1, 0, 0))
 	g := newTestGate(t, s, jobgraph.PipelinedBounded, 0, pid)
 	defer g.close()
-	_, err := s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.PipelinedBounded, Partitions: []rpc.ResultPartitionID{pid}, SubpartitionIndex: []int{0}})
+	_, err := s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.PipelinedBounded, Partitions: []rpc.ResultPartitionID{pid}, ConsumedSubpartitionIndex: 0})
 	assert.EqualError(t, err, "subpartition 0 of pipelined result partition "+partitionName(pid)+" is already being read or was read")
 }
 

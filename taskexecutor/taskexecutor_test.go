@@ -402,7 +402,7 @@ func TestMissingTaskCodeFailsTheTaskNamingIt(t *testing.T) {
 
 		// Its partition is failed, so a reader does not wait for it forever.
 		g, err := c.shuffle.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{
-			ResultType: jobgraph.Blocking, Partitions: []rpc.ResultPartitionID{partID(1, 0, a)}, SubpartitionIndex: []int{0},
+			ResultType: jobgraph.Blocking, Partitions: []rpc.ResultPartitionID{partID(1, 0, a)}, ConsumedSubpartitionIndex: 0,
 		})
 		require.NoError(t, err)
 		defer g.close()
@@ -561,7 +561,7 @@ func TestCloseCancelsRunningTasksAndWaitsForThem(t *testing.T) {
 		for sub, a := range []jobgraph.AllocationID{allocID(1), allocID(2)} {
 			d := tdd(3, sub, "wait", a)
 			d.InputGates = []rpc.InputGateDeploymentDescriptor{{
-				ResultType: jobgraph.PipelinedBounded, Partitions: []rpc.ResultPartitionID{partID(1, 0, attemptID(1, 0, 0))}, SubpartitionIndex: []int{sub},
+				ResultType: jobgraph.PipelinedBounded, Partitions: []rpc.ResultPartitionID{partID(1, 0, attemptID(1, 0, 0))}, ConsumedSubpartitionIndex: sub,
 			}}
 			require.NoError(t, te.SubmitTask(ctx, jmToken(1), d))
 		}
@@ -617,7 +617,6 @@ func TestPipelineAcrossTaskExecutors(t *testing.T) {
 			pid := partID(1, sub, d.ExecutionAttemptID)
 			d.ProducedPartitions = []rpc.ResultPartitionDeploymentDescriptor{{ResultPartitionID: pid, ResultType: jobgraph.PipelinedBounded, NumberOfSubpartitions: 1}}
 			gate.Partitions = append(gate.Partitions, pid)
-			gate.SubpartitionIndex = append(gate.SubpartitionIndex, 0)
 			srcs = append(srcs, d)
 		}
 		sink.InputGates = []rpc.InputGateDeploymentDescriptor{gate}
@@ -663,7 +662,7 @@ func TestProducerFailureReachesTheConsumer(t *testing.T) {
 		pid := partID(1, 0, src.ExecutionAttemptID)
 		src.ProducedPartitions = []rpc.ResultPartitionDeploymentDescriptor{{ResultPartitionID: pid, ResultType: jobgraph.Pipelined, NumberOfSubpartitions: 1}}
 		sink := tdd(2, 0, "sink", allocID(2))
-		sink.InputGates = []rpc.InputGateDeploymentDescriptor{{ResultType: jobgraph.Pipelined, Partitions: []rpc.ResultPartitionID{pid}, SubpartitionIndex: []int{0}}}
+		sink.InputGates = []rpc.InputGateDeploymentDescriptor{{ResultType: jobgraph.Pipelined, Partitions: []rpc.ResultPartitionID{pid}, ConsumedSubpartitionIndex: 0}}
 		require.NoError(t, te.SubmitTask(ctx, jmToken(1), sink))
 		require.NoError(t, te.SubmitTask(ctx, jmToken(1), src))
 		synctest.Wait()
