@@ -198,11 +198,12 @@ func (d *Dispatcher) watch(id jobgraph.JobID, entry *job, runner *jobmaster.Lead
 	runner.Close()
 	a := res.Archived
 	result := &jobgraph.JobResult{
-		JobID:     id,
-		Name:      entry.name,
-		Status:    a.Status,
-		Failure:   a.FailureCause,
-		RootCause: res.Err,
+		JobID:            id,
+		Name:             entry.name,
+		Status:           a.Status,
+		Failure:          a.FailureCause,
+		ExceptionHistory: a.ExceptionHistory,
+		RootCause:        res.Err,
 	}
 	if end := a.StatusTimestamp(a.Status); !end.IsZero() && end.After(entry.submitted) {
 		result.NetRuntime = end.Sub(entry.submitted)
