@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/scheduler"
@@ -18,6 +19,17 @@ import (
 
 // ErrJobMasterClosed is the cause given to tasks and slots when their JobMaster closes.
 var ErrJobMasterClosed = errors.New("JobMaster closed")
+
+// ErrHeartbeatTimeout is matched (errors.Is) by the cause a TaskExecutor is disconnected with when
+// its heartbeat timed out; its slots and the tasks in them fail with it, so a job failed by a lost
+// TaskExecutor has it in its root cause. The message names the TaskExecutor: "heartbeat of
+// TaskExecutor taskexecutor-1 timed out after 50s". Flink: the TimeoutException of
+// JobMaster.TaskManagerHeartbeatListener.
+var ErrHeartbeatTimeout = heartbeat.ErrTimeout
+
+// ErrUnknownTaskExecutor is returned by HeartbeatFromTaskExecutor for a TaskExecutor that is not
+// registered with the JobMaster (never was, or was disconnected).
+var ErrUnknownTaskExecutor = errors.New("TaskExecutor not registered with the JobMaster")
 
 // Config configures the JobMasters a Factory creates.
 type Config struct {
@@ -34,6 +46,13 @@ type Config struct {
 	// RPCTimeout bounds each call the JobMaster makes (Flink's akka.ask.timeout / rpc timeout),
 	// default 10 s.
 	RPCTimeout time.Duration
+	// HeartbeatInterval is how often the JobMaster asks each registered TaskExecutor for a
+	// heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout is how long a registered TaskExecutor may stay silent: then it is
+	// disconnected, its slots fail and so do the tasks in them (ErrHeartbeatTimeout). Option
+	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
+	HeartbeatTimeout time.Duration
 	// JobStatusListener, if set, hears every job status transition (on the JobMaster's loop: it
 	// must not block).
 	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
@@ -56,6 +75,9 @@ func NewFactory(g *jobgraph.JobGraph, cfg Config) (*Factory, error) {
 	}
 	if cfg.RPCTimeout == 0 {
 		cfg.RPCTimeout = 10 * time.Second
+	}
+	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
+		return nil, fmt.Errorf("jobmaster: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -94,8 +116,12 @@ type JobMaster struct {
 	sched         *scheduler.DefaultScheduler
 	rm            rpc.ResourceManagerGateway
 	taskExecutors map[jobgraph.ResourceID]rpc.TaskExecutorGateway
-	terminal      bool
-	closed        bool
+	// teHeartbeats monitors the registered TaskExecutors; freeing holds the slots a FreeSlot
+	// call is in flight for.
+	teHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
+	freeing      map[jobgraph.AllocationID]bool
+	terminal     bool
+	closed       bool
 
 	// The newest requirements not yet sent, shared with the outbox.
 	declareMu     sync.Mutex
@@ -124,6 +150,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		loop:          mainloop.New("jobmaster-" + g.JobID.String()),
 		outbox:        mainloop.New("jobmaster-outbox-" + g.JobID.String()),
 		taskExecutors: make(map[jobgraph.ResourceID]rpc.TaskExecutorGateway),
+		freeing:       make(map[jobgraph.AllocationID]bool),
 		done:          make(chan struct{}),
 	}
 	rm, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, cfg.RPC, cfg.ResourceManagerAddress)
@@ -151,6 +178,17 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 // setUp builds the slot pool and the scheduler (and with it the ExecutionGraph). On the loop.
 func (jm *JobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) error {
 	jm.rm = rm
+	hb, err := heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
+		Timers:           jm.loop,
+		Interval:         jm.cfg.HeartbeatInterval,
+		Timeout:          jm.cfg.HeartbeatTimeout,
+		RequestHeartbeat: jm.requestHeartbeat,
+		OnTimeout:        jm.taskExecutorHeartbeatTimedOut,
+	})
+	if err != nil {
+		return err
+	}
+	jm.teHeartbeats = hb
 	pool, err := slotpool.New(slotpool.Config{
 		Timers:                jm.loop,
 		SlotRequestTimeout:    jm.cfg.SlotRequestTimeout,
@@ -163,6 +201,7 @@ func (jm *JobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) 
 	}
 	jm.pool = pool
 	sched, err := scheduler.New(g, pool, deployer{jm}, scheduler.Config{
+		Timers:             jm.loop, // restart backoffs
 		SchedulingStrategy: jm.cfg.SchedulingStrategy,
 		SlotRequestTimeout: jm.cfg.SlotRequestTimeout,
 		Logger:             jm.log,
@@ -225,12 +264,51 @@ func (jm *JobMaster) declareRequirements(reqs []rpc.ResourceRequirement) {
 	}, func(err error) { jm.log.Warn("declaring resource requirements failed", "err", err) })
 }
 
+// freeSlot is the pool's OnReturnSlot: the slot goes back to its TaskExecutor.
 func (jm *JobMaster) freeSlot(slot slotpool.AllocatedSlot, cause error) {
+	jm.sendFreeSlot(slot, cause, true)
+}
+
+// sendFreeSlot asks the slot's TaskExecutor to free it, unless the TaskExecutor is gone. When the
+// call fails and reoffer is set, freeSlotFailed decides what becomes of the slot.
+func (jm *JobMaster) sendFreeSlot(slot slotpool.AllocatedSlot, cause error, reoffer bool) {
 	te, ok := jm.taskExecutors[slot.TaskExecutor]
 	if !ok {
 		return
 	}
-	jm.send(func(ctx context.Context) error { return te.FreeSlot(ctx, slot.AllocationID, cause) }, nil)
+	jm.freeing[slot.AllocationID] = true
+	jm.outbox.Execute(func() {
+		ctx, cancel := jm.rpcContext()
+		defer cancel()
+		err := te.FreeSlot(ctx, slot.AllocationID, cause)
+		jm.loop.Execute(func() {
+			delete(jm.freeing, slot.AllocationID)
+			if err != nil && reoffer {
+				jm.freeSlotFailed(slot, err)
+			}
+		})
+	})
+}
+
+// freeSlotFailed handles a FreeSlot call that failed: the TaskExecutor may still hold the slot
+// for the job. If the TaskExecutor is still registered, the slot is offered to the pool again as
+// a free slot (taken if the job needs it; otherwise the next heartbeat from the TaskExecutor,
+// which lists the slot, frees it again — see reconcileSlots); if it is not, the slot is dropped
+// for good. Flink: the JobMaster's slot pool on a failed freeSlot (SlotPoolImpl "Resubmitting
+// slot to slot pool" / "Discarding slot").
+func (jm *JobMaster) freeSlotFailed(slot slotpool.AllocatedSlot, err error) {
+	if jm.closed {
+		return
+	}
+	if _, ok := jm.taskExecutors[slot.TaskExecutor]; !ok {
+		jm.log.Debug("freeing a slot failed and its TaskExecutor is no longer registered; discarding the slot",
+			"allocation", slot.AllocationID, "taskExecutor", slot.TaskExecutor, "err", err)
+		return
+	}
+	offer := rpc.SlotOffer{AllocationID: slot.AllocationID, SlotIndex: slot.SlotIndex, ResourceProfile: slot.Profile}
+	accepted := jm.pool.OfferSlots(slot.TaskExecutor, []rpc.SlotOffer{offer})
+	jm.log.Debug("freeing a slot failed; offered it to the slot pool again", "allocation", slot.AllocationID,
+		"taskExecutor", slot.TaskExecutor, "accepted", len(accepted) == 1, "err", err)
 }
 
 // deployer carries the scheduler's side effects out through the outbox.
@@ -297,6 +375,7 @@ func (jm *JobMaster) RegisterTaskExecutor(ctx context.Context, token jobgraph.Jo
 	}
 	return jm.fenced(ctx, token, func() error {
 		jm.taskExecutors[reg.ResourceID] = te
+		jm.teHeartbeats.Monitor(reg.ResourceID)
 		return nil
 	})
 }
@@ -327,29 +406,138 @@ func (jm *JobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, t
 // DisconnectTaskExecutor implements rpc.JobMasterGateway.
 func (jm *JobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause error) error {
 	return jm.fenced(ctx, token, func() error {
-		// Forget the TaskExecutor first: its slots are gone with it, so freeSlot sends nothing there.
-		delete(jm.taskExecutors, taskExecutor)
-		jm.pool.ReleaseSlots(taskExecutor, cause)
+		jm.disconnectTaskExecutor(taskExecutor, cause, false)
 		return nil
 	})
 }
 
-// DisconnectResourceManager implements rpc.JobMasterGateway.
+// disconnectTaskExecutor forgets the TaskExecutor: it is no longer monitored, the partitions it
+// held are lost, and its slots leave the pool with cause (the scheduler fails the tasks in them,
+// which restart or fail the job as its restart strategy says). With
+// tell, the TaskExecutor is asked to drop the job too, in case it is still there.
+// Flink: JobMaster.disconnectTaskManager. On the loop.
+func (jm *JobMaster) disconnectTaskExecutor(id jobgraph.ResourceID, cause error, tell bool) {
+	te, registered := jm.taskExecutors[id]
+	// Forget the TaskExecutor first: its slots are gone with it, so freeSlot sends nothing there.
+	delete(jm.taskExecutors, id)
+	jm.teHeartbeats.Unmonitor(id)
+	// The partitions go before the slots, so the failovers of the tasks that ran there already
+	// see them lost.
+	jm.sched.PartitionsLost(id)
+	jm.pool.ReleaseSlots(id, cause)
+	if registered && tell {
+		job := jm.job
+		jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, job, cause) }, nil)
+	}
+}
+
+// requestHeartbeat asks a registered TaskExecutor for a heartbeat; it answers with
+// HeartbeatFromTaskExecutor. Flink: JobMaster's TaskManager HeartbeatSender. On the loop.
+func (jm *JobMaster) requestHeartbeat(id jobgraph.ResourceID) {
+	te, ok := jm.taskExecutors[id]
+	if !ok {
+		jm.teHeartbeats.Unmonitor(id)
+		return
+	}
+	from := jm.resourceID
+	jm.send(func(ctx context.Context) error { return te.HeartbeatFromJobMaster(ctx, from) },
+		func(err error) {
+			jm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
+		})
+}
+
+// taskExecutorHeartbeatTimedOut disconnects a TaskExecutor silent for heartbeat.timeout.
+// Flink: JobMaster.TaskManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
+func (jm *JobMaster) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID) {
+	if jm.closed {
+		return
+	}
+	cause := &heartbeat.TimeoutError{Target: "TaskExecutor " + string(id), Timeout: jm.teHeartbeats.Timeout()}
+	jm.log.Warn("TaskExecutor heartbeat timed out; disconnecting it", "taskExecutor", id, "cause", cause)
+	jm.disconnectTaskExecutor(id, cause, true)
+}
+
+// DisconnectResourceManager implements rpc.JobMasterGateway: the ResourceManager dropped the job
+// (its JobMaster heartbeat timed out, say) and with it the job's requirements, so the JobMaster
+// registers again and declares its requirements anew. Flink: JobMaster.reconnectToResourceManager.
 func (jm *JobMaster) DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error {
 	return jm.fenced(ctx, token, func() error {
-		jm.log.Warn("ResourceManager disconnected", "cause", cause)
+		jm.log.Warn("ResourceManager disconnected; registering again", "cause", cause)
+		if jm.terminal || jm.rm == nil {
+			return nil
+		}
+		gw, token, from, address, job := jm.rm, jm.token, jm.resourceID, jm.address, jm.job
+		jm.outbox.Execute(func() {
+			ctx, cancel := jm.rpcContext()
+			defer cancel()
+			err := gw.RegisterJobMaster(ctx, token, from, address, job)
+			jm.loop.Execute(func() {
+				switch {
+				case jm.closed:
+				case err != nil:
+					jm.log.Warn("registering with the ResourceManager again failed", "err", err)
+				default:
+					jm.declareRequirements(jm.pool.Requirements())
+				}
+			})
+		})
 		return nil
 	})
 }
 
-// HeartbeatFromTaskExecutor implements rpc.JobMasterGateway (heartbeats come with failover).
+// HeartbeatFromTaskExecutor implements rpc.JobMasterGateway: a registered TaskExecutor answers a
+// heartbeat request (or sends one), listing the slots it holds for the job. The TaskExecutor's
+// heartbeat timeout starts over, and slots the TaskExecutor lists that the job no longer has are
+// freed there again (see reconcileSlots). It fails with ErrUnknownTaskExecutor for a
+// TaskExecutor that is not registered, so that one does not take the JobMaster for alive.
 func (jm *JobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.AllocatedSlotReport) error {
-	return nil
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return jm.loop.Call(ctx, func() error {
+		if jm.closed {
+			return fmt.Errorf("jobmaster: job %s: %w", jm.job, ErrJobMasterClosed)
+		}
+		if !jm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
+			return fmt.Errorf("jobmaster: job %s: heartbeat from TaskExecutor %s: %w", jm.job, taskExecutor, ErrUnknownTaskExecutor)
+		}
+		jm.reconcileSlots(taskExecutor, report)
+		return nil
+	})
 }
 
-// HeartbeatFromResourceManager implements rpc.JobMasterGateway (heartbeats come with failover).
+// reconcileSlots frees, on the TaskExecutor, the slots it reports holding for the job that the
+// pool does not have and that no FreeSlot call is in flight for: slots whose FreeSlot failed and
+// that the job did not need when they were offered to the pool again. Flink reconciles from the
+// other side (TaskExecutor.syncSlotsWithSnapshotFromJobMaster frees what the JobMaster's
+// AllocatedSlotReport does not list). On the loop.
+func (jm *JobMaster) reconcileSlots(id jobgraph.ResourceID, report rpc.AllocatedSlotReport) {
+	if report.JobID != jm.job || jm.pool == nil {
+		return
+	}
+	for _, a := range report.Slots {
+		if _, inPool := jm.pool.Slot(a); inPool || jm.freeing[a] {
+			continue
+		}
+		cause := fmt.Errorf("job %s: TaskExecutor %s holds slot %s, which the job no longer has", jm.job, id, a)
+		jm.log.Debug("freeing a slot the job no longer has", "allocation", a, "taskExecutor", id)
+		jm.sendFreeSlot(slotpool.AllocatedSlot{AllocationID: a, TaskExecutor: id}, cause, false)
+	}
+}
+
+// HeartbeatFromResourceManager implements rpc.JobMasterGateway: the JobMaster answers with
+// ResourceManagerGateway.HeartbeatFromJobMaster.
 func (jm *JobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
-	return nil
+	return jm.loop.Call(ctx, func() error {
+		if jm.closed {
+			return fmt.Errorf("jobmaster: job %s: %w", jm.job, ErrJobMasterClosed)
+		}
+		if gw := jm.rm; gw != nil {
+			from := jm.resourceID
+			jm.send(func(ctx context.Context) error { return gw.HeartbeatFromJobMaster(ctx, from) }, nil)
+		}
+		return nil
+	})
 }
 
 // Address implements Service.
@@ -396,6 +584,9 @@ func (jm *JobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 	jm.closeOnce.Do(func() {
 		_ = jm.loop.Call(context.Background(), func() error {
 			jm.closed = true
+			if jm.teHeartbeats != nil {
+				jm.teHeartbeats.Stop()
+			}
 			if jm.sched == nil {
 				return nil
 			}

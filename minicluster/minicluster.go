@@ -21,6 +21,7 @@ import (
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/resourcemanager"
 	"github.com/jobgraph/jobgraph/rpc"
@@ -46,6 +47,13 @@ type Config struct {
 	IdleSlotTimeout time.Duration
 	// SchedulingStrategy: "region" (default) or "vertexwise".
 	SchedulingStrategy string
+	// HeartbeatInterval: heartbeat.interval, default 10 s: how often the ResourceManager and each
+	// JobMaster ask the TaskExecutors (and the ResourceManager the JobMasters) for a heartbeat.
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout: heartbeat.timeout, default 50 s: a TaskExecutor silent this long (killed,
+	// say) is dropped by the ResourceManager and by every JobMaster, whose tasks on it fail; it
+	// must not be shorter than HeartbeatInterval.
+	HeartbeatTimeout time.Duration
 	// JobStatusListener, if set, hears every job status transition of every job. It runs on the
 	// job's JobMaster loop and must not block.
 	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
@@ -76,6 +84,9 @@ func New(cfg Config) (*MiniCluster, error) {
 	if cfg.TaskExecutors < 0 || cfg.SlotsPerTaskExecutor < 0 {
 		return nil, fmt.Errorf("minicluster: %d TaskExecutors × %d slots: negative", cfg.TaskExecutors, cfg.SlotsPerTaskExecutor)
 	}
+	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
+		return nil, fmt.Errorf("minicluster: %w", err)
+	}
 	cfg.TaskExecutors = max(cfg.TaskExecutors, 1)
 	cfg.SlotsPerTaskExecutor = max(cfg.SlotsPerTaskExecutor, 1)
 	log := cfg.Logger
@@ -83,7 +94,13 @@ func New(cfg Config) (*MiniCluster, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	mc := &MiniCluster{cfg: cfg, log: log, rpc: rpc.NewLocalService(), ha: embedded.New(), shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{})}
-	rm, err := resourcemanager.New(resourcemanager.Config{Address: resourceManagerAddress, RPC: mc.rpc, Logger: log})
+	rm, err := resourcemanager.New(resourcemanager.Config{
+		Address:           resourceManagerAddress,
+		RPC:               mc.rpc,
+		Logger:            log,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		HeartbeatTimeout:  cfg.HeartbeatTimeout,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +116,8 @@ func New(cfg Config) (*MiniCluster, error) {
 			ResourceManagerAddress: resourceManagerAddress,
 			Shuffle:                mc.shuffle,
 			Logger:                 log,
+			HeartbeatInterval:      cfg.HeartbeatInterval,
+			HeartbeatTimeout:       cfg.HeartbeatTimeout,
 		})
 		if err != nil {
 			return nil, err
@@ -113,6 +132,8 @@ func New(cfg Config) (*MiniCluster, error) {
 		SchedulingStrategy:     cfg.SchedulingStrategy,
 		JobStatusListener:      cfg.JobStatusListener,
 		Logger:                 log,
+		HeartbeatInterval:      cfg.HeartbeatInterval,
+		HeartbeatTimeout:       cfg.HeartbeatTimeout,
 	}
 	d, err := dispatcher.New(dispatcher.Config{
 		HA:     mc.ha,

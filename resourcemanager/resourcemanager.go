@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -68,11 +69,31 @@ type Config struct {
 	// loop. No Flink option; zero means DefaultSlotRequestRetryDelay, a negative value retries at
 	// once as Flink does.
 	SlotRequestRetryDelay time.Duration
+	// HeartbeatInterval is how often the ResourceManager asks each registered TaskExecutor and
+	// JobMaster for a heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout is how long a registered TaskExecutor or JobMaster may stay silent. A
+	// silent TaskExecutor is unregistered, so its slots are no longer handed out; a silent
+	// JobMaster is disconnected: its job's requirements are cleared, and the JobMaster is told
+	// (JobMasterGateway.DisconnectResourceManager) in case it is still there. Option
+	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
+	HeartbeatTimeout time.Duration
 }
 
 type taskExecutorRegistration struct {
-	address string
-	gateway rpc.TaskExecutorGateway
+	address      string
+	gateway      rpc.TaskExecutorGateway
+	heartbeating bool // a heartbeat request is in flight
+}
+
+// jobMasterRegistration is a registered JobMaster as the heartbeats need it; keyed by its
+// ResourceID. The gateway is connected on the first heartbeat request.
+type jobMasterRegistration struct {
+	job          jobgraph.JobID
+	token        jobgraph.JobMasterID
+	address      string
+	gateway      rpc.JobMasterGateway
+	heartbeating bool // a heartbeat request is in flight
 }
 
 // ResourceManager is the in-process ResourceManager endpoint. It implements
@@ -100,6 +121,11 @@ type ResourceManager struct {
 	sm             *SlotManager
 	taskExecutors  map[jobgraph.ResourceID]*taskExecutorRegistration
 	retryScheduled bool
+	// Heartbeats: the ResourceManager requests them from every registered TaskExecutor and
+	// JobMaster (Flink: its two HeartbeatManagerSenders).
+	teHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
+	jmHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
+	jobMasters   map[jobgraph.ResourceID]*jobMasterRegistration
 }
 
 var _ rpc.ResourceManagerGateway = (*ResourceManager)(nil)
@@ -124,11 +150,32 @@ func New(cfg Config) (*ResourceManager, error) {
 	if cfg.SlotRequestRetryDelay == 0 {
 		cfg.SlotRequestRetryDelay = DefaultSlotRequestRetryDelay
 	}
+	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
+		return nil, fmt.Errorf("resourcemanager: %w", err)
+	}
 	rm := &ResourceManager{
 		cfg:           cfg,
 		log:           cfg.Logger.With("component", "resourcemanager", "address", cfg.Address),
 		loop:          mainloop.New("resourcemanager " + cfg.Address),
 		taskExecutors: make(map[jobgraph.ResourceID]*taskExecutorRegistration),
+		jobMasters:    make(map[jobgraph.ResourceID]*jobMasterRegistration),
+	}
+	var err error
+	rm.teHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
+		Timers: rm.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
+		RequestHeartbeat: rm.requestTaskExecutorHeartbeat,
+		OnTimeout:        rm.taskExecutorHeartbeatTimedOut,
+	})
+	if err == nil {
+		rm.jmHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
+			Timers: rm.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
+			RequestHeartbeat: rm.requestJobMasterHeartbeat,
+			OnTimeout:        rm.jobMasterHeartbeatTimedOut,
+		})
+	}
+	if err != nil {
+		rm.loop.Close()
+		return nil, fmt.Errorf("resourcemanager: %w", err)
 	}
 	rm.ctx, rm.cancel = context.WithCancel(context.Background())
 	rm.sm = NewSlotManager(SlotAllocatorFunc(rm.requestSlot), rm.log)
@@ -246,6 +293,7 @@ func (rm *ResourceManager) RegisterTaskExecutor(ctx context.Context, registratio
 		rm.taskExecutors[id] = &taskExecutorRegistration{address: registration.Address, gateway: gw}
 		rm.log.Info("registered TaskExecutor", "taskExecutor", id, "address", registration.Address, "slots", len(registration.SlotReport.Slots))
 		rm.sm.RegisterTaskExecutor(id, registration.SlotReport)
+		rm.teHeartbeats.Monitor(id)
 		return rm.id, nil
 	})
 }
@@ -296,10 +344,17 @@ func (rm *ResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecu
 			return nil
 		}
 		rm.log.Info("disconnecting TaskExecutor", "taskExecutor", taskExecutor, "cause", cause)
-		delete(rm.taskExecutors, taskExecutor)
-		rm.sm.UnregisterTaskExecutor(taskExecutor)
+		rm.unregisterTaskExecutor(taskExecutor)
 		return nil
 	})
+}
+
+// unregisterTaskExecutor forgets a registered TaskExecutor and its slots and stops monitoring it.
+// On the loop.
+func (rm *ResourceManager) unregisterTaskExecutor(id jobgraph.ResourceID) {
+	delete(rm.taskExecutors, id)
+	rm.teHeartbeats.Unmonitor(id)
+	rm.sm.UnregisterTaskExecutor(id)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -317,12 +372,24 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 		if err := rm.checkRunning(); err != nil {
 			return err
 		}
-		if old, ok := rm.sm.JobMaster(job); ok && old.ID != token {
+		old, ok := rm.sm.JobMaster(job)
+		if ok && old.ID != token {
 			rm.log.Info("replacing the JobMaster of job", "job", job, "oldJobMasterID", old.ID, "jobMasterID", token)
 		} else if !ok {
 			rm.log.Info("registered JobMaster", "job", job, "jobMasterID", token, "address", address)
 		}
+		if ok && old.ResourceID != jobMaster {
+			rm.forgetJobMaster(old.ResourceID)
+		}
 		rm.sm.RegisterJob(job, JobMasterInfo{ID: token, ResourceID: jobMaster, Address: address})
+		if jobMaster != "" {
+			if reg := rm.jobMasters[jobMaster]; reg != nil && reg.job != job {
+				// The same JobMaster registers another job: the earlier one is no longer watched.
+				rm.log.Warn("JobMaster registered for another job; no longer monitoring the earlier one", "jobMaster", jobMaster, "job", job, "earlierJob", reg.job)
+			}
+			rm.jobMasters[jobMaster] = &jobMasterRegistration{job: job, token: token, address: address}
+			rm.jmHeartbeats.Monitor(jobMaster)
+		}
 		return nil
 	})
 }
@@ -359,6 +426,9 @@ func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, job jobgraph
 		if err := rm.checkRunning(); err != nil {
 			return err
 		}
+		if jm, ok := rm.sm.JobMaster(job); ok {
+			rm.forgetJobMaster(jm.ResourceID)
+		}
 		if rm.sm.UnregisterJob(job) {
 			rm.log.Info("disconnected JobMaster", "job", job, "cause", cause)
 		}
@@ -366,14 +436,146 @@ func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, job jobgraph
 	})
 }
 
-// HeartbeatFromTaskExecutor does nothing yet: heartbeats come with a later change.
+// forgetJobMaster stops monitoring the JobMaster jobMaster. On the loop.
+func (rm *ResourceManager) forgetJobMaster(jobMaster jobgraph.ResourceID) {
+	delete(rm.jobMasters, jobMaster)
+	rm.jmHeartbeats.Unmonitor(jobMaster)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heartbeats
+
+// HeartbeatFromTaskExecutor takes a registered TaskExecutor's heartbeat (its answer to
+// HeartbeatFromResourceManager): its heartbeat timeout starts over and its slot report replaces
+// what the ResourceManager knows of its slots, as SendSlotReport does (Flink:
+// ResourceManager.TaskManagerHeartbeatListener.reportPayload). A heartbeat is a one-way message:
+// one from an unknown TaskExecutor, or to a ResourceManager that is not running, is dropped and
+// nil returned.
 func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
+	_ = rm.call(ctx, func() error {
+		if rm.running && rm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
+			rm.sm.ReportSlotStatus(taskExecutor, report)
+		}
+		return nil
+	})
 	return nil
 }
 
-// HeartbeatFromJobMaster does nothing yet: heartbeats come with a later change.
+// HeartbeatFromJobMaster takes a registered JobMaster's heartbeat (its answer to
+// HeartbeatFromResourceManager): its heartbeat timeout starts over. Like HeartbeatFromTaskExecutor,
+// it drops what it cannot use and returns nil.
 func (rm *ResourceManager) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
+	_ = rm.call(ctx, func() error {
+		if rm.running {
+			rm.jmHeartbeats.ReceiveHeartbeat(jobMaster)
+		}
+		return nil
+	})
 	return nil
+}
+
+// requestTaskExecutorHeartbeat asks a registered TaskExecutor for a heartbeat, off the loop; at
+// most one request per TaskExecutor is in flight. On the loop.
+func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID) {
+	reg := rm.taskExecutors[id]
+	if reg == nil || reg.heartbeating {
+		return
+	}
+	reg.heartbeating = true
+	gw, from := reg.gateway, rm.cfg.ResourceID
+	rm.wg.Add(1)
+	go func() {
+		defer rm.wg.Done()
+		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		err := gw.HeartbeatFromResourceManager(ctx, from)
+		cancel()
+		rm.loop.Execute(func() {
+			reg.heartbeating = false
+			if err != nil && rm.ctx.Err() == nil {
+				rm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
+			}
+		})
+	}()
+}
+
+// taskExecutorHeartbeatTimedOut unregisters a TaskExecutor silent for heartbeat.timeout: its slots
+// are no longer handed out, and the requirements they served are matched elsewhere.
+// Flink: ResourceManager.TaskManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
+func (rm *ResourceManager) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID) {
+	if _, ok := rm.taskExecutors[id]; !ok || !rm.running {
+		return
+	}
+	cause := &heartbeat.TimeoutError{Target: "TaskExecutor " + string(id), Timeout: rm.teHeartbeats.Timeout()}
+	rm.log.Warn("TaskExecutor heartbeat timed out; unregistering it", "taskExecutor", id, "cause", cause)
+	rm.unregisterTaskExecutor(id)
+}
+
+// requestJobMasterHeartbeat asks a registered JobMaster for a heartbeat, off the loop,
+// connecting to its address first if need be; at most one request per JobMaster is in flight. On
+// the loop.
+func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID) {
+	reg := rm.jobMasters[id]
+	if reg == nil || reg.heartbeating {
+		return
+	}
+	reg.heartbeating = true
+	gw, address, from := reg.gateway, reg.address, rm.cfg.ResourceID
+	rm.wg.Add(1)
+	go func() {
+		defer rm.wg.Done()
+		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		defer cancel()
+		var err error
+		if gw == nil {
+			gw, err = rpc.Connect[rpc.JobMasterGateway](ctx, rm.cfg.RPC, address)
+		}
+		if err == nil {
+			err = gw.HeartbeatFromResourceManager(ctx, from)
+		}
+		rm.loop.Execute(func() {
+			reg.heartbeating = false
+			if reg.gateway == nil {
+				reg.gateway = gw
+			}
+			if err != nil && rm.ctx.Err() == nil {
+				rm.log.Debug("heartbeat request to a JobMaster failed", "jobMaster", id, "job", reg.job, "err", err)
+			}
+		})
+	}()
+}
+
+// jobMasterHeartbeatTimedOut disconnects a JobMaster silent for heartbeat.timeout: its job's
+// requirements are cleared (the job's slots stay until their TaskExecutors free them), and the
+// JobMaster is told, so that one still alive registers again. Flink:
+// ResourceManager.JobManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
+func (rm *ResourceManager) jobMasterHeartbeatTimedOut(id jobgraph.ResourceID) {
+	reg := rm.jobMasters[id]
+	if reg == nil || !rm.running {
+		return
+	}
+	delete(rm.jobMasters, id)
+	cause := &heartbeat.TimeoutError{Target: fmt.Sprintf("JobMaster %s of job %s", id, reg.job), Timeout: rm.jmHeartbeats.Timeout()}
+	rm.log.Warn("JobMaster heartbeat timed out; disconnecting it", "jobMaster", id, "job", reg.job, "cause", cause)
+	if jm, ok := rm.sm.JobMaster(reg.job); ok && jm.ResourceID == id {
+		rm.sm.UnregisterJob(reg.job)
+	}
+	gw, address, token, rmID := reg.gateway, reg.address, reg.token, rm.id
+	rm.wg.Add(1)
+	go func() {
+		defer rm.wg.Done()
+		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		defer cancel()
+		var err error
+		if gw == nil {
+			gw, err = rpc.Connect[rpc.JobMasterGateway](ctx, rm.cfg.RPC, address)
+		}
+		if err == nil {
+			err = gw.DisconnectResourceManager(ctx, token, rmID, cause)
+		}
+		if err != nil && rm.ctx.Err() == nil {
+			rm.log.Debug("telling a timed-out JobMaster failed", "jobMaster", id, "err", err)
+		}
+	}()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -92,6 +94,15 @@ type Config struct {
 	Shuffle *Shuffle
 	// Logger receives the TaskExecutor's logs (slog.Default() when nil).
 	Logger *slog.Logger
+	// HeartbeatInterval is option heartbeat.interval (default 10 s; 0 means the default). The
+	// TaskExecutor only answers heartbeat requests, so it only checks that HeartbeatTimeout is not
+	// shorter; pass the values the JobMasters and the ResourceManager use.
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout is how long the JobMaster of a job or the ResourceManager may stay silent.
+	// A JobMaster silent this long is disconnected: the job's tasks here fail and its slots are
+	// freed. A silent ResourceManager is registered with again. Option heartbeat.timeout, default
+	// 50 s (0 means the default).
+	HeartbeatTimeout time.Duration
 }
 
 // TaskExecutor runs tasks in its slots. It implements rpc.TaskExecutorGateway; its methods are
@@ -126,6 +137,14 @@ type TaskExecutor struct {
 	tasks       map[jobgraph.ExecutionAttemptID]*task
 	rm          rpc.ResourceManagerGateway
 	rmID        jobgraph.ResourceManagerID
+	// jmHeartbeats monitors the JobMaster of each job whose connection is registered, by job: the
+	// gateway names a JobMaster only by a ResourceID the TaskExecutor is never told, so it counts
+	// a JobMaster alive when it takes a heartbeat (see HeartbeatFromJobMaster). rmHeartbeats
+	// monitors the ResourceManager, by address, once registered; rmAnswering is set while a
+	// heartbeat to it is in flight.
+	jmHeartbeats *heartbeat.Manager[jobgraph.JobID]
+	rmHeartbeats *heartbeat.Manager[string]
+	rmAnswering  bool
 }
 
 var _ rpc.TaskExecutorGateway = (*TaskExecutor)(nil)
@@ -161,6 +180,7 @@ type jobConnection struct {
 	registered bool                 // RegisterTaskExecutor succeeded with token
 	pending    []rpc.SlotOffer
 	offering   bool // an OfferSlots round is in flight
+	answering  bool // a heartbeat to the JobMaster is in flight
 }
 
 // New validates cfg and starts the TaskExecutor's loop. Call Start to register it.
@@ -195,6 +215,9 @@ func New(cfg Config) (*TaskExecutor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
+		return nil, fmt.Errorf("taskexecutor: %w", err)
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	te := &TaskExecutor{
 		id:          cfg.ResourceID,
@@ -212,6 +235,23 @@ func New(cfg Config) (*TaskExecutor, error) {
 		allocations: make(map[jobgraph.AllocationID]int),
 		jobs:        make(map[jobgraph.JobID]*jobConnection),
 		tasks:       make(map[jobgraph.ExecutionAttemptID]*task),
+	}
+	// Receivers only: the JobMasters and the ResourceManager send the requests.
+	var err error
+	te.jmHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.JobID]{
+		Timers: te.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
+		OnTimeout: te.jobMasterHeartbeatTimedOut,
+	})
+	if err == nil {
+		te.rmHeartbeats, err = heartbeat.New(heartbeat.Config[string]{
+			Timers: te.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
+			OnTimeout: te.resourceManagerHeartbeatTimedOut,
+		})
+	}
+	if err != nil {
+		te.loop.Close()
+		cancel(errShutdown)
+		return nil, fmt.Errorf("taskexecutor: %w", err)
 	}
 	return te, nil
 }
@@ -254,17 +294,7 @@ func (te *TaskExecutor) Start(ctx context.Context) error {
 	}
 	reg, err := mainloop.Submit(ctx, te.loop, func() (rpc.TaskExecutorRegistration, error) {
 		te.rm = rm
-		total := jobgraph.ResourceProfile{}
-		for range te.slots {
-			total = total.Merge(te.profile)
-		}
-		return rpc.TaskExecutorRegistration{
-			ResourceID:          te.id,
-			Address:             te.address,
-			TotalResource:       total,
-			DefaultSlotResource: te.profile,
-			SlotReport:          te.slotReport(),
-		}, nil
+		return te.registration(), nil
 	})
 	if err != nil {
 		return te.wrap(err)
@@ -273,7 +303,26 @@ func (te *TaskExecutor) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("TaskExecutor %s: registering with the ResourceManager: %w", te.id, err)
 	}
-	return te.call(ctx, func() error { te.rmID = rmID; return nil })
+	return te.call(ctx, func() error {
+		te.rmID = rmID
+		te.rmHeartbeats.Monitor(te.rmAddr)
+		return nil
+	})
+}
+
+// registration is what the TaskExecutor registers with the ResourceManager. On the loop.
+func (te *TaskExecutor) registration() rpc.TaskExecutorRegistration {
+	total := jobgraph.ResourceProfile{}
+	for range te.slots {
+		total = total.Merge(te.profile)
+	}
+	return rpc.TaskExecutorRegistration{
+		ResourceID:          te.id,
+		Address:             te.address,
+		TotalResource:       total,
+		DefaultSlotResource: te.profile,
+		SlotReport:          te.slotReport(),
+	}
 }
 
 // Close cancels the running tasks (without reporting them), waits for their goroutines and every
@@ -301,6 +350,10 @@ func (te *TaskExecutor) Kill() {
 	}
 	te.cancel(errKilledStop)
 	te.shuffle.ReleaseAllOf(te.id)
+	te.loop.Execute(func() {
+		te.jmHeartbeats.Stop()
+		te.rmHeartbeats.Stop()
+	})
 }
 
 // CrashTask makes the running task of attempt fail with err, as if its task code had returned it.
@@ -423,6 +476,7 @@ func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job 
 		if jc.address != jobMasterAddress || jc.token != jobMaster {
 			// A new JobMaster leader (or the first): connect and register afresh.
 			jc.address, jc.token, jc.gateway, jc.registered = jobMasterAddress, jobMaster, nil, false
+			te.jmHeartbeats.Unmonitor(job)
 		}
 		jc.pending = append(jc.pending, rpc.SlotOffer{AllocationID: allocation, SlotIndex: n, ResourceProfile: profile})
 		te.offerSlots(jc)
@@ -493,6 +547,7 @@ func (te *TaskExecutor) offered(jc *jobConnection, token jobgraph.JobMasterID, g
 	}
 	if current && err == nil {
 		jc.gateway, jc.registered = gw, true
+		te.jmHeartbeats.Monitor(jc.job) // it answered: that counts as a heartbeat
 	}
 	if err != nil {
 		te.log.Warn("slot offer failed; freeing the slots", "job", jc.job.String(), "error", err)
@@ -515,7 +570,7 @@ func (te *TaskExecutor) offered(jc *jobConnection, token jobgraph.JobMasterID, g
 	if te.jobs[jc.job] == jc {
 		te.offerSlots(jc)
 		if !jc.offering && !te.hasSlotsOf(jc.job) {
-			delete(te.jobs, jc.job)
+			te.forgetJob(jc.job)
 		}
 	}
 }
@@ -541,7 +596,7 @@ func (te *TaskExecutor) freeSlot(n int, why *stopReason) {
 	*s = slot{}
 	delete(te.allocations, allocation)
 	if jc := te.jobs[job]; jc != nil && !jc.offering && !te.hasSlotsOf(job) {
-		delete(te.jobs, job)
+		te.forgetJob(job)
 	}
 	if rm := te.rm; rm != nil && !te.killed.Load() {
 		slotID := rpc.SlotID{ResourceID: te.id, SlotNumber: n}
@@ -551,6 +606,12 @@ func (te *TaskExecutor) freeSlot(n int, why *stopReason) {
 			}
 		})
 	}
+}
+
+// forgetJob drops the job's JobMaster connection and stops monitoring that JobMaster. On the loop.
+func (te *TaskExecutor) forgetJob(job jobgraph.JobID) {
+	delete(te.jobs, job)
+	te.jmHeartbeats.Unmonitor(job)
 }
 
 func (te *TaskExecutor) hasSlotsOf(job jobgraph.JobID) bool {
@@ -663,27 +724,141 @@ func (te *TaskExecutor) ReleasePartitions(ctx context.Context, job jobgraph.JobI
 // produced here are released, except finished BLOCKING_PERSISTENT ones.
 func (te *TaskExecutor) DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error {
 	return te.call(ctx, func() error {
-		if cause == nil {
-			cause = errors.New("no cause given")
-		}
-		why := &stopReason{kind: stopFail, err: fmt.Errorf("JobMaster of job %s disconnected from TaskExecutor %s: %w", job, te.id, cause)}
-		for n := range te.slots {
-			if s := &te.slots[n]; s.state != slotFree && s.job == job {
-				te.freeSlot(n, why)
-			}
-		}
-		delete(te.jobs, job)
-		te.shuffle.releaseJob(job, te.id)
+		te.disconnectJobMaster(job, cause)
 		return nil
 	})
 }
 
-// HeartbeatFromJobMaster answers a JobMaster's heartbeat.
-func (te *TaskExecutor) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
-	return te.alive()
+// disconnectJobMaster is DisconnectJobMaster on the loop.
+func (te *TaskExecutor) disconnectJobMaster(job jobgraph.JobID, cause error) {
+	if cause == nil {
+		cause = errors.New("no cause given")
+	}
+	why := &stopReason{kind: stopFail, err: fmt.Errorf("JobMaster of job %s disconnected from TaskExecutor %s: %w", job, te.id, cause)}
+	for n := range te.slots {
+		if s := &te.slots[n]; s.state != slotFree && s.job == job {
+			te.freeSlot(n, why)
+		}
+	}
+	te.forgetJob(job)
+	te.shuffle.releaseJob(job, te.id)
 }
 
-// HeartbeatFromResourceManager answers the ResourceManager's heartbeat.
+// HeartbeatFromJobMaster answers a JobMaster's heartbeat request. The request names the JobMaster
+// only by its ResourceID, which the TaskExecutor does not learn when it connects, so it answers
+// every JobMaster it is registered with — those of the jobs it holds slots for — each with
+// JobMasterGateway.HeartbeatFromTaskExecutor and the AllocatedSlotReport of its job (the slots
+// the JobMaster accepted). A JobMaster that takes the heartbeat counts as alive; one that has not
+// for heartbeat.timeout is disconnected (see jobMasterHeartbeatTimedOut). At most one heartbeat
+// per JobMaster is in flight. Flink: HeartbeatManagerImpl.requestHeartbeat on the TaskExecutor's
+// JobManager heartbeat manager.
+func (te *TaskExecutor) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
+	return te.call(ctx, func() error {
+		for _, jc := range te.jobs {
+			te.heartbeatJobMaster(jc)
+		}
+		return nil
+	})
+}
+
+// heartbeatJobMaster sends a heartbeat to jc's JobMaster, off the loop. On the loop.
+func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
+	if !jc.registered || jc.gateway == nil || jc.answering {
+		return
+	}
+	report := rpc.AllocatedSlotReport{JobID: jc.job}
+	for _, s := range te.slots {
+		if s.state == slotActive && s.job == jc.job {
+			report.Slots = append(report.Slots, s.allocation)
+		}
+	}
+	jc.answering = true
+	gw, token, timeout := jc.gateway, jc.token, te.jmHeartbeats.Timeout()
+	te.spawn(func() {
+		err := ErrKilled
+		if !te.killed.Load() {
+			ctx, cancel := context.WithTimeout(te.ctx, timeout)
+			err = gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
+			cancel()
+		}
+		te.loop.Execute(func() {
+			jc.answering = false
+			if err == nil && te.jobs[jc.job] == jc && jc.token == token && !te.killed.Load() {
+				te.jmHeartbeats.ReceiveHeartbeat(jc.job)
+			} else if err != nil && te.ctx.Err() == nil {
+				te.log.Debug("heartbeat to a JobMaster failed", "job", jc.job.String(), "error", err)
+			}
+		})
+	})
+}
+
+// jobMasterHeartbeatTimedOut disconnects the job whose JobMaster has not taken a heartbeat for
+// heartbeat.timeout: its tasks fail, its slots are freed. Flink: TaskExecutor's
+// JobManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
+func (te *TaskExecutor) jobMasterHeartbeatTimedOut(job jobgraph.JobID) {
+	if te.killed.Load() {
+		return
+	}
+	cause := &heartbeat.TimeoutError{Target: "the JobMaster of job " + job.String(), Timeout: te.jmHeartbeats.Timeout()}
+	te.log.Warn("JobMaster heartbeat timed out; disconnecting the job", "job", job.String(), "cause", cause)
+	te.disconnectJobMaster(job, cause)
+}
+
+// HeartbeatFromResourceManager answers the ResourceManager's heartbeat request: the
+// ResourceManager's heartbeat timeout starts over, and the TaskExecutor sends its slot report with
+// ResourceManagerGateway.HeartbeatFromTaskExecutor (one at a time).
 func (te *TaskExecutor) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
-	return te.alive()
+	return te.call(ctx, func() error {
+		te.rmHeartbeats.ReceiveHeartbeat(te.rmAddr)
+		gw := te.rm
+		if gw == nil || te.rmAnswering {
+			return nil
+		}
+		te.rmAnswering = true
+		report, timeout := te.slotReport(), te.rmHeartbeats.Timeout()
+		te.spawn(func() {
+			err := ErrKilled
+			if !te.killed.Load() {
+				ctx, cancel := context.WithTimeout(te.ctx, timeout)
+				err = gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
+				cancel()
+			}
+			te.loop.Execute(func() {
+				te.rmAnswering = false
+				if err != nil && te.ctx.Err() == nil {
+					te.log.Debug("heartbeat to the ResourceManager failed", "error", err)
+				}
+			})
+		})
+		return nil
+	})
+}
+
+// resourceManagerHeartbeatTimedOut registers with the ResourceManager again: it has not asked
+// for a heartbeat for heartbeat.timeout, so it is gone or has dropped this TaskExecutor. Whatever
+// the outcome, the ResourceManager is monitored again, so a failed attempt is repeated after
+// another heartbeat.timeout. Flink: TaskExecutor.reconnectToResourceManager. On the loop.
+func (te *TaskExecutor) resourceManagerHeartbeatTimedOut(string) {
+	rm := te.rm
+	if te.killed.Load() || rm == nil {
+		return
+	}
+	te.log.Warn("ResourceManager heartbeat timed out; registering again", "timeout", te.rmHeartbeats.Timeout())
+	reg, timeout := te.registration(), te.rmHeartbeats.Timeout()
+	te.spawn(func() {
+		ctx, cancel := context.WithTimeout(te.ctx, timeout)
+		rmID, err := rm.RegisterTaskExecutor(ctx, reg)
+		cancel()
+		te.loop.Execute(func() {
+			if te.killed.Load() {
+				return
+			}
+			if err != nil {
+				te.log.Warn("registering with the ResourceManager again failed", "error", err)
+			} else {
+				te.rmID = rmID
+			}
+			te.rmHeartbeats.Monitor(te.rmAddr)
+		})
+	})
 }

@@ -1,0 +1,272 @@
+// Package heartbeat is the heartbeat manager every endpoint uses to notice that a peer is gone:
+// Flink's HeartbeatManagerImpl (the receiving side), HeartbeatManagerSenderImpl (the side that
+// asks for heartbeats) and HeartbeatMonitorImpl (one timeout per target) in one core.
+//
+// A Manager monitors targets, each named by a key (a ResourceID, mostly). Every heartbeat
+// received from a target — or its answer to a request — resets that target's timeout; a target
+// silent for the whole timeout is reported once to OnTimeout and is no longer monitored. A sender
+// (Config.RequestHeartbeat set) asks every monitored target for a heartbeat once per interval.
+//
+// Like the other cores, a Manager is a plain struct driven only from its owner's main loop: no
+// locks, no goroutines, no I/O. Its timers fire onto that loop through Config.Timers
+// (*mainloop.Loop satisfies it), and its callbacks run there; sending a heartbeat request is the
+// owner's business (off the loop).
+//
+// Options (Flink's names and defaults): heartbeat.interval, DefaultHeartbeatInterval (10 s), how
+// often a sender requests heartbeats; heartbeat.timeout, DefaultHeartbeatTimeout (50 s), how long
+// a target may stay silent. The timeout must not be shorter than the interval.
+package heartbeat
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+const (
+	// DefaultHeartbeatInterval is Flink's heartbeat.interval default: how often a sender asks
+	// each target for a heartbeat.
+	DefaultHeartbeatInterval = 10 * time.Second
+	// DefaultHeartbeatTimeout is Flink's heartbeat.timeout default: a target silent this long is
+	// considered gone.
+	DefaultHeartbeatTimeout = 50 * time.Second
+)
+
+// ErrTimeout is matched (errors.Is) by every *TimeoutError.
+var ErrTimeout = errors.New("heartbeat timed out")
+
+// TimeoutError is the cause endpoints give when a peer's heartbeat timed out. errors.Is(err,
+// ErrTimeout). Flink: TimeoutException("Heartbeat of TaskManager with id … timed out.").
+type TimeoutError struct {
+	// Target names the silent peer, e.g. "TaskExecutor taskexecutor-1".
+	Target string
+	// Timeout is the heartbeat.timeout that passed without a heartbeat.
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("heartbeat of %s timed out after %v", e.Target, e.Timeout)
+}
+
+// Is reports whether target is ErrTimeout.
+func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+
+// Timers schedules fn to run on the owner's main loop after d; cancel stops it if it has not run
+// yet and reports whether it did. *mainloop.Loop satisfies it.
+type Timers interface {
+	Schedule(d time.Duration, fn func()) (cancel func() bool)
+}
+
+// Config configures a Manager. Timers and OnTimeout are required.
+type Config[K comparable] struct {
+	// Timers runs the timeouts and the request ticks on the owner's main loop.
+	Timers Timers
+	// Interval is how often RequestHeartbeat is called for each target. Option heartbeat.interval,
+	// default DefaultHeartbeatInterval (0 means the default). Only a sender uses it.
+	Interval time.Duration
+	// Timeout is how long a target may go without a heartbeat. Option heartbeat.timeout, default
+	// DefaultHeartbeatTimeout (0 means the default); it must not be shorter than Interval.
+	Timeout time.Duration
+	// RequestHeartbeat, if set, makes the Manager a sender: it is called on the loop for every
+	// monitored target, in the order they were first monitored, once per Interval; the owner
+	// sends the request off the loop, and the target's answer comes back as ReceiveHeartbeat.
+	// Flink: HeartbeatTarget.requestHeartbeat.
+	RequestHeartbeat func(target K)
+	// OnTimeout is called on the loop, once, for a target that was silent for Timeout; the target
+	// is no longer monitored by then. It may call the Manager (monitor the target again, say).
+	// Flink: HeartbeatListener.notifyHeartbeatTimeout.
+	OnTimeout func(target K)
+}
+
+// Resolve applies the defaults to an interval and a timeout (0 means the default) and checks
+// them: neither may be negative, and the timeout must not be shorter than the interval (Flink's
+// HeartbeatServices rule). Endpoints call it to reject a bad configuration when they are created.
+func Resolve(interval, timeout time.Duration) (time.Duration, time.Duration, error) {
+	if interval < 0 || timeout < 0 {
+		return 0, 0, fmt.Errorf("heartbeat: heartbeat.interval %v and heartbeat.timeout %v must not be negative", interval, timeout)
+	}
+	if interval == 0 {
+		interval = DefaultHeartbeatInterval
+	}
+	if timeout == 0 {
+		timeout = DefaultHeartbeatTimeout
+	}
+	if timeout < interval {
+		return 0, 0, fmt.Errorf("heartbeat: heartbeat.timeout %v is shorter than heartbeat.interval %v", timeout, interval)
+	}
+	return interval, timeout, nil
+}
+
+// Manager monitors heartbeat targets; see the package documentation. Use it only from the
+// owner's main loop.
+type Manager[K comparable] struct {
+	timers    Timers
+	interval  time.Duration
+	timeout   time.Duration
+	request   func(K)
+	onTimeout func(K)
+
+	targets map[K]*target
+	order   []K // monitored targets, in the order they were first monitored
+	ticking bool
+	stopTck func() bool
+	stopped bool
+}
+
+// target is one monitored target: its pending timeout and that timeout's generation, so a
+// timeout that was already posted when it was reset does nothing.
+type target struct {
+	cancel func() bool
+	gen    uint64
+}
+
+// New returns a Manager monitoring nothing.
+func New[K comparable](cfg Config[K]) (*Manager[K], error) {
+	if cfg.Timers == nil {
+		return nil, errors.New("heartbeat: Config.Timers is nil")
+	}
+	if cfg.OnTimeout == nil {
+		return nil, errors.New("heartbeat: Config.OnTimeout is nil")
+	}
+	interval, timeout, err := Resolve(cfg.Interval, cfg.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager[K]{
+		timers:    cfg.Timers,
+		interval:  interval,
+		timeout:   timeout,
+		request:   cfg.RequestHeartbeat,
+		onTimeout: cfg.OnTimeout,
+		targets:   make(map[K]*target),
+	}, nil
+}
+
+// Interval returns heartbeat.interval as resolved.
+func (m *Manager[K]) Interval() time.Duration { return m.interval }
+
+// Timeout returns heartbeat.timeout as resolved.
+func (m *Manager[K]) Timeout() time.Duration { return m.timeout }
+
+// Monitor starts monitoring k: OnTimeout follows unless a heartbeat from k arrives within the
+// timeout, and a sender requests heartbeats from k from its next tick on. Monitoring a target
+// already monitored counts as a heartbeat from it. Flink: HeartbeatManager.monitorTarget.
+func (m *Manager[K]) Monitor(k K) {
+	if m.stopped {
+		return
+	}
+	t, ok := m.targets[k]
+	if !ok {
+		t = &target{}
+		m.targets[k] = t
+		m.order = append(m.order, k)
+	}
+	m.arm(k, t)
+	if m.request != nil && !m.ticking {
+		m.ticking = true
+		m.stopTck = m.timers.Schedule(m.interval, m.tick)
+	}
+}
+
+// Unmonitor stops monitoring k and reports whether it was monitored. Flink: unmonitorTarget.
+func (m *Manager[K]) Unmonitor(k K) bool {
+	t, ok := m.targets[k]
+	if !ok {
+		return false
+	}
+	m.remove(k, t)
+	return true
+}
+
+// ReceiveHeartbeat records a heartbeat from k (a heartbeat it sent, or its answer to a request):
+// k's timeout starts over. It reports whether k is monitored; a heartbeat from a target that is
+// not is ignored. Flink: HeartbeatManager.receiveHeartbeat / requestHeartbeat (reportHeartbeat).
+func (m *Manager[K]) ReceiveHeartbeat(k K) bool {
+	t, ok := m.targets[k]
+	if !ok || m.stopped {
+		return false
+	}
+	m.arm(k, t)
+	return true
+}
+
+// IsMonitored reports whether k is monitored.
+func (m *Manager[K]) IsMonitored(k K) bool {
+	_, ok := m.targets[k]
+	return ok
+}
+
+// Targets returns the monitored targets, in the order they were first monitored.
+func (m *Manager[K]) Targets() []K { return slices.Clone(m.order) }
+
+// Stop unmonitors every target and cancels every timer: no callback runs afterwards, and Monitor
+// does nothing. Stopping twice is harmless. Flink: HeartbeatManager.stop.
+func (m *Manager[K]) Stop() {
+	if m.stopped {
+		return
+	}
+	m.stopped = true
+	for k, t := range m.targets {
+		m.remove(k, t)
+	}
+	if m.stopTck != nil {
+		m.stopTck()
+		m.stopTck = nil
+	}
+	m.ticking = false
+}
+
+// arm (re)starts t's timeout.
+func (m *Manager[K]) arm(k K, t *target) {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.gen++
+	gen := t.gen
+	t.cancel = m.timers.Schedule(m.timeout, func() { m.timedOut(k, t, gen) })
+}
+
+func (m *Manager[K]) remove(k K, t *target) {
+	if t.cancel != nil {
+		t.cancel()
+		t.cancel = nil
+	}
+	t.gen++
+	delete(m.targets, k)
+	if i := slices.Index(m.order, k); i >= 0 {
+		m.order = slices.Delete(m.order, i, i+1)
+	}
+}
+
+func (m *Manager[K]) timedOut(k K, t *target, gen uint64) {
+	if m.stopped || m.targets[k] != t || t.gen != gen {
+		return
+	}
+	m.remove(k, t)
+	m.onTimeout(k)
+}
+
+// tick requests a heartbeat from every target and schedules the next tick while any is left.
+// Flink: HeartbeatManagerSenderImpl.run.
+func (m *Manager[K]) tick() {
+	m.stopTck = nil
+	if m.stopped || len(m.targets) == 0 {
+		m.ticking = false
+		return
+	}
+	// Requests may change what is monitored; a target unmonitored by an earlier request is
+	// skipped, one monitored meanwhile waits for the next tick.
+	for _, k := range slices.Clone(m.order) {
+		if m.stopped {
+			return
+		}
+		if _, ok := m.targets[k]; ok {
+			m.request(k)
+		}
+	}
+	if m.stopped {
+		return
+	}
+	m.stopTck = m.timers.Schedule(m.interval, m.tick)
+}

@@ -1,0 +1,338 @@
+package heartbeat_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/jobgraph/jobgraph/internal/heartbeat"
+	"github.com/jobgraph/jobgraph/internal/mainloop"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// event is a callback of the Manager: a heartbeat request or a timeout, with its virtual time
+// since the test began.
+type event struct {
+	At     time.Duration
+	Kind   string // "request" or "timeout"
+	Target string
+}
+
+// fixture is a Manager on a real main loop, inside a synctest bubble. Its callbacks record
+// events; answer, when set, makes a requested target answer at once (on the loop).
+type fixture struct {
+	t      *testing.T
+	loop   *mainloop.Loop
+	m      *heartbeat.Manager[string]
+	start  time.Time
+	events []event // touched only on the loop
+	answer map[string]bool
+}
+
+func newFixture(t *testing.T, sender bool, interval, timeout time.Duration) *fixture {
+	t.Helper()
+	f := &fixture{t: t, loop: mainloop.New("heartbeat-test"), start: time.Now(), answer: map[string]bool{}}
+	t.Cleanup(f.loop.Close)
+	cfg := heartbeat.Config[string]{
+		Timers:    f.loop,
+		Interval:  interval,
+		Timeout:   timeout,
+		OnTimeout: func(k string) { f.record("timeout", k) },
+	}
+	if sender {
+		cfg.RequestHeartbeat = func(k string) {
+			f.record("request", k)
+			if f.answer[k] {
+				f.m.ReceiveHeartbeat(k)
+			}
+		}
+	}
+	m, err := heartbeat.New(cfg)
+	require.NoError(t, err)
+	f.m = m
+	return f
+}
+
+func (f *fixture) record(kind, k string) {
+	f.events = append(f.events, event{At: time.Since(f.start), Kind: kind, Target: k})
+}
+
+// on runs fn on the loop and waits for it.
+func (f *fixture) on(fn func()) {
+	f.t.Helper()
+	require.NoError(f.t, f.loop.Call(context.Background(), func() error { fn(); return nil }))
+}
+
+// take returns the events since the last take, after everything due by now has run.
+func (f *fixture) take() []event {
+	f.t.Helper()
+	synctest.Wait()
+	var out []event
+	f.on(func() { out, f.events = f.events, nil })
+	return out
+}
+
+// advance sleeps d of virtual time.
+func advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
+
+func TestTimeoutFiresExactlyTimeoutAfterTheLastHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, false, 0, 0)
+		f.on(func() { f.m.Monitor("te-1") })
+
+		advance(30 * time.Second)
+		var known bool
+		f.on(func() { known = f.m.ReceiveHeartbeat("te-1") })
+		assert.True(t, known)
+
+		advance(heartbeat.DefaultHeartbeatTimeout - time.Millisecond) // 79.999 s
+		assert.Empty(t, f.take(), "no timeout at 49.999 s after the heartbeat")
+		f.on(func() { known = f.m.IsMonitored("te-1") })
+		assert.True(t, known)
+
+		advance(time.Millisecond)
+		assert.Equal(t, []event{{At: 80 * time.Second, Kind: "timeout", Target: "te-1"}}, f.take())
+		f.on(func() { known = f.m.IsMonitored("te-1") })
+		assert.False(t, known, "a timed-out target is no longer monitored")
+
+		// Once only: no further timeout, and a late heartbeat is ignored.
+		f.on(func() { known = f.m.ReceiveHeartbeat("te-1") })
+		assert.False(t, known)
+		advance(time.Hour)
+		assert.Empty(t, f.take())
+	})
+}
+
+func TestTimeoutIsExactToTheNanosecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, false, time.Second, 5*time.Second)
+		f.on(func() { f.m.Monitor("te-1") })
+		advance(5*time.Second - time.Nanosecond)
+		assert.Empty(t, f.take())
+		advance(time.Nanosecond)
+		assert.Equal(t, []event{{At: 5 * time.Second, Kind: "timeout", Target: "te-1"}}, f.take())
+	})
+}
+
+func TestHeartbeatsKeepATargetAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, false, 0, 0)
+		f.on(func() { f.m.Monitor("te-1"); f.m.Monitor("te-2") })
+		// te-1 sends a heartbeat every 49 s for an hour; te-2 stays silent.
+		for range 73 {
+			advance(49 * time.Second)
+			f.on(func() { f.m.ReceiveHeartbeat("te-1") })
+		}
+		assert.Equal(t, []event{{At: 50 * time.Second, Kind: "timeout", Target: "te-2"}}, f.take())
+		var targets []string
+		f.on(func() { targets = f.m.Targets() })
+		assert.Equal(t, []string{"te-1"}, targets)
+
+		// Then te-1 falls silent too: it times out 50 s after its last heartbeat (73 × 49 s).
+		advance(time.Hour)
+		assert.Equal(t, []event{{At: 73*49*time.Second + 50*time.Second, Kind: "timeout", Target: "te-1"}}, f.take())
+	})
+}
+
+func TestMonitoringAgainCountsAsAHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, false, 0, 0)
+		f.on(func() { f.m.Monitor("te-1") })
+		advance(40 * time.Second)
+		f.on(func() { f.m.Monitor("te-1") })
+		advance(time.Hour)
+		assert.Equal(t, []event{{At: 90 * time.Second, Kind: "timeout", Target: "te-1"}}, f.take())
+	})
+}
+
+func TestUnmonitorStopsTheTimeoutAndTheRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, true, 0, 0)
+		var was, again bool
+		f.on(func() {
+			f.m.Monitor("te-1")
+			was = f.m.Unmonitor("te-1")
+			again = f.m.Unmonitor("te-1")
+		})
+		assert.True(t, was)
+		assert.False(t, again)
+		advance(time.Hour)
+		assert.Empty(t, f.take(), "neither requests nor a timeout for an unmonitored target")
+
+		// Unmonitoring between two ticks: requests stop after the last tick it was monitored at.
+		f.on(func() { f.m.Monitor("te-2") })
+		advance(25 * time.Second)
+		f.on(func() { f.m.Unmonitor("te-2") })
+		advance(time.Hour)
+		assert.Equal(t, []event{
+			{At: time.Hour + 10*time.Second, Kind: "request", Target: "te-2"},
+			{At: time.Hour + 20*time.Second, Kind: "request", Target: "te-2"},
+		}, f.take())
+	})
+}
+
+func TestSenderRequestsAtExactIntervalSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, true, 0, 0)
+		f.on(func() {
+			f.answer["te-1"] = true
+			f.m.Monitor("te-1")
+			f.m.Monitor("te-2")
+		})
+		advance(10*time.Second - time.Nanosecond)
+		assert.Empty(t, f.take(), "the first request comes one interval after monitoring starts")
+		advance(time.Nanosecond)
+		assert.Equal(t, []event{
+			{At: 10 * time.Second, Kind: "request", Target: "te-1"},
+			{At: 10 * time.Second, Kind: "request", Target: "te-2"},
+		}, f.take())
+
+		// A target monitored between ticks joins at the next tick. te-2 never answers a request;
+		// it sends one heartbeat of its own at 15 s.
+		advance(5 * time.Second)
+		f.on(func() {
+			f.answer["te-3"] = true
+			f.m.Monitor("te-3")
+			f.m.ReceiveHeartbeat("te-2")
+		})
+		advance(55 * time.Second) // to 70 s
+		want := []event{}
+		for _, at := range []time.Duration{20, 30, 40, 50, 60} {
+			for _, k := range []string{"te-1", "te-2", "te-3"} {
+				want = append(want, event{At: at * time.Second, Kind: "request", Target: k})
+			}
+		}
+		// te-2 times out 50 s after its heartbeat; the others answer every request.
+		want = append(want, event{At: 65 * time.Second, Kind: "timeout", Target: "te-2"},
+			event{At: 70 * time.Second, Kind: "request", Target: "te-1"},
+			event{At: 70 * time.Second, Kind: "request", Target: "te-3"})
+		assert.Equal(t, want, f.take())
+
+		// te-1 and te-3 stay monitored; requests keep their 10 s steps.
+		advance(time.Hour)
+		got := f.take()
+		require.Len(t, got, 2*360)
+		for i, e := range got {
+			require.Equal(t, event{At: 80*time.Second + time.Duration(i/2)*10*time.Second, Kind: "request", Target: []string{"te-1", "te-3"}[i%2]}, e, "event %d", i)
+		}
+	})
+}
+
+func TestTickStopsWithoutTargetsAndRestartsInAFreshPhase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, true, time.Second, 5*time.Second)
+		f.on(func() { f.m.Monitor("a") })
+		advance(1500 * time.Millisecond)
+		f.on(func() { f.m.Unmonitor("a") })
+		advance(time.Minute) // the tick at 2 s finds nothing and stops
+		f.on(func() { f.m.Monitor("b") })
+		advance(2 * time.Second)
+		start := 1500*time.Millisecond + time.Minute
+		assert.Equal(t, []event{
+			{At: time.Second, Kind: "request", Target: "a"},
+			{At: start + time.Second, Kind: "request", Target: "b"},
+			{At: start + 2*time.Second, Kind: "request", Target: "b"},
+		}, f.take())
+	})
+}
+
+func TestTimeoutCallbackMayMonitorAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		loop := mainloop.New("again")
+		defer loop.Close()
+		start := time.Now()
+		var at []time.Duration
+		var m *heartbeat.Manager[string]
+		m, err := heartbeat.New(heartbeat.Config[string]{
+			Timers:   loop,
+			Timeout:  5 * time.Second,
+			Interval: time.Second,
+			OnTimeout: func(k string) {
+				at = append(at, time.Since(start))
+				if len(at) < 3 {
+					m.Monitor(k)
+				}
+			},
+		})
+		require.NoError(t, err)
+		loop.Execute(func() { m.Monitor("rm") })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.NoError(t, loop.Call(context.Background(), func() error { return nil }))
+		assert.Equal(t, []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second}, at)
+	})
+}
+
+func TestStopCancelsEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, true, 0, 0)
+		f.on(func() { f.m.Monitor("te-1") })
+		advance(10 * time.Second)
+		f.on(func() {
+			f.m.Stop()
+			f.m.Stop()
+			f.m.Monitor("te-2")
+		})
+		var targets []string
+		var known bool
+		f.on(func() { targets, known = f.m.Targets(), f.m.ReceiveHeartbeat("te-1") })
+		assert.Empty(t, targets)
+		assert.False(t, known)
+		advance(time.Hour)
+		assert.Equal(t, []event{{At: 10 * time.Second, Kind: "request", Target: "te-1"}}, f.take())
+	})
+}
+
+func TestNewValidatesAndDefaults(t *testing.T) {
+	loop := mainloop.New("validate")
+	defer loop.Close()
+	noop := func(string) {}
+	m, err := heartbeat.New(heartbeat.Config[string]{Timers: loop, OnTimeout: noop})
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, m.Interval())
+	assert.Equal(t, 50*time.Second, m.Timeout())
+	assert.Equal(t, heartbeat.DefaultHeartbeatInterval, m.Interval())
+	assert.Equal(t, heartbeat.DefaultHeartbeatTimeout, m.Timeout())
+
+	for _, tc := range []struct {
+		cfg  heartbeat.Config[string]
+		want string
+	}{
+		{heartbeat.Config[string]{OnTimeout: noop}, "heartbeat: Config.Timers is nil"},
+		{heartbeat.Config[string]{Timers: loop}, "heartbeat: Config.OnTimeout is nil"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, Interval: -time.Second}, "heartbeat: heartbeat.interval -1s and heartbeat.timeout 0s must not be negative"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, Timeout: 5 * time.Second}, "heartbeat: heartbeat.timeout 5s is shorter than heartbeat.interval 10s"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, Interval: time.Minute}, "heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s"},
+	} {
+		_, err := heartbeat.New(tc.cfg)
+		assert.EqualError(t, err, tc.want)
+	}
+
+	i, to, err := heartbeat.Resolve(time.Second, 0)
+	require.NoError(t, err)
+	assert.Equal(t, [2]time.Duration{time.Second, 50 * time.Second}, [2]time.Duration{i, to})
+	i, to, err = heartbeat.Resolve(2*time.Second, 2*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, [2]time.Duration{2 * time.Second, 2 * time.Second}, [2]time.Duration{i, to})
+}
+
+func TestTimeoutError(t *testing.T) {
+	var err error = &heartbeat.TimeoutError{Target: "TaskExecutor taskexecutor-1", Timeout: 5 * time.Second}
+	assert.EqualError(t, err, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
+	wrapped := fmt.Errorf("task lost its slot: %w", err)
+	assert.ErrorIs(t, wrapped, heartbeat.ErrTimeout)
+	var te *heartbeat.TimeoutError
+	require.True(t, errors.As(wrapped, &te))
+	assert.Equal(t, "TaskExecutor taskexecutor-1", te.Target)
+}

@@ -1,0 +1,418 @@
+package jobmaster_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// hbFree is one FreeSlot call a fake TaskExecutor received: when (since the test began), which
+// slot, and whether it failed.
+type hbFree struct {
+	At         time.Duration
+	Allocation jobgraph.AllocationID
+	Failed     bool
+}
+
+// hbTE is a fake TaskExecutor. It answers each heartbeat request at once with
+// HeartbeatFromTaskExecutor, listing the slots in held, unless it is silent. onFree, if set,
+// answers FreeSlot calls (it may block); a freed slot leaves held unless the call failed.
+type hbTE struct {
+	id    jobgraph.ResourceID
+	start time.Time
+
+	mu          sync.Mutex
+	jm          rpc.JobMasterGateway
+	job         jobgraph.JobID
+	silent      bool
+	held        []jobgraph.AllocationID
+	onFree      func(n int, a jobgraph.AllocationID) error
+	frees       []hbFree
+	requests    []time.Duration
+	submits     []rpc.TaskDeploymentDescriptor
+	disconnects []error
+}
+
+func (f *hbTE) RequestSlot(context.Context, rpc.SlotID, jobgraph.JobID, jobgraph.AllocationID, jobgraph.ResourceProfile, string, jobgraph.JobMasterID, jobgraph.ResourceManagerID) error {
+	return errors.New("not used")
+}
+
+func (f *hbTE) SubmitTask(_ context.Context, _ jobgraph.JobMasterID, tdd rpc.TaskDeploymentDescriptor) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.submits = append(f.submits, tdd)
+	return nil
+}
+
+func (f *hbTE) CancelTask(context.Context, jobgraph.ExecutionAttemptID) error { return nil }
+
+func (f *hbTE) FreeSlot(_ context.Context, a jobgraph.AllocationID, _ error) error {
+	f.mu.Lock()
+	hook, n := f.onFree, len(f.frees)+1
+	f.mu.Unlock()
+	var err error
+	if hook != nil {
+		err = hook(n, a)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frees = append(f.frees, hbFree{At: time.Since(f.start), Allocation: a, Failed: err != nil})
+	if err == nil {
+		f.held = slices.DeleteFunc(f.held, func(x jobgraph.AllocationID) bool { return x == a })
+	}
+	return err
+}
+
+func (f *hbTE) ReleasePartitions(context.Context, jobgraph.JobID, []rpc.ResultPartitionID) error {
+	return nil
+}
+
+func (f *hbTE) DisconnectJobMaster(_ context.Context, _ jobgraph.JobID, cause error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.disconnects = append(f.disconnects, cause)
+	return nil
+}
+
+func (f *hbTE) HeartbeatFromJobMaster(ctx context.Context, _ jobgraph.ResourceID) error {
+	f.mu.Lock()
+	f.requests = append(f.requests, time.Since(f.start))
+	silent, jm := f.silent, f.jm
+	report := rpc.AllocatedSlotReport{JobID: f.job, Slots: slices.Clone(f.held)}
+	f.mu.Unlock()
+	if silent {
+		return errors.New("no answer")
+	}
+	return jm.HeartbeatFromTaskExecutor(ctx, f.id, report)
+}
+
+func (f *hbTE) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error { return nil }
+
+func (f *hbTE) set(fn func(f *hbTE)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *hbTE) snapshot() hbTE {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return hbTE{
+		held: slices.Clone(f.held), frees: slices.Clone(f.frees), requests: slices.Clone(f.requests),
+		submits: slices.Clone(f.submits), disconnects: slices.Clone(f.disconnects),
+	}
+}
+
+// deployed lists "<task name> @ <allocation>" for each SubmitTask, in order.
+func (f *hbTE) deployed(names map[jobgraph.AllocationID]string) []string {
+	var out []string
+	for _, tdd := range f.snapshot().submits {
+		out = append(out, tdd.TaskName+" @ "+names[tdd.AllocationID])
+	}
+	return out
+}
+
+// hbRM is a fake ResourceManager recording registrations, declarations and heartbeats.
+type hbRM struct {
+	mu         sync.Mutex
+	registered []jobgraph.ResourceID
+	declared   [][]rpc.ResourceRequirement
+	heartbeats []jobgraph.ResourceID
+}
+
+func (r *hbRM) RegisterTaskExecutor(context.Context, rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
+	return jobgraph.ResourceManagerID{}, nil
+}
+func (r *hbRM) SendSlotReport(context.Context, jobgraph.ResourceID, rpc.SlotReport) error { return nil }
+func (r *hbRM) NotifySlotAvailable(context.Context, jobgraph.ResourceID, rpc.SlotID, jobgraph.AllocationID) error {
+	return nil
+}
+func (r *hbRM) DisconnectTaskExecutor(context.Context, jobgraph.ResourceID, error) error { return nil }
+func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm jobgraph.ResourceID, _ string, _ jobgraph.JobID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.registered = append(r.registered, jm)
+	return nil
+}
+func (r *hbRM) DeclareRequiredResources(_ context.Context, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.declared = append(r.declared, reqs.Requirements)
+	return nil
+}
+func (r *hbRM) DisconnectJobMaster(context.Context, jobgraph.JobID, error) error { return nil }
+func (r *hbRM) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceID, rpc.SlotReport) error {
+	return nil
+}
+func (r *hbRM) HeartbeatFromJobMaster(_ context.Context, jm jobgraph.ResourceID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.heartbeats = append(r.heartbeats, jm)
+	return nil
+}
+
+// hbEnv is a JobMaster for src (2 subtasks) → BLOCKING → sink (2 subtasks) with a fake
+// ResourceManager and fake TaskExecutors on an in-process Service. Build it in a synctest bubble.
+type hbEnv struct {
+	t     *testing.T
+	ctx   context.Context
+	start time.Time
+	svc   *rpc.LocalService
+	rm    *hbRM
+	g     *jobgraph.JobGraph
+	jm    jobmaster.Service
+	gw    rpc.JobMasterGateway
+	token jobgraph.JobMasterID
+	// names maps the allocations the test offered to short names ("A", "B", …).
+	names map[jobgraph.AllocationID]string
+}
+
+func newHBEnv(t *testing.T, cfg jobmaster.Config) *hbEnv {
+	t.Helper()
+	e := &hbEnv{t: t, ctx: context.Background(), start: time.Now(), svc: rpc.NewLocalService(), rm: &hbRM{},
+		token: jobgraph.NewJobMasterID(), names: map[jobgraph.AllocationID]string{}}
+	require.NoError(t, e.svc.Register("rm", e.rm))
+	e.g = jobgraph.New("src-sink", jobgraph.Batch)
+	src := e.g.AddVertex("src", "noop", 2)
+	sink := e.g.AddVertex("sink", "noop", 2)
+	e.g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Blocking)
+	cfg.RPC, cfg.ResourceManagerAddress, cfg.Logger = e.svc, "rm", slog.New(slog.DiscardHandler)
+	f, err := jobmaster.NewFactory(e.g, cfg)
+	require.NoError(t, err)
+	e.jm, err = f.Create(e.ctx, e.token)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.jm.Close() })
+	e.gw = e.jm.Gateway()
+	synctest.Wait()
+	return e
+}
+
+// addTE serves a fake TaskExecutor under its ResourceID and registers it with the JobMaster.
+func (e *hbEnv) addTE(id jobgraph.ResourceID) *hbTE {
+	e.t.Helper()
+	te := &hbTE{id: id, start: e.start, jm: e.gw, job: e.g.JobID}
+	require.NoError(e.t, e.svc.Register(string(id), te))
+	require.NoError(e.t, e.gw.RegisterTaskExecutor(e.ctx, e.token, rpc.TaskExecutorRegistration{ResourceID: id, Address: string(id)}))
+	return te
+}
+
+// offer offers te's slot index as allocation name; the JobMaster must accept it.
+func (e *hbEnv) offer(te *hbTE, index int, name string) jobgraph.AllocationID {
+	e.t.Helper()
+	a := jobgraph.NewAllocationID()
+	e.names[a] = name
+	o := rpc.SlotOffer{AllocationID: a, SlotIndex: index}
+	accepted, err := e.gw.OfferSlots(e.ctx, e.token, te.id, []rpc.SlotOffer{o})
+	require.NoError(e.t, err)
+	require.Equal(e.t, []rpc.SlotOffer{o}, accepted)
+	te.set(func(f *hbTE) { f.held = append(f.held, a) })
+	synctest.Wait()
+	return a
+}
+
+// report tells the JobMaster the task deployed as taskName on te reached state.
+func (e *hbEnv) report(te *hbTE, taskName string, state jobgraph.ExecutionState) {
+	e.t.Helper()
+	for _, tdd := range te.snapshot().submits {
+		if tdd.TaskName == taskName {
+			applied, err := e.gw.UpdateTaskExecutionState(e.ctx, e.token, rpc.TaskExecutionState{ExecutionAttemptID: tdd.ExecutionAttemptID, State: state})
+			require.NoError(e.t, err)
+			require.True(e.t, applied)
+			synctest.Wait()
+			return
+		}
+	}
+	e.t.Fatalf("%s was not deployed to %s", taskName, te.id)
+}
+
+func (e *hbEnv) status() jobgraph.JobStatus {
+	e.t.Helper()
+	st, err := e.jm.RequestJobStatus(e.ctx)
+	require.NoError(e.t, err)
+	return st
+}
+
+func advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
+
+// runSources deploys src (1/2) on te-1 slot A and src (2/2) on te-2 slot B, both RUNNING.
+func (e *hbEnv) runSources() (te1, te2 *hbTE) {
+	e.t.Helper()
+	te1, te2 = e.addTE("te-1"), e.addTE("te-2")
+	e.offer(te1, 0, "A")
+	e.offer(te2, 0, "B")
+	require.Equal(e.t, []string{"src (1/2) @ A"}, te1.deployed(e.names))
+	require.Equal(e.t, []string{"src (2/2) @ B"}, te2.deployed(e.names))
+	e.report(te1, "src (1/2)", jobgraph.ExecutionStateRunning)
+	e.report(te2, "src (2/2)", jobgraph.ExecutionStateRunning)
+	return te1, te2
+}
+
+func TestFreeSlotFailureReturnsTheSlotToThePoolWhileItsTaskExecutorIsRegistered(t *testing.T) {
+	for _, registered := range []bool{true, false} {
+		name := map[bool]string{true: "registered", false: "disconnected"}[registered]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newHBEnv(t, jobmaster.Config{IdleSlotTimeout: 2500 * time.Millisecond, HeartbeatInterval: time.Second, HeartbeatTimeout: 5 * time.Second})
+				te1, te2 := e.runSources()
+
+				// FreeSlot on te-1 blocks until the test lets it fail.
+				release := make(chan struct{})
+				te1.set(func(f *hbTE) {
+					f.onFree = func(int, jobgraph.AllocationID) error { <-release; return errors.New("TaskExecutor unreachable") }
+				})
+				// src (1/2) finishes: the job no longer needs slot A, which goes back to te-1 after
+				// slot.idle.timeout (2.5 s: between two heartbeats).
+				e.report(te1, "src (1/2)", jobgraph.ExecutionStateFinished)
+				advance(2500*time.Millisecond - time.Nanosecond)
+				assert.Empty(t, te1.snapshot().frees)
+				advance(time.Nanosecond) // FreeSlot(A) is in flight now
+
+				if !registered {
+					require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, e.token, "te-1", errors.New("te-1 went away")))
+				}
+				// src (2/2) finishes: both sink subtasks need a slot; B serves one, the other waits.
+				e.report(te2, "src (2/2)", jobgraph.ExecutionStateFinished)
+				close(release)
+				synctest.Wait()
+				a := te1.snapshot().frees
+				require.Len(t, a, 1)
+				assert.Equal(t, "A", e.names[a[0].Allocation])
+				assert.True(t, a[0].Failed)
+
+				if registered {
+					// te-1 is still registered: A is back in the pool, and the waiting sink takes it.
+					assert.Equal(t, []string{"src (1/2) @ A", "sink (2/2) @ A"}, te1.deployed(e.names))
+					assert.Equal(t, []string{"src (2/2) @ B", "sink (1/2) @ B"}, te2.deployed(e.names))
+					return
+				}
+				// te-1 is gone: A is dropped for good and the second sink waits for another slot.
+				assert.Equal(t, []string{"src (1/2) @ A"}, te1.deployed(e.names))
+				assert.Equal(t, []string{"src (2/2) @ B", "sink (1/2) @ B"}, te2.deployed(e.names))
+				e.offer(te2, 1, "C")
+				assert.Equal(t, []string{"src (2/2) @ B", "sink (1/2) @ B", "sink (2/2) @ C"}, te2.deployed(e.names))
+				assert.Equal(t, []string{"src (1/2) @ A"}, te1.deployed(e.names))
+			})
+		})
+	}
+}
+
+func TestSlotTheJobNoLongerNeedsIsFreedAgainAtTheNextHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newHBEnv(t, jobmaster.Config{IdleSlotTimeout: 2500 * time.Millisecond, HeartbeatInterval: time.Second, HeartbeatTimeout: 5 * time.Second})
+		te1, _ := e.runSources()
+		// The first FreeSlot fails; the slot is offered to the pool again, which does not need it
+		// (only src (2/2) still runs). te-1 keeps listing it in its heartbeats, so the next one,
+		// at 3 s, frees it again.
+		te1.set(func(f *hbTE) {
+			f.onFree = func(n int, _ jobgraph.AllocationID) error {
+				if n == 1 {
+					return errors.New("TaskExecutor busy")
+				}
+				return nil
+			}
+		})
+		e.report(te1, "src (1/2)", jobgraph.ExecutionStateFinished)
+		advance(time.Minute)
+		got := te1.snapshot()
+		require.Len(t, got.frees, 2)
+		for _, f := range got.frees {
+			assert.Equal(t, "A", e.names[f.Allocation])
+		}
+		assert.Equal(t, []hbFree{{2500 * time.Millisecond, got.frees[0].Allocation, true}, {3 * time.Second, got.frees[0].Allocation, false}}, got.frees)
+		assert.Empty(t, got.held)
+		assert.Equal(t, jobgraph.JobStatusRunning, e.status())
+	})
+}
+
+func TestSilentTaskExecutorIsDisconnectedAfterExactlyTheHeartbeatTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newHBEnv(t, jobmaster.Config{HeartbeatInterval: time.Second, HeartbeatTimeout: 5 * time.Second})
+		te1, te2 := e.runSources()
+		e.report(te1, "src (1/2)", jobgraph.ExecutionStateFinished)
+
+		// te-2 answers the requests at 1 s and 2 s, sends a heartbeat of its own at 2.5 s, and
+		// falls silent.
+		advance(2500 * time.Millisecond)
+		require.NoError(t, e.gw.HeartbeatFromTaskExecutor(e.ctx, "te-2", rpc.AllocatedSlotReport{JobID: e.g.JobID}))
+		te2.set(func(f *hbTE) { f.silent = true })
+		advance(5*time.Second - time.Nanosecond)
+		assert.Equal(t, jobgraph.JobStatusRunning, e.status())
+		assert.Empty(t, te2.snapshot().disconnects)
+
+		advance(time.Nanosecond) // 7.5 s
+		select {
+		case <-e.jm.Done():
+		default:
+			t.Fatal("the job did not end at 7.5 s")
+		}
+		res := e.jm.Result()
+		assert.Equal(t, jobgraph.JobStatusFailed, res.Archived.Status)
+		require.Error(t, res.Err)
+		assert.ErrorIs(t, res.Err, jobmaster.ErrHeartbeatTimeout)
+		assert.Contains(t, res.Err.Error(), "heartbeat of TaskExecutor te-2 timed out after 5s")
+		assert.Equal(t, 7500*time.Millisecond, res.Archived.StatusTimestamps[jobgraph.JobStatusFailed].Sub(e.start))
+		src := res.Archived.JobVertices[0].Subtasks
+		assert.Equal(t, jobgraph.ExecutionStateFinished, src[0].State)
+		assert.Equal(t, jobgraph.ExecutionStateFailed, src[1].State)
+		assert.Contains(t, src[1].FailureMessage, "heartbeat of TaskExecutor te-2 timed out after 5s")
+
+		// Heartbeats were requested every second; te-2 is told to drop the job, and from now on
+		// its heartbeats are refused while te-1's are taken.
+		got := te2.snapshot()
+		assert.Equal(t, []time.Duration{1 * time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second, 7 * time.Second}, got.requests)
+		require.Len(t, got.disconnects, 1)
+		assert.ErrorIs(t, got.disconnects[0], jobmaster.ErrHeartbeatTimeout)
+		err := e.gw.HeartbeatFromTaskExecutor(e.ctx, "te-2", rpc.AllocatedSlotReport{JobID: e.g.JobID})
+		assert.ErrorIs(t, err, jobmaster.ErrUnknownTaskExecutor)
+		assert.NoError(t, e.gw.HeartbeatFromTaskExecutor(e.ctx, "te-1", rpc.AllocatedSlotReport{JobID: e.g.JobID}))
+		advance(time.Minute)
+		assert.Len(t, te2.snapshot().requests, 7, "no more requests to a disconnected TaskExecutor")
+		assert.Len(t, te1.snapshot().requests, 67, "te-1 still answers: requests at 1 s, 2 s, …, 67 s")
+	})
+}
+
+func TestJobMasterAnswersTheResourceManagerAndRegistersAgainWhenDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newHBEnv(t, jobmaster.Config{})
+		require.NoError(t, e.gw.HeartbeatFromResourceManager(e.ctx, "rm"))
+		synctest.Wait()
+		e.rm.mu.Lock()
+		heartbeats, registered, declared := slices.Clone(e.rm.heartbeats), slices.Clone(e.rm.registered), len(e.rm.declared)
+		e.rm.mu.Unlock()
+		require.Len(t, heartbeats, 1)
+		assert.True(t, strings.HasPrefix(string(heartbeats[0]), "jobmaster-"), heartbeats[0])
+		assert.Equal(t, heartbeats, registered, "the heartbeat names the JobMaster as it registered")
+		require.NotZero(t, declared)
+
+		// The ResourceManager dropped the JobMaster (and the job's requirements): the JobMaster
+		// registers again and declares its requirements anew.
+		err := e.gw.DisconnectResourceManager(e.ctx, e.token, jobgraph.NewResourceManagerID(), errors.New("heartbeat timed out"))
+		require.NoError(t, err)
+		synctest.Wait()
+		e.rm.mu.Lock()
+		defer e.rm.mu.Unlock()
+		assert.Equal(t, []jobgraph.ResourceID{registered[0], registered[0]}, e.rm.registered)
+		require.Len(t, e.rm.declared, declared+1)
+		assert.Equal(t, []rpc.ResourceRequirement{{Count: 2}}, e.rm.declared[declared-1], "before")
+		assert.Equal(t, []rpc.ResourceRequirement{{Count: 2}}, e.rm.declared[declared], "declared again")
+
+		_, err = jobmaster.NewFactory(e.g, jobmaster.Config{RPC: e.svc, ResourceManagerAddress: "rm", HeartbeatInterval: time.Minute})
+		assert.EqualError(t, err, "jobmaster: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
+	})
+}

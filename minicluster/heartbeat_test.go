@@ -1,0 +1,229 @@
+package minicluster_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/minicluster"
+	"github.com/jobgraph/jobgraph/taskexecutor"
+)
+
+// blockingRegistry has "block": a task that runs until it is canceled, telling started its
+// attempt once it runs.
+func blockingRegistry(started chan<- jobgraph.ExecutionAttemptID) *taskexecutor.Registry {
+	reg := registry()
+	reg.Register("block", func(ctx context.Context, env taskexecutor.Environment) error {
+		started <- env.Info().ExecutionAttemptID
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	return reg
+}
+
+// statusLog records the job status transitions with their virtual time since begin.
+type statusLog struct {
+	mu    sync.Mutex
+	begin time.Time
+	seen  []string
+}
+
+func (l *statusLog) listen(_ jobgraph.JobID, st jobgraph.JobStatus, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, st.String()+" at "+at.Sub(l.begin).String())
+}
+
+func (l *statusLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.seen...)
+}
+
+func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		started := make(chan jobgraph.ExecutionAttemptID, 2)
+		statuses := &statusLog{begin: time.Now()}
+		mc := start(t, minicluster.Config{
+			TaskExecutors:     2,
+			Registry:          blockingRegistry(started),
+			HeartbeatInterval: time.Second,
+			HeartbeatTimeout:  5 * time.Second,
+			JobStatusListener: statuses.listen,
+		})
+		g := jobgraph.New("blocking", jobgraph.Streaming)
+		g.AddVertex("v", "block", 2)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		synctest.Wait()
+		require.Len(t, started, 2)
+
+		// One subtask on each TaskExecutor, both RUNNING.
+		archived, err := mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		locations := map[jobgraph.ResourceID]int{}
+		for _, st := range archived.JobVertices[0].Subtasks {
+			assert.Equal(t, jobgraph.ExecutionStateRunning, st.State)
+			locations[st.Location] = st.Subtask
+		}
+		require.Len(t, locations, 2)
+		lost, kept := locations["taskexecutor-1"], locations["taskexecutor-0"]
+
+		// Heartbeats flow every second; the TaskExecutor answers the ones at 1 s and 2 s and is
+		// killed at 2.5 s. 5 s after its last heartbeat, at 7 s, it is lost.
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
+		mc.TaskExecutors()[1].Kill()
+		time.Sleep(4500*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		st, err := mc.RequestJobStatus(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before the timeout")
+		assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
+
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it")
+		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
+		require.Error(t, res.RootCause)
+		assert.ErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
+		assert.Contains(t, res.RootCause.Error(), "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
+		require.NotNil(t, res.Failure)
+		assert.Contains(t, res.Failure.Message, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
+		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "FAILING at 7s", "FAILED at 7s"}, statuses.get())
+
+		// The task on the lost TaskExecutor FAILED with the timeout; the other one was canceled.
+		archived, err = mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		subtasks := archived.JobVertices[0].Subtasks
+		assert.Equal(t, jobgraph.ExecutionStateFailed, subtasks[lost].State)
+		assert.Contains(t, subtasks[lost].FailureMessage, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
+		assert.Equal(t, 7*time.Second, subtasks[lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(statuses.begin))
+		assert.Equal(t, jobgraph.ExecutionStateCanceled, subtasks[kept].State)
+	})
+}
+
+func TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		started := make(chan jobgraph.ExecutionAttemptID, 4)
+		begin := time.Now()
+		statuses := &statusLog{begin: begin}
+		mc := start(t, minicluster.Config{
+			TaskExecutors:        2,
+			SlotsPerTaskExecutor: 2,
+			Registry:             blockingRegistry(started),
+			HeartbeatInterval:    time.Second,
+			HeartbeatTimeout:     5 * time.Second,
+			JobStatusListener:    statuses.listen,
+		})
+		g := jobgraph.New("restarting", jobgraph.Streaming)
+		g.AddVertex("v", "block", 2)
+		g.RestartStrategy = jobgraph.FixedDelayRestart(3, time.Second)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		synctest.Wait()
+		require.Len(t, started, 2)
+		<-started
+		<-started
+		archived, err := mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		for _, st := range archived.JobVertices[0].Subtasks {
+			require.Equal(t, jobgraph.ResourceID("taskexecutor-0"), st.Location, "slots are matched in registration order")
+		}
+
+		// taskexecutor-0 answers the heartbeats at 1 s and 2 s and is killed at 2.5 s: at 7 s it
+		// is lost, both tasks fail, and 1 s later (fixed-delay) they run again on taskexecutor-1.
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
+		mc.TaskExecutors()[0].Kill()
+		time.Sleep(5500*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		assert.Empty(t, started)
+		archived, err = mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusRestarting, archived.Status)
+		require.Len(t, archived.ExceptionHistory, 2)
+		for i, e := range archived.ExceptionHistory {
+			assert.Contains(t, e.Message, "heartbeat of TaskExecutor taskexecutor-0 timed out after 5s")
+			assert.Equal(t, jobgraph.ResourceID("taskexecutor-0"), e.Location)
+			assert.Equal(t, 7*time.Second, e.Timestamp.Sub(begin), "entry %d", i)
+		}
+
+		time.Sleep(time.Nanosecond) // 8 s
+		synctest.Wait()
+		require.Len(t, started, 2)
+		for range 2 {
+			assert.Equal(t, 1, (<-started).AttemptNumber)
+		}
+		archived, err = mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusRunning, archived.Status)
+		for _, st := range archived.JobVertices[0].Subtasks {
+			assert.Equal(t, jobgraph.ExecutionStateRunning, st.State)
+			assert.Equal(t, 1, st.AttemptNumber)
+			assert.Equal(t, jobgraph.ResourceID("taskexecutor-1"), st.Location)
+			assert.Equal(t, 8*time.Second, st.StateTimestamps[jobgraph.ExecutionStateRunning].Sub(begin))
+		}
+		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors())
+
+		require.NoError(t, mc.CancelJob(ctx, g.JobID))
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
+		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "RESTARTING at 7s", "RUNNING at 8s", "CANCELLING at 8s", "CANCELED at 8s"}, statuses.get())
+	})
+}
+
+func TestCrashTaskFailsTheJobWithItsError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		started := make(chan jobgraph.ExecutionAttemptID, 2)
+		mc := start(t, minicluster.Config{TaskExecutors: 2, Registry: blockingRegistry(started)})
+		g := jobgraph.New("crashing", jobgraph.Streaming)
+		g.AddVertex("v", "block", 2)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		synctest.Wait()
+		require.Len(t, started, 2)
+		attempt := <-started
+
+		// Exactly one TaskExecutor runs the attempt; the other does not know it.
+		crashed := 0
+		for _, te := range mc.TaskExecutors() {
+			err := te.CrashTask(attempt, errBoom)
+			if err == nil {
+				crashed++
+				continue
+			}
+			assert.ErrorIs(t, err, taskexecutor.ErrTaskNotFound)
+		}
+		require.Equal(t, 1, crashed)
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
+		assert.ErrorIs(t, res.RootCause, errBoom)
+		assert.False(t, errors.Is(res.RootCause, jobmaster.ErrHeartbeatTimeout))
+		archived, err := mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		sub := archived.JobVertices[0].Subtasks
+		assert.Equal(t, jobgraph.ExecutionStateFailed, sub[attempt.ExecutionVertexID.Subtask].State)
+		assert.Equal(t, jobgraph.ExecutionStateCanceled, sub[1-attempt.ExecutionVertexID.Subtask].State)
+	})
+}
+
+func TestHeartbeatConfigurationIsChecked(t *testing.T) {
+	_, err := minicluster.New(minicluster.Config{Registry: registry(), HeartbeatInterval: time.Minute})
+	assert.EqualError(t, err, "minicluster: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
+	_, err = minicluster.New(minicluster.Config{Registry: registry(), HeartbeatTimeout: -time.Second})
+	assert.EqualError(t, err, "minicluster: heartbeat: heartbeat.interval 0s and heartbeat.timeout -1s must not be negative")
+}
