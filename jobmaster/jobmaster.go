@@ -56,6 +56,11 @@ type Config struct {
 	// JobStatusListener, if set, hears every job status transition (on the JobMaster's loop: it
 	// must not block).
 	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
+	// ExecutionStateListener, if set, hears every state an execution attempt enters after
+	// CREATED (on the JobMaster's loop: it must not block).
+	ExecutionStateListener func(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState)
+	// ExceptionHistorySize: web.exception-history-size, default 16 (0 means the default).
+	ExceptionHistorySize int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -113,7 +118,7 @@ type JobMaster struct {
 
 	// Owned by loop.
 	pool          *slotpool.Pool
-	sched         *scheduler.DefaultScheduler
+	sched         scheduler.SchedulerNG
 	rm            rpc.ResourceManagerGateway
 	taskExecutors map[jobgraph.ResourceID]rpc.TaskExecutorGateway
 	// teHeartbeats monitors the registered TaskExecutors; freeing holds the slots a FreeSlot
@@ -201,12 +206,14 @@ func (jm *JobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) 
 	}
 	jm.pool = pool
 	sched, err := scheduler.New(g, pool, deployer{jm}, scheduler.Config{
-		Timers:             jm.loop, // restart backoffs
-		SchedulingStrategy: jm.cfg.SchedulingStrategy,
-		SlotRequestTimeout: jm.cfg.SlotRequestTimeout,
-		Logger:             jm.log,
-		JobStatusListener:  jm.cfg.JobStatusListener,
-		OnTerminal:         jm.onTerminal,
+		Timers:                 jm.loop, // restart backoffs
+		SchedulingStrategy:     jm.cfg.SchedulingStrategy,
+		SlotRequestTimeout:     jm.cfg.SlotRequestTimeout,
+		Logger:                 jm.log,
+		JobStatusListener:      jm.cfg.JobStatusListener,
+		ExecutionStateListener: jm.cfg.ExecutionStateListener,
+		ExceptionHistorySize:   jm.cfg.ExceptionHistorySize,
+		OnTerminal:             jm.onTerminal,
 	})
 	if err != nil {
 		return err

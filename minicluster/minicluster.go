@@ -57,6 +57,11 @@ type Config struct {
 	// JobStatusListener, if set, hears every job status transition of every job. It runs on the
 	// job's JobMaster loop and must not block.
 	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
+	// ExecutionStateListener, if set, hears every state every execution attempt enters after
+	// CREATED. It runs on the job's JobMaster loop and must not block.
+	ExecutionStateListener func(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState)
+	// ExceptionHistorySize: web.exception-history-size, default 16.
+	ExceptionHistorySize int
 	// Logger defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
@@ -131,6 +136,8 @@ func New(cfg Config) (*MiniCluster, error) {
 		IdleSlotTimeout:        cfg.IdleSlotTimeout,
 		SchedulingStrategy:     cfg.SchedulingStrategy,
 		JobStatusListener:      cfg.JobStatusListener,
+		ExecutionStateListener: cfg.ExecutionStateListener,
+		ExceptionHistorySize:   cfg.ExceptionHistorySize,
 		Logger:                 log,
 		HeartbeatInterval:      cfg.HeartbeatInterval,
 		HeartbeatTimeout:       cfg.HeartbeatTimeout,

@@ -109,3 +109,29 @@ type Config struct {
 	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.
 	GraphOptions []executiongraph.Option
 }
+
+// SchedulerNG is what a JobMaster needs of its scheduler; DefaultScheduler is the implementation.
+// Every method is called from the JobMaster's main loop only. Flink: SchedulerNG.
+type SchedulerNG interface {
+	// StartScheduling moves the job to RUNNING and schedules what its strategy allows.
+	StartScheduling()
+	// UpdateTaskExecutionState applies a TaskExecutor's report; false for an unknown or
+	// outdated attempt.
+	UpdateTaskExecutionState(state rpc.TaskExecutionState) bool
+	// OnDeployFailed fails an attempt whose SubmitTask call failed.
+	OnDeployFailed(attempt jobgraph.ExecutionAttemptID, err error)
+	// HandleGlobalFailure restarts the whole job, or fails it, under the restart strategy.
+	HandleGlobalFailure(err error)
+	// PartitionsLost marks every partition held by the TaskExecutor at location as gone.
+	PartitionsLost(location jobgraph.ResourceID)
+	// Cancel cancels the job (CANCELLING, then CANCELED).
+	Cancel()
+	// Suspend ends the job SUSPENDED at once, canceling its tasks.
+	Suspend(cause error)
+	// JobStatus, Archive and ExceptionHistory observe the job.
+	JobStatus() jobgraph.JobStatus
+	Archive() *executiongraph.ArchivedExecutionGraph
+	ExceptionHistory() []jobgraph.ExceptionHistoryEntry
+}
+
+var _ SchedulerNG = (*DefaultScheduler)(nil)
