@@ -687,7 +687,9 @@ func TestRegionFailoverUsesPartitionTracking(t *testing.T) {
 		h.timers.Advance(time.Second)
 		assert.Equal(t, []string{"a (1/1)#1"}, h.deployedSince(2))
 		assert.Equal(t, []releaseCall{{te1, []rpc.ResultPartitionID{{PartitionID: partitionOf(a), ProducerID: old}}}}, h.deployer.released)
-		assert.False(t, trackedPartitions{h.s}.IsAvailable(partitionOf(a)))
+		// a's new attempt is deployed: its partition counts as available from deployment on (as
+		// Flink's partition tracker tracks it), so another failure of b would not restart a again.
+		assert.True(t, trackedPartitions{h.s}.IsAvailable(partitionOf(a)))
 		h.finish("a", 0)
 		assert.Equal(t, []string{"a (1/1)#1", "b (1/1)#1"}, h.deployedSince(2))
 	})

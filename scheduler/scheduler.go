@@ -157,10 +157,11 @@ func (o schedulerOps) AllocateSlotsAndDeploy(vertices []*executiongraph.Executio
 // partition tracking.
 type trackedPartitions struct{ s *DefaultScheduler }
 
-// IsAvailable reports whether partition id can be read (again): it is tracked (its producer
-// FINISHED and it was neither released nor lost), or it can be read while produced (HYBRID_*,
-// PIPELINED_APPROXIMATE) and its producer is deployed. Flink's JobMasterPartitionTracker tracks a
-// partition from its producer's deployment on, to the same effect.
+// IsAvailable reports whether partition id is, or will be, readable without restarting its
+// producer: it is tracked (its producer FINISHED and it was neither released nor lost), or its
+// producer's current attempt is deployed and still producing it. Flink's JobMasterPartitionTracker
+// tracks a partition from its producer's deployment on, to the same effect: a consumer region that
+// restarts while a BLOCKING producer still runs waits for it rather than restarting it.
 func (c trackedPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionID) bool {
 	p := c.s.graph.Partition(id)
 	if p == nil {
@@ -169,7 +170,7 @@ func (c trackedPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionID
 	if c.s.partitions.isTracked(p) {
 		return true
 	}
-	return canBePipelinedConsumed(p.ResultType()) && isDeployed(p.Producer().State())
+	return isDeployed(p.Producer().State())
 }
 
 // JobID is the job's ID.
