@@ -7,6 +7,7 @@
 //
 //	go run ./examples/wordcount
 //	go run ./examples/wordcount -input ~/src -parallelism 4 -out /tmp/words.tsv
+//	go run ./examples/wordcount -fail-once count   # subtask 0 of count fails once; the job restarts it
 //
 // A word is a maximal run of letters, digits and '_' (unicode.IsLetter, unicode.IsDigit),
 // case-sensitive; the input is every regular file ending in .go below -input.
@@ -45,6 +46,8 @@ type options struct {
 	slots         int
 	out           string
 	top           int
+	failOnce      string
+	restartDelay  time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -57,14 +60,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.slots, "slots", 0, "slots per TaskExecutor (default: enough for the parallelism)")
 	fs.StringVar(&o.out, "out", "", "file to write every word as word<TAB>count, sorted by word")
 	fs.IntVar(&o.top, "top", 20, "number of most frequent words to print")
+	fs.StringVar(&o.failOnce, "fail-once", "", "make subtask 0 of this vertex (source, count or sink) fail once; the job restarts it (fixed-delay, 1 attempt)")
+	fs.DurationVar(&o.restartDelay, "restart-delay", time.Second, "with -fail-once: restart-strategy.fixed-delay.delay")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.parallelism < 1 || o.taskExecutors < 1 || o.slots < 0 {
-		return o, fmt.Errorf("-parallelism and -taskexecutors must be at least 1, -slots at least 0")
+	if o.parallelism < 1 || o.taskExecutors < 1 || o.slots < 0 || o.restartDelay < 0 {
+		return o, fmt.Errorf("-parallelism and -taskexecutors must be at least 1, -slots and -restart-delay at least 0")
 	}
 	if o.slots == 0 {
 		o.slots = (o.parallelism + o.taskExecutors - 1) / o.taskExecutors
@@ -77,6 +82,25 @@ type statusLog struct {
 	mu    sync.Mutex
 	start time.Time
 	w     io.Writer
+
+	// vertices maps the job's vertex IDs to names and parallelism, for naming restarted
+	// executions; restarted lists them as "count (1/2) attempt 1".
+	vertices  map[jobgraph.JobVertexID]*jobgraph.JobVertex
+	restarted []string
+}
+
+// execution records executions deployed again after a failure (attempt > 0).
+func (l *statusLog) execution(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState) {
+	if attempt.AttemptNumber == 0 || state != jobgraph.ExecutionStateDeploying {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := attempt.ExecutionVertexID.JobVertexID.String()
+	if v := l.vertices[attempt.ExecutionVertexID.JobVertexID]; v != nil {
+		name = fmt.Sprintf("%s (%d/%d)", v.Name, attempt.ExecutionVertexID.Subtask+1, v.Parallelism)
+	}
+	l.restarted = append(l.restarted, fmt.Sprintf("%s attempt %d", name, attempt.AttemptNumber))
 }
 
 func (l *statusLog) record(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time) {
@@ -107,13 +131,28 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		len(files), float64(bytes)/1e6, o.input, o.parallelism, o.taskExecutors, o.slots)
 
 	start := time.Now()
-	res, archived, counts, err := runJob(ctx, files, o, &statusLog{start: start, w: stdout})
+	log := &statusLog{start: start, w: stdout}
+	res, archived, counts, err := runJob(ctx, files, o, log)
 	if err != nil {
 		return err
 	}
 	total := time.Since(start)
 	if res.Status != jobgraph.JobStatusFinished {
 		return fmt.Errorf("job ended %s: %v", res.Status, res.RootCause)
+	}
+
+	if len(res.ExceptionHistory) > 0 || len(log.restarted) > 0 {
+		fmt.Fprintf(stdout, "\nfailures (exception history):\n")
+		for _, e := range res.ExceptionHistory {
+			fmt.Fprintf(stdout, "  %8s  %s on %s: %s\n", e.Timestamp.Sub(start).Round(time.Millisecond), e.TaskName, e.Location, e.Message)
+			for _, c := range e.Concurrent {
+				fmt.Fprintf(stdout, "            concurrent: %s on %s: %s\n", c.TaskName, c.Location, c.Message)
+			}
+		}
+		fmt.Fprintf(stdout, "restarted executions:\n")
+		for _, r := range log.restarted {
+			fmt.Fprintf(stdout, "  %s\n", r)
+		}
 	}
 
 	fmt.Fprintf(stdout, "\ntime per vertex:\n")
@@ -150,25 +189,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog) (*jobgraph.JobResult, *executiongraph.ArchivedExecutionGraph, []wc.WordCount, error) {
 	reg := taskexecutor.NewRegistry()
 	wc.Register(reg)
-	var listener func(jobgraph.JobID, jobgraph.JobStatus, time.Time)
-	if log != nil {
-		listener = log.record
-	}
-	mc, err := minicluster.New(minicluster.Config{
-		TaskExecutors:        o.taskExecutors,
-		SlotsPerTaskExecutor: o.slots,
-		Registry:             reg,
-		JobStatusListener:    listener,
-	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := mc.Start(ctx); err != nil {
-		return nil, nil, nil, errors.Join(err, mc.Close())
-	}
-	defer mc.Close()
-
-	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out})
+	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out, FailOnce: o.failOnce})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -177,6 +198,31 @@ func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog
 	for _, v := range g.Vertices {
 		v.SlotSharingGroup = "default"
 	}
+	if o.failOnce != "" {
+		g.RestartStrategy = jobgraph.FixedDelayRestart(1, o.restartDelay)
+	}
+	cfg := minicluster.Config{
+		TaskExecutors:        o.taskExecutors,
+		SlotsPerTaskExecutor: o.slots,
+		Registry:             reg,
+	}
+	if log != nil {
+		log.vertices = make(map[jobgraph.JobVertexID]*jobgraph.JobVertex)
+		for _, v := range g.Vertices {
+			log.vertices[v.ID] = v
+		}
+		cfg.JobStatusListener = log.record
+		cfg.ExecutionStateListener = log.execution
+	}
+	mc, err := minicluster.New(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := mc.Start(ctx); err != nil {
+		return nil, nil, nil, errors.Join(err, mc.Close())
+	}
+	defer mc.Close()
+
 	res, err := mc.Run(ctx, g)
 	if err != nil {
 		return nil, nil, nil, err

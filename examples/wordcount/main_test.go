@@ -70,3 +70,52 @@ func TestWordCountRejectsBadFlags(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"-parallelism", "0"}, &stdout))
 	assert.Error(t, run(context.Background(), []string{"extra"}, &stdout))
 }
+
+// -fail-once VERTEX: subtask 0 of that vertex fails after doing its work; the job restarts it
+// (fixed-delay, 1 attempt) and the output is still exactly the sequential count.
+func TestWordCountFailOnce(t *testing.T) {
+	dir := writeCorpus(t)
+	files, err := wc.ListInputFiles(dir)
+	require.NoError(t, err)
+	want, err := wc.SequentialCount(files)
+	require.NoError(t, err)
+	var wantFile bytes.Buffer
+	require.NoError(t, wc.WriteCounts(&wantFile, wc.SortedCounts(want)))
+
+	for _, tc := range []struct {
+		vertex    string
+		restarted []string // in the order they were redeployed
+	}{
+		// Every edge is BLOCKING, so each subtask is its own region: a failed subtask restarts
+		// with the regions downstream of it, and nothing that still runs or already finished.
+		{"source", []string{"source (1/2) attempt 1", "count (1/2) attempt 1", "count (2/2) attempt 1", "sink (1/1) attempt 1"}},
+		{"count", []string{"count (1/2) attempt 1", "sink (1/1) attempt 1"}},
+		{"sink", []string{"sink (1/1) attempt 1"}},
+	} {
+		t.Run(tc.vertex, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "words.tsv")
+			var stdout bytes.Buffer
+			err := run(context.Background(), []string{"-input", dir, "-parallelism", "2", "-taskexecutors", "1", "-slots", "2",
+				"-out", out, "-fail-once", tc.vertex, "-restart-delay", "0s"}, &stdout)
+			require.NoError(t, err, stdout.String())
+			got, err := os.ReadFile(out)
+			require.NoError(t, err)
+			assert.Equal(t, wantFile.String(), string(got))
+
+			text := stdout.String()
+			assert.Contains(t, text, "is RESTARTING")
+			assert.Contains(t, text, fmt.Sprintf("%s (1/", tc.vertex)+"")
+			assert.Contains(t, text, "injected failure (fail once)")
+			i := strings.Index(text, "restarted executions:\n")
+			require.GreaterOrEqual(t, i, 0, text)
+			j := strings.Index(text[i:], "\n\n")
+			var restarted []string
+			for _, line := range strings.Split(strings.TrimSpace(text[i+len("restarted executions:\n"):i+j]), "\n") {
+				restarted = append(restarted, strings.TrimSpace(line))
+			}
+			assert.ElementsMatch(t, tc.restarted, restarted)
+		})
+	}
+	var stdout bytes.Buffer
+	assert.ErrorContains(t, run(context.Background(), []string{"-input", dir, "-fail-once", "nope"}, &stdout), `cannot fail vertex "nope" once`)
+}

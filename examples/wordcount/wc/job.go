@@ -35,10 +35,15 @@ const (
 // len(Splits) == p and subtask i reads Splits[i] alone.
 type SourceConfig struct {
 	Splits [][]InputFile `json:"splits"`
+	// FailOnce makes subtask 0 fail its first attempt after it emitted all its output.
+	FailOnce bool `json:"failOnce,omitempty"`
 }
 
-// CountConfig is the count vertex's Config: no options yet, so "{}".
-type CountConfig struct{}
+// CountConfig is the count vertex's Config, "{}" or {"failOnce":true}.
+type CountConfig struct {
+	// FailOnce makes subtask 0 fail its first attempt after it emitted all its output.
+	FailOnce bool `json:"failOnce,omitempty"`
+}
 
 // SinkConfig is the sink vertex's Config, as JSON, e.g. {"outPath":"/tmp/wc.tsv"}; {} when empty.
 type SinkConfig struct {
@@ -47,6 +52,20 @@ type SinkConfig struct {
 	OutPath string `json:"outPath,omitempty"`
 	// SkipResult: do not store the result for TakeResult (when the host reads only OutPath).
 	SkipResult bool `json:"skipResult,omitempty"`
+	// FailOnce makes the sink fail its first attempt after it read and merged its input, before
+	// it writes or stores anything.
+	FailOnce bool `json:"failOnce,omitempty"`
+}
+
+// ErrInjectedFailure is the failure a FailOnce config injects.
+var ErrInjectedFailure = errors.New("injected failure (fail once)")
+
+// injectFailure returns ErrInjectedFailure for the first attempt of subtask 0 when enabled.
+func injectFailure(info taskexecutor.TaskInfo, enabled bool) error {
+	if enabled && info.SubtaskIndex == 0 && info.AttemptNumber == 0 {
+		return fmt.Errorf("wc: %s attempt %d: %w", info.TaskName, info.AttemptNumber, ErrInjectedFailure)
+	}
+	return nil
 }
 
 // JobOptions configure BuildJobWith.
@@ -56,6 +75,9 @@ type JobOptions struct {
 	// OutPath and SkipResult go into the SinkConfig.
 	OutPath    string
 	SkipResult bool
+	// FailOnce names a vertex (SourceVertex, CountVertex or SinkVertex) whose subtask 0 fails its
+	// first attempt; empty for none. The job then needs a restart strategy to finish.
+	FailOnce string
 }
 
 // BuildJob returns the BATCH word-count job over files with the given source and count
@@ -72,15 +94,20 @@ func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error
 	if p < 1 {
 		return nil, fmt.Errorf("wc: parallelism %d is below 1", p)
 	}
-	srcCfg, err := json.Marshal(SourceConfig{Splits: SplitFiles(files, p)})
+	switch opts.FailOnce {
+	case "", SourceVertex, CountVertex, SinkVertex:
+	default:
+		return nil, fmt.Errorf("wc: cannot fail vertex %q once: the vertices are %s, %s and %s", opts.FailOnce, SourceVertex, CountVertex, SinkVertex)
+	}
+	srcCfg, err := json.Marshal(SourceConfig{Splits: SplitFiles(files, p), FailOnce: opts.FailOnce == SourceVertex})
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the source config: %w", err)
 	}
-	cntCfg, err := json.Marshal(CountConfig{})
+	cntCfg, err := json.Marshal(CountConfig{FailOnce: opts.FailOnce == CountVertex})
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the count config: %w", err)
 	}
-	sinkCfg, err := json.Marshal(SinkConfig{OutPath: opts.OutPath, SkipResult: opts.SkipResult})
+	sinkCfg, err := json.Marshal(SinkConfig{OutPath: opts.OutPath, SkipResult: opts.SkipResult, FailOnce: opts.FailOnce == SinkVertex})
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the sink config: %w", err)
 	}
@@ -150,7 +177,10 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 			c.AddText(buf)
 		}
 	}
-	return emitAll(ctx, out, info.SubtaskIndex, &c)
+	if err := emitAll(ctx, out, info.SubtaskIndex, &c); err != nil {
+		return err
+	}
+	return injectFailure(info, cfg.FailOnce)
 }
 
 // RunCount is the count task: it merges the sorted runs of its producers, summing the counts of
@@ -176,7 +206,10 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 	out := env.Output(0)
 	n := out.NumSubpartitions()
 	if n == 1 {
-		return emitChunks(ctx, out, 0, info.SubtaskIndex, merged)
+		if err := emitChunks(ctx, out, 0, info.SubtaskIndex, merged); err != nil {
+			return err
+		}
+		return injectFailure(info, cfg.FailOnce)
 	}
 	all, offsets := groupBySubpartition(merged, n)
 	for s := range n {
@@ -184,7 +217,7 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 			return err
 		}
 	}
-	return nil
+	return injectFailure(info, cfg.FailOnce)
 }
 
 // RunSink is the sink task (parallelism 1): it merges the sorted runs of its producers into every
@@ -206,6 +239,9 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	result, err := mergeRuns(runs, false)
 	if err != nil {
 		return fmt.Errorf("wc: %s: %w: every word must reach exactly one count subtask", info.TaskName, err)
+	}
+	if err := injectFailure(info, cfg.FailOnce); err != nil {
+		return err
 	}
 	if cfg.OutPath != "" {
 		if err := writeFileAtomic(cfg.OutPath, result); err != nil {
