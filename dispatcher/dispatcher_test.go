@@ -352,3 +352,54 @@ func TestCloseSuspendsRunningJobs(t *testing.T) {
 		require.NoError(t, haServices.Close())
 	})
 }
+
+func TestListJobsAndRequestJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		ctx := context.Background()
+		done := graph("done")
+		require.NoError(t, f.d.SubmitJob(ctx, done))
+		(<-f.jms).end(jobgraph.JobStatusFinished)
+		_, err := f.d.RequestJobResult(ctx, done.JobID)
+		require.NoError(t, err)
+		running := graph("running")
+		require.NoError(t, f.d.SubmitJob(ctx, running))
+		jm := <-f.jms
+
+		jobs, err := f.d.ListJobs(ctx)
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+		assert.Equal(t, running.JobID, jobs[0].JobID, "running jobs first")
+		assert.Equal(t, "running", jobs[0].Name)
+		assert.Equal(t, jobgraph.JobStatusRunning, jobs[0].Status)
+		assert.Equal(t, done.JobID, jobs[1].JobID)
+		assert.Equal(t, jobgraph.JobStatusFinished, jobs[1].Status)
+
+		live, err := f.d.RequestJob(ctx, running.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusRunning, live.Status)
+		archived, err := f.d.RequestJob(ctx, done.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusFinished, archived.Status)
+		_, err = f.d.RequestJob(ctx, jobgraph.NewJobID())
+		assert.ErrorIs(t, err, dispatcher.ErrJobNotFound)
+
+		jm.end(jobgraph.JobStatusFinished)
+	})
+}
+
+func TestRequestJobResultEndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		g := graph("slow")
+		require.NoError(t, f.d.SubmitJob(context.Background(), g))
+		jm := <-f.jms
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		_, err := f.d.RequestJobResult(ctx, g.JobID)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, time.Minute, time.Since(start), "it waited exactly until the deadline")
+		jm.end(jobgraph.JobStatusFinished)
+	})
+}

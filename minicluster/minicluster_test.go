@@ -186,3 +186,30 @@ func TestJobMasterAnswersUnknownAttemptWithFalseAndRefusesStaleTokens(t *testing
 	require.NoError(t, err)
 	assert.Equal(t, jobgraph.JobStatusFinished, res.Status)
 }
+
+// A task that fails on its first attempt under fixed-delay: the job FINISHES, and its JobResult
+// carries the failure in the exception history, with the task, subtask and TaskExecutor.
+func TestJobResultCarriesTheExceptionHistory(t *testing.T) {
+	reg := registry()
+	errFirst := errors.New("first attempt fails")
+	reg.Register("flaky", func(ctx context.Context, env taskexecutor.Environment) error {
+		if env.Info().SubtaskIndex == 1 && env.Info().AttemptNumber == 0 {
+			return errFirst
+		}
+		return nil
+	})
+	mc := start(t, minicluster.Config{SlotsPerTaskExecutor: 2, Registry: reg})
+	g := jobgraph.New("flaky", jobgraph.Batch)
+	g.AddVertex("v", "flaky", 2)
+	g.RestartStrategy = jobgraph.FixedDelayRestart(1, 0)
+	res, err := mc.Run(context.Background(), g)
+	require.NoError(t, err)
+	assert.Equal(t, jobgraph.JobStatusFinished, res.Status, "%v", res.RootCause)
+	require.Len(t, res.ExceptionHistory, 1)
+	e := res.ExceptionHistory[0]
+	assert.Equal(t, "v (2/2)", e.TaskName)
+	assert.Equal(t, 1, e.Subtask)
+	assert.Equal(t, jobgraph.ResourceID("taskexecutor-0"), e.Location)
+	assert.Contains(t, e.Message, "first attempt fails")
+	assert.Empty(t, e.Concurrent)
+}
