@@ -1,0 +1,46 @@
+package jobmaster_test
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// FailSlot from a TaskExecutor: the slot leaves the pool and the task in it fails; with no
+// restart strategy the job fails with the slot's cause once the other task is canceled. A stale
+// JobMasterID is refused and changes nothing.
+func TestFailSlotFailsTheTaskInIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newHBEnv(t, jobmaster.Config{HeartbeatInterval: time.Second, HeartbeatTimeout: 5 * time.Second})
+		te1, te2 := e.runSources()
+		var slotA jobgraph.AllocationID
+		for a, name := range e.names {
+			if name == "A" {
+				slotA = a
+			}
+		}
+		cause := errors.New("slot A lost its memory")
+
+		err := e.gw.FailSlot(e.ctx, jobgraph.NewJobMasterID(), te1.id, slotA, cause)
+		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+		synctest.Wait()
+		assert.Equal(t, jobgraph.JobStatusRunning, e.status())
+
+		require.NoError(t, e.gw.FailSlot(e.ctx, e.token, te1.id, slotA, cause))
+		synctest.Wait()
+		assert.Equal(t, jobgraph.JobStatusFailing, e.status())
+		e.report(te2, "src (2/2)", jobgraph.ExecutionStateCanceled)
+		assert.Equal(t, jobgraph.JobStatusFailed, e.status())
+		res := e.jm.Result()
+		assert.ErrorIs(t, res.Err, cause)
+		assert.Contains(t, res.Archived.FailureCause.Message, "src (1/2)")
+	})
+}
