@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -674,4 +675,35 @@ func TestUnexpectedReports(t *testing.T) {
 		require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: "out of memory"}))
 		assert.EqualError(t, h.s.RootCause(), "task v (1/1) (attempt 0) on taskexecutor-1 failed: out of memory")
 	})
+}
+
+// manualStrategy schedules nothing by itself; the test hands the scheduler bulks directly, as
+// Flink's TestSchedulingStrategy does.
+type manualStrategy struct{}
+
+func (manualStrategy) StartScheduling()                               {}
+func (manualStrategy) RestartTasks([]*executiongraph.ExecutionVertex) {}
+func (manualStrategy) OnExecutionStateChange(*executiongraph.ExecutionVertex, jobgraph.ExecutionState) {
+}
+func (manualStrategy) OnPartitionConsumable(*executiongraph.IntermediateResultPartition) {}
+
+// The scenario, as Flink's DefaultSchedulerTest.deployTasksOnlyWhenAllSlotRequestsAreFulfilled
+// states it: one vertex of parallelism 4, all 4 subtasks scheduled as ONE bulk (Flink's test uses a
+// strategy that schedules them together; the pipelined-region strategy would make each subtask its
+// own bulk, see TestOneVertexParallelism4DeploysEachRegionWhenItsSlotArrives): after 1 of 4 slots is
+// offered, 0 tasks are deployed; after all 4, 4 are.
+func TestDeployTasksOnlyWhenAllSlotRequestsOfTheBulkAreFulfilled(t *testing.T) {
+	g := jobgraph.New("one", jobgraph.Streaming)
+	v := g.AddVertex("v", "noop", 4)
+	h := newHarness(t, g, Config{})
+	h.s.strategy = manualStrategy{}
+	h.s.StartScheduling()
+	jv := h.s.ExecutionGraph().JobVertex(v.ID)
+	schedulerOps{h.s}.AllocateSlotsAndDeploy(slices.Collect(jv.Vertices()))
+	assert.Equal(t, 4, h.pool.NumPendingRequests())
+
+	require.Equal(t, 1, h.offer(te1, 1))
+	assert.Empty(t, h.deployer.deployed, "0 of 4 tasks deployed after 1 of 4 slots")
+	require.Equal(t, 3, h.offer(te2, 3))
+	assert.Equal(t, []string{"v (1/4)", "v (2/4)", "v (3/4)", "v (4/4)"}, h.deployer.deployedNames())
 }
