@@ -11,71 +11,17 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/internal/manualtime"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/slotpool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeTimers is a manual clock with timers: Advance runs the timers that come due, in order.
-type fakeTimers struct {
-	now    time.Time
-	seq    int
-	timers []*fakeTimer
-}
+// fakeTimers is the hand-driven clock with timers the tests schedule on.
+type fakeTimers = manualtime.Timers
 
-type fakeTimer struct {
-	at   time.Time
-	seq  int
-	fn   func()
-	live bool
-}
-
-func newFakeTimers() *fakeTimers {
-	return &fakeTimers{now: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (f *fakeTimers) Schedule(d time.Duration, fn func()) func() bool {
-	f.seq++
-	t := &fakeTimer{at: f.now.Add(d), seq: f.seq, fn: fn, live: true}
-	f.timers = append(f.timers, t)
-	return func() bool {
-		was := t.live
-		t.live = false
-		return was
-	}
-}
-
-func (f *fakeTimers) Now() time.Time { return f.now }
-
-// Advance moves the clock by d, running every timer due by then at its own instant.
-func (f *fakeTimers) Advance(d time.Duration) {
-	end := f.now.Add(d)
-	for {
-		var next *fakeTimer
-		for _, t := range f.timers {
-			if t.live && !t.at.After(end) && (next == nil || t.at.Before(next.at) || (t.at.Equal(next.at) && t.seq < next.seq)) {
-				next = t
-			}
-		}
-		if next == nil {
-			break
-		}
-		next.live = false
-		f.now = next.at
-		next.fn()
-	}
-	f.now = end
-	// Forget fired and canceled timers.
-	live := f.timers[:0]
-	for _, t := range f.timers {
-		if t.live {
-			live = append(live, t)
-		}
-	}
-	clear(f.timers[len(live):])
-	f.timers = live
-}
+func newFakeTimers() *fakeTimers { return manualtime.New(time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 type deployCall struct {
 	tdd  rpc.TaskDeploymentDescriptor

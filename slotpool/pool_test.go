@@ -342,7 +342,7 @@ func TestRequestSlotFulfilledByOffer(t *testing.T) {
 	assert.Equal(t, 1, p.NumAllocatedSlots())
 	assert.Empty(t, rec.takeNewSlots(), "the slot went to the request")
 	assert.Empty(t, rec.takeDeclared())
-	assert.Equal(t, 0, ft.Live(), "the request timeout was stopped")
+	assert.Equal(t, 0, ft.Pending(), "the request timeout was stopped")
 
 	// A callback added later runs at once.
 	r.OnDone(func(s AllocatedSlot, err error) { got = append(got, s) })
@@ -356,7 +356,7 @@ func TestRequestSlotFulfilledByOffer(t *testing.T) {
 	s, err := r2.Result()
 	require.NoError(t, err)
 	assert.Equal(t, slotOf(te1, o, jobgraph.UnknownResourceProfile, true), s)
-	assert.Equal(t, 0, ft.Live(), "no timeout for a request done at once, no idle timer for an allocated slot")
+	assert.Equal(t, 0, ft.Pending(), "no timeout for a request done at once, no idle timer for an allocated slot")
 }
 
 func TestPendingRequestsAreServedOldestFirst(t *testing.T) {
@@ -428,7 +428,7 @@ func TestCancelPendingRequest(t *testing.T) {
 	assert.EqualError(t, gotErr, "slotpool: slot request "+r.ID().String()+": slot request canceled: scheduler canceled the bulk")
 	assert.Equal(t, [][]rpc.ResourceRequirement{reqs(p1, 1), {}}, rec.takeDeclared())
 	assert.Equal(t, 0, p.NumPendingRequests())
-	assert.Equal(t, 0, ft.Live())
+	assert.Equal(t, 0, ft.Pending())
 	assert.False(t, p.CancelRequest(r.ID(), cause))
 
 	// Too late for the canceled request: the offer is not needed.
@@ -466,7 +466,7 @@ func TestIdleSlotsWithFakeTimers(t *testing.T) {
 		assert.Empty(t, rec.returned)
 		ft.Advance(time.Second)
 		assert.Equal(t, []AllocatedSlot{slotOf(te1, o, p1, false)}, []AllocatedSlot{rec.returned[0].slot})
-		assert.Equal(t, 0, ft.Live())
+		assert.Equal(t, 0, ft.Pending())
 	})
 	t.Run("the idle time restarts when a slot is freed again", func(t *testing.T) {
 		p, ft, rec := newTestPool(t)
@@ -574,7 +574,7 @@ func TestClose(t *testing.T) {
 	assert.Equal(t, slotOf(te1, o2, p1, false), returned[1].slot)
 	require.ErrorIs(t, returned[1].cause, ErrPoolClosed)
 	assert.Empty(t, rec.takeDeclared(), "no declaration while closing")
-	assert.Equal(t, 0, ft.Live())
+	assert.Equal(t, 0, ft.Pending())
 	assert.Empty(t, p.Requirements())
 	assert.Equal(t, 0, p.NumPendingRequests()+p.NumFreeSlots()+p.NumAllocatedSlots())
 
