@@ -33,6 +33,9 @@ import (
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "wordcount:", err)
 		os.Exit(1)
 	}
@@ -223,6 +226,11 @@ func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog
 	}
 	defer mc.Close()
 
+	if log != nil {
+		// The Dispatcher reports a job INITIALIZING from its submission until its JobMaster has
+		// built the ExecutionGraph (CREATED); the transitions after that come from the JobMaster.
+		log.record(g.JobID, jobgraph.JobStatusInitializing, time.Now())
+	}
 	res, err := mc.Run(ctx, g)
 	if err != nil {
 		return nil, nil, nil, err

@@ -59,7 +59,7 @@ func TestWordCountMatchesSequentialCount(t *testing.T) {
 	assert.Equal(t, 0, want["zebra"])
 
 	text := stdout.String()
-	for _, s := range []string{"is CREATED", "is RUNNING", "is FINISHED", "time per vertex:", "source", "count", "sink", "top 20 of", "total "} {
+	for _, s := range []string{"is INITIALIZING", "is CREATED", "is RUNNING", "is FINISHED", "time per vertex:", "source", "count", "sink", "top 20 of", "total "} {
 		assert.Contains(t, text, s)
 	}
 	assert.Contains(t, text, fmt.Sprintf("%-20s %d", "alpha", 500))
