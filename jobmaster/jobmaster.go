@@ -115,6 +115,7 @@ type JobMaster struct {
 
 	loop   *mainloop.Loop // state
 	outbox *mainloop.Loop // outgoing calls, in order
+	aside  sync.WaitGroup // heartbeat calls, each on its own goroutine
 
 	// Owned by loop.
 	pool          *slotpool.Pool
@@ -235,6 +236,20 @@ func (jm *JobMaster) onTerminal(archived *executiongraph.ArchivedExecutionGraph,
 // rpcContext bounds one outgoing call.
 func (jm *JobMaster) rpcContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), jm.cfg.RPCTimeout)
+}
+
+// sendAside runs call on a goroutine of its own, out of the outbox's order: for heartbeats,
+// which are independent of each other and of every other call, so that a TaskExecutor that does
+// not answer (over a remote transport, until the RPC timeout) holds up neither deployments nor
+// the heartbeats of the others. Close waits for these goroutines.
+func (jm *JobMaster) sendAside(call func(ctx context.Context) error, onError func(err error)) {
+	jm.aside.Go(func() {
+		ctx, cancel := jm.rpcContext()
+		defer cancel()
+		if err := call(ctx); err != nil && onError != nil {
+			jm.loop.Execute(func() { onError(err) })
+		}
+	})
 }
 
 // send runs call in the outbox, in order with every other outgoing call.
@@ -447,7 +462,7 @@ func (jm *JobMaster) requestHeartbeat(id jobgraph.ResourceID) {
 		return
 	}
 	from := jm.resourceID
-	jm.send(func(ctx context.Context) error { return te.HeartbeatFromJobMaster(ctx, from) },
+	jm.sendAside(func(ctx context.Context) error { return te.HeartbeatFromJobMaster(ctx, from) },
 		func(err error) {
 			jm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
 		})
@@ -541,7 +556,7 @@ func (jm *JobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgra
 		}
 		if gw := jm.rm; gw != nil {
 			from := jm.resourceID
-			jm.send(func(ctx context.Context) error { return gw.HeartbeatFromJobMaster(ctx, from) }, nil)
+			jm.sendAside(func(ctx context.Context) error { return gw.HeartbeatFromJobMaster(ctx, from) }, nil)
 		}
 		return nil
 	})
@@ -623,6 +638,7 @@ func (jm *JobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 
 func (jm *JobMaster) shutDown() {
 	jm.cfg.RPC.Unregister(jm.address)
-	jm.loop.Close()
+	jm.loop.Close() // no heartbeat goroutine is started after this
+	jm.aside.Wait()
 	jm.outbox.Close()
 }
