@@ -4,6 +4,7 @@
 package dispatcher
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -65,18 +66,53 @@ type Config struct {
 	JobMasterFactory RunnerFactory
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// JobStoreExpiration: jobstore.expiration-time, default 1 h (DefaultJobStoreExpiration; 0
+	// means the default). A job that reached a globally terminal state leaves the archive this long
+	// after it was archived; a negative value keeps archived jobs until JobStoreMaxCapacity evicts
+	// them (never, if that is unlimited too). See Dispatcher for what is answered afterwards.
+	JobStoreExpiration time.Duration
+	// JobStoreMaxCapacity: jobstore.max-capacity, default unlimited (Flink: Integer.MAX_VALUE;
+	// 0 means unlimited, negative is an error). Archiving one job more than this evicts the
+	// archived job archived the longest ago.
+	JobStoreMaxCapacity int
 }
+
+// DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
+const DefaultJobStoreExpiration = time.Hour
 
 // Dispatcher runs submitted jobs. Its state lives on its own main loop; every method is safe for
 // concurrent use and implements rpc.DispatcherGateway.
+//
+// # The archive (Flink's ExecutionGraphInfoStore, "job store")
+//
+// A job that ended is archived: its JobResult and ArchivedExecutionGraph. A job that reached a
+// globally terminal state (FINISHED, FAILED, CANCELED) and whose result is in the JobResultStore
+// stays archived for Config.JobStoreExpiration after it was archived, and at most
+// Config.JobStoreMaxCapacity such jobs are kept: archiving one more evicts the one archived
+// first (Flink's Guava cache evicts roughly the least recently used; this is exact and FIFO).
+// Two kinds of archived jobs are kept until the Dispatcher closes, outside both bounds, because
+// the JobResultStore cannot answer for them: SUSPENDED jobs (suspended by Close) and jobs whose
+// result could not be written to the JobResultStore.
+//
+// Once a job has left the archive the Dispatcher answers from the JobResultStore (as it does for a
+// job that ended under an earlier Dispatcher): RequestJobStatus and RequestJobResult return the
+// stored result's status and result (without RootCause, which is not persisted; Failure is
+// kept), CancelJob answers as for an archived job, SubmitJob of the JobID is a
+// *DuplicateJobSubmissionError with GloballyTerminated set, and RequestJob returns an error
+// wrapping ErrJobNotFound saying the archive expired. ListJobs lists only jobs that are running
+// or still archived. Flink answers all but the resubmission with FlinkJobNotFoundException.
 type Dispatcher struct {
-	cfg  Config
-	log  *slog.Logger
-	loop *mainloop.Loop
+	cfg        Config
+	log        *slog.Logger
+	loop       *mainloop.Loop
+	expiration time.Duration // < 0: never
+	capacity   int           // 0: unlimited
 
 	// Owned by loop.
 	jobs     map[jobgraph.JobID]*job
 	archive  map[jobgraph.JobID]*archivedJob
+	bounded  *list.List // of jobgraph.JobID: the archived jobs subject to expiry and capacity, oldest first
+	armed    bool       // an expiry timer is scheduled, for no later than the oldest bounded job's expiry
 	closing  bool
 	watchers sync.WaitGroup
 }
@@ -92,6 +128,13 @@ type job struct {
 type archivedJob struct {
 	result *jobgraph.JobResult
 	graph  *executiongraph.ArchivedExecutionGraph
+	// recorded: the result is in the JobResultStore, which answers for the job once it leaves
+	// the archive.
+	recorded bool
+	// Owned by the loop: when the job was archived, and its element of Dispatcher.bounded (nil if
+	// the job is kept outside the bounds).
+	at   time.Time
+	elem *list.Element
 }
 
 var _ rpc.DispatcherGateway = (*Dispatcher)(nil)
@@ -101,16 +144,26 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.HA == nil || cfg.JobMasterFactory == nil {
 		return nil, errors.New("dispatcher: Config.HA and Config.JobMasterFactory are required")
 	}
+	if cfg.JobStoreMaxCapacity < 0 {
+		return nil, fmt.Errorf("dispatcher: Config.JobStoreMaxCapacity %d: negative (0 means unlimited)", cfg.JobStoreMaxCapacity)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	expiration := cfg.JobStoreExpiration
+	if expiration == 0 {
+		expiration = DefaultJobStoreExpiration
+	}
 	return &Dispatcher{
-		cfg:     cfg,
-		log:     log,
-		loop:    mainloop.New("dispatcher"),
-		jobs:    make(map[jobgraph.JobID]*job),
-		archive: make(map[jobgraph.JobID]*archivedJob),
+		cfg:        cfg,
+		log:        log,
+		loop:       mainloop.New("dispatcher"),
+		expiration: expiration,
+		capacity:   cfg.JobStoreMaxCapacity,
+		jobs:       make(map[jobgraph.JobID]*job),
+		archive:    make(map[jobgraph.JobID]*archivedJob),
+		bounded:    list.New(),
 	}, nil
 }
 
@@ -134,6 +187,7 @@ func (d *Dispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error 
 		if d.closing {
 			return ErrShuttingDown
 		}
+		d.expire(time.Now())
 		if _, running := d.jobs[id]; running {
 			return &DuplicateJobSubmissionError{JobID: id}
 		}
@@ -208,21 +262,13 @@ func (d *Dispatcher) watch(id jobgraph.JobID, entry *job, runner *jobmaster.Lead
 	if end := a.StatusTimestamp(a.Status); !end.IsZero() && end.After(entry.submitted) {
 		result.NetRuntime = end.Sub(entry.submitted)
 	}
-	ctx := context.Background()
+	recorded := false
 	if a.Status.IsGloballyTerminal() {
-		// Dirty first, then global cleanup, then clean: a crash in between leaves a dirty entry
-		// that recovery finishes cleaning, and the job is never run again.
-		if err := d.cfg.HA.JobResultStore().CreateDirty(ctx, *result); err != nil && !errors.Is(err, ha.ErrAlreadyExists) {
-			d.log.Error("writing the job result failed", "job", id, "err", err)
-		} else if err := d.cfg.HA.ExecutionPlanStore().Remove(ctx, id); err != nil {
-			d.log.Error("removing the job graph failed", "job", id, "err", err)
-		} else if err := d.cfg.HA.JobResultStore().MarkClean(ctx, id); err != nil {
-			d.log.Error("marking the job result clean failed", "job", id, "err", err)
-		}
+		recorded = d.cleanUpGlobally(id, result)
 	}
-	entry.final = &archivedJob{result: result, graph: a}
+	entry.final = &archivedJob{result: result, graph: a, recorded: recorded}
 	d.loop.Execute(func() {
-		d.archive[id] = entry.final
+		d.store(id, entry.final)
 		if d.jobs[id] == entry {
 			delete(d.jobs, id)
 		}
@@ -231,51 +277,163 @@ func (d *Dispatcher) watch(id jobgraph.JobID, entry *job, runner *jobmaster.Lead
 	})
 }
 
+// cleanUpGlobally records the result of a globally terminated job and removes its HA data. It
+// reports whether the JobResultStore has the job's result.
+func (d *Dispatcher) cleanUpGlobally(id jobgraph.JobID, result *jobgraph.JobResult) (recorded bool) {
+	ctx := context.Background()
+	// Dirty first, then global cleanup, then clean: a crash in between leaves a dirty entry
+	// that recovery finishes cleaning, and the job is never run again.
+	if err := d.cfg.HA.JobResultStore().CreateDirty(ctx, *result); err != nil && !errors.Is(err, ha.ErrAlreadyExists) {
+		d.log.Error("writing the job result failed; the job stays archived until the Dispatcher closes", "job", id, "err", err)
+		return false
+	}
+	if err := d.cfg.HA.ExecutionPlanStore().Remove(ctx, id); err != nil {
+		d.log.Error("removing the job graph failed", "job", id, "err", err)
+	} else if err := d.cfg.HA.JobResultStore().MarkClean(ctx, id); err != nil {
+		d.log.Error("marking the job result clean failed", "job", id, "err", err)
+	}
+	return true
+}
+
+// store archives a job; on the loop. A job the JobResultStore answers for once it is gone is
+// bounded: it expires and counts towards the capacity. Others stay until Close.
+func (d *Dispatcher) store(id jobgraph.JobID, a *archivedJob) {
+	now := time.Now()
+	d.expire(now)
+	if old, ok := d.archive[id]; ok {
+		d.evict(id, old)
+	}
+	a.at = now
+	d.archive[id] = a
+	if !a.recorded { // SUSPENDED, or the JobResultStore write failed
+		return
+	}
+	a.elem = d.bounded.PushBack(id)
+	for d.capacity > 0 && d.bounded.Len() > d.capacity {
+		oldest := d.bounded.Front().Value.(jobgraph.JobID)
+		d.log.Debug("archived job evicted: jobstore.max-capacity reached", "job", oldest, "capacity", d.capacity)
+		d.evict(oldest, d.archive[oldest])
+	}
+	d.arm(now)
+}
+
+// evict removes an archived job; on the loop.
+func (d *Dispatcher) evict(id jobgraph.JobID, a *archivedJob) {
+	delete(d.archive, id)
+	if a.elem != nil {
+		d.bounded.Remove(a.elem)
+		a.elem = nil
+	}
+}
+
+// expire evicts the bounded jobs archived at least the expiration before now; on the loop. The
+// expiration is the same for all, so they expire in the order they were archived. The expiry
+// timer calls it; so does every read of the archive, which then never sees an expired job whose
+// timer closure is still queued behind it.
+func (d *Dispatcher) expire(now time.Time) {
+	if d.expiration < 0 {
+		return
+	}
+	for e := d.bounded.Front(); e != nil; e = d.bounded.Front() {
+		id := e.Value.(jobgraph.JobID)
+		a := d.archive[id]
+		if now.Before(a.at.Add(d.expiration)) {
+			return
+		}
+		d.log.Debug("archived job expired: jobstore.expiration-time passed", "job", id, "archived", a.at)
+		d.evict(id, a)
+	}
+}
+
+// arm schedules the expiry of the oldest bounded job, unless a timer that fires no later is
+// already scheduled; on the loop. A timer that finds nothing expired (its job was evicted by
+// capacity meanwhile) re-arms for the new oldest job.
+func (d *Dispatcher) arm(now time.Time) {
+	if d.armed || d.expiration < 0 || d.bounded.Len() == 0 {
+		return
+	}
+	oldest := d.archive[d.bounded.Front().Value.(jobgraph.JobID)]
+	d.armed = true
+	d.loop.Schedule(oldest.at.Add(d.expiration).Sub(now), func() {
+		d.armed = false
+		now := time.Now()
+		d.expire(now)
+		d.arm(now)
+	})
+}
+
 type lookup struct {
 	runner   *jobmaster.LeadershipRunner
 	archived *archivedJob
 	job      *job // the running job, when not archived
+	// stored is the JobResultStore's result of a job neither running nor archived (expired from
+	// the archive, or ended under an earlier Dispatcher).
+	stored *jobgraph.JobResult
 }
 
+// lookup finds the job running, archived, or else in the JobResultStore (read off the loop), or
+// returns an error wrapping ErrJobNotFound.
 func (d *Dispatcher) lookup(ctx context.Context, id jobgraph.JobID) (lookup, error) {
-	return mainloop.Submit(ctx, d.loop, func() (lookup, error) {
+	l, err := mainloop.Submit(ctx, d.loop, func() (lookup, error) {
+		d.expire(time.Now())
 		if a, ok := d.archive[id]; ok {
 			return lookup{archived: a}, nil
 		}
 		if j, ok := d.jobs[id]; ok {
 			return lookup{runner: j.runner, job: j}, nil
 		}
-		return lookup{}, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+		return lookup{}, nil
 	})
+	if err != nil || l.archived != nil || l.job != nil {
+		return l, err
+	}
+	entry, err := d.cfg.HA.JobResultStore().Get(ctx, id)
+	switch {
+	case errors.Is(err, ha.ErrNotFound):
+		return lookup{}, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	case err != nil:
+		return lookup{}, fmt.Errorf("dispatcher: job %s is not archived; reading the JobResultStore: %w", id, err)
+	}
+	return lookup{stored: &entry.Result}, nil
+}
+
+// result is the final result of a job that is archived or in the JobResultStore, else nil.
+func (l lookup) result() *jobgraph.JobResult {
+	if l.archived != nil {
+		return l.archived.result
+	}
+	return l.stored
 }
 
 // CancelJob cancels a running job (CANCELLING, then CANCELED). It is a no-op for a CANCELED
 // job and fails with ErrJobAlreadyTerminated for a job that ended otherwise, and with
-// ErrJobNotFound for an unknown JobID.
+// ErrJobNotFound for an unknown JobID. A job no longer archived is answered from the
+// JobResultStore.
 func (d *Dispatcher) CancelJob(ctx context.Context, id jobgraph.JobID) error {
 	l, err := d.lookup(ctx, id)
 	switch {
 	case err != nil:
 		return err
-	case l.archived != nil:
-		if l.archived.result.Status == jobgraph.JobStatusCanceled {
-			return nil
+	case l.result() != nil:
+		if status := l.result().Status; status != jobgraph.JobStatusCanceled {
+			return fmt.Errorf("%w: job %s ended with status %s", ErrJobAlreadyTerminated, id, status)
 		}
-		return fmt.Errorf("%w: job %s ended with status %s", ErrJobAlreadyTerminated, id, l.archived.result.Status)
+		return nil
 	case l.runner == nil:
 		return fmt.Errorf("dispatcher: job %s is still being submitted; cancel it once SubmitJob returned", id)
 	}
 	return l.runner.Cancel(ctx)
 }
 
-// RequestJobStatus returns the job's current status, or ErrJobNotFound.
+// RequestJobStatus returns the job's current status, or ErrJobNotFound. A job no longer
+// archived is answered from the JobResultStore.
 func (d *Dispatcher) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
 	l, err := d.lookup(ctx, id)
 	switch {
 	case err != nil:
 		return 0, err
-	case l.archived != nil:
-		return l.archived.result.Status, nil
+	case l.result() != nil:
+		return l.result().Status, nil
 	case l.runner == nil:
 		return jobgraph.JobStatusInitializing, nil
 	}
@@ -283,7 +441,8 @@ func (d *Dispatcher) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (j
 }
 
 // RequestJob returns the job's ArchivedExecutionGraph (a live snapshot while it runs), or
-// ErrJobNotFound.
+// ErrJobNotFound: for an unknown JobID, and for a job whose graph is no longer archived
+// (jobstore.expiration-time or jobstore.max-capacity) though the JobResultStore has its result.
 func (d *Dispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
 	l, err := d.lookup(ctx, id)
 	switch {
@@ -291,6 +450,9 @@ func (d *Dispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*execut
 		return nil, err
 	case l.archived != nil:
 		return l.archived.graph, nil
+	case l.stored != nil:
+		return nil, fmt.Errorf("%w: job %s ended with status %s, and its archived execution graph has expired from the job store (jobstore.expiration-time, jobstore.max-capacity)",
+			ErrJobNotFound, id, l.stored.Status)
 	case l.runner == nil:
 		return nil, fmt.Errorf("dispatcher: job %s is still being submitted", id)
 	}
@@ -299,14 +461,15 @@ func (d *Dispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*execut
 
 // RequestJobResult waits until the job has ended and been archived, or ctx ends, and returns
 // its result; ErrJobNotFound for an unknown JobID. Jobs still running when the Dispatcher closes
-// end SUSPENDED.
+// end SUSPENDED. A job no longer archived is answered from the JobResultStore: the result as
+// stored, without RootCause.
 func (d *Dispatcher) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
 	l, err := d.lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if l.archived != nil {
-		return l.archived.result, nil
+	if r := l.result(); r != nil {
+		return r, nil
 	}
 	select {
 	case <-l.job.archived:
@@ -317,7 +480,8 @@ func (d *Dispatcher) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*
 }
 
 // ListJobs lists running and archived jobs, sorted by submission order of the running ones, then
-// the archived ones by JobID.
+// the archived ones by JobID. Jobs that left the archive (see Dispatcher) are not listed, even
+// though the JobResultStore still answers for them.
 func (d *Dispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, error) {
 	type running struct {
 		id jobgraph.JobID
@@ -326,6 +490,7 @@ func (d *Dispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, erro
 	var live []running
 	var out []rpc.JobStatusMessage
 	if err := d.loop.Call(ctx, func() error {
+		d.expire(time.Now())
 		for id, j := range d.jobs {
 			live = append(live, running{id, j})
 		}

@@ -62,6 +62,12 @@ type Config struct {
 	ExecutionStateListener func(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState)
 	// ExceptionHistorySize: web.exception-history-size, default 16.
 	ExceptionHistorySize int
+	// JobStoreExpiration: jobstore.expiration-time, default 1 h; negative: never. See
+	// dispatcher.Config.JobStoreExpiration.
+	JobStoreExpiration time.Duration
+	// JobStoreMaxCapacity: jobstore.max-capacity, default (0) unlimited. See
+	// dispatcher.Config.JobStoreMaxCapacity.
+	JobStoreMaxCapacity int
 	// Logger defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
@@ -143,8 +149,10 @@ func New(cfg Config) (*MiniCluster, error) {
 		HeartbeatTimeout:       cfg.HeartbeatTimeout,
 	}
 	d, err := dispatcher.New(dispatcher.Config{
-		HA:     mc.ha,
-		Logger: log,
+		HA:                  mc.ha,
+		Logger:              log,
+		JobStoreExpiration:  cfg.JobStoreExpiration,
+		JobStoreMaxCapacity: cfg.JobStoreMaxCapacity,
 		JobMasterFactory: func(g *jobgraph.JobGraph) (jobmaster.ServiceFactory, error) {
 			return jobmaster.NewFactory(g, jmConfig)
 		},
