@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 
 	"github.com/jobgraph/jobgraph"
@@ -202,7 +203,7 @@ func (t *task) report(state jobgraph.ExecutionState, err error) {
 func (t *task) setup() (*environment, error) {
 	te := t.te
 	tdd := &t.tdd
-	env := &environment{info: TaskInfo{
+	env := newEnvironment(TaskInfo{
 		JobID:              tdd.JobID,
 		ExecutionAttemptID: tdd.ExecutionAttemptID,
 		TaskName:           tdd.TaskName,
@@ -212,7 +213,7 @@ func (t *task) setup() (*environment, error) {
 		MaxParallelism:     tdd.MaxParallelism,
 		AttemptNumber:      tdd.AttemptNumber,
 		Config:             tdd.Config,
-	}}
+	})
 	for i, d := range tdd.ProducedPartitions {
 		w, err := te.shuffle.newWriter(tdd.JobID, te.id, d)
 		if err != nil {
@@ -222,26 +223,49 @@ func (t *task) setup() (*environment, error) {
 		env.writers = append(env.writers, w)
 	}
 	for i, d := range tdd.InputGates {
-		g, err := te.shuffle.newGate(tdd.JobID, d)
-		if err != nil {
+		if err := env.openInput(te.shuffle, tdd.JobID, d); err != nil {
 			env.closeInputs()
 			env.failOutputs(err)
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
-		g.beforeWait = env.flushIdle
-		env.gates = append(env.gates, g)
 	}
 	return env, nil
 }
 
-// environment is the Environment of one task.
+// environment is the Environment of one task. Used only from the task's goroutine.
 type environment struct {
 	info    TaskInfo
 	gates   []*inputGate
 	writers []*partitionWriter
+
+	// What NextAny needs. wake is shared by every gate (inputGate.anyWake).
+	wake    chan struct{}
+	cur     int   // the gate whose batch NextAny hands out; -1 for none
+	next    int   // the gate NextAny looks at first for its next batch
+	errIn   int   // the input of err
+	err     error // the error NextAny returned for input errIn; it sticks
+	waiting bool  // NextAny marked the gates hungry before it waited
 }
 
-var _ Environment = (*environment)(nil)
+var (
+	_ Environment    = (*environment)(nil)
+	_ AnyInputReader = (*environment)(nil)
+)
+
+func newEnvironment(info TaskInfo) *environment {
+	return &environment{info: info, wake: make(chan struct{}, 1), cur: -1}
+}
+
+// openInput attaches the task's next input gate, reading what d names.
+func (e *environment) openInput(s *Shuffle, job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor) error {
+	g, err := s.openGate(job, d, e.wake)
+	if err != nil {
+		return err
+	}
+	g.beforeWait = e.flushIdle
+	e.gates = append(e.gates, g)
+	return nil
+}
 
 func (e *environment) Info() TaskInfo  { return e.info }
 func (e *environment) NumInputs() int  { return len(e.gates) }
@@ -259,6 +283,91 @@ func (e *environment) Output(i int) ResultPartitionWriter {
 		return errorWriter{fmt.Errorf("%s: output %d out of range [0, %d)", e.info.TaskName, i, len(e.writers))}
 	}
 	return e.writers[i]
+}
+
+// NextAny hands out the records of the batch it took last; see AnyInputReader.
+func (e *environment) NextAny(ctx context.Context) (int, any, error) {
+	if i := e.cur; i >= 0 {
+		if g := e.gates[i]; g.pos < len(g.cur) {
+			r := g.cur[g.pos]
+			g.pos++
+			return i, r, nil
+		}
+	}
+	return e.nextAnyBatch(ctx)
+}
+
+// nextAnyBatch takes a batch from the first input, in turn from e.next, that has one, and waits
+// on the gates' shared wake channel while none has. Flink:
+// StreamMultipleInputProcessor.selectNextReadingInputIndex, with InputSelection.ALL.
+func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
+	if e.err != nil {
+		return e.errIn, nil, e.err
+	}
+	if e.cur >= 0 {
+		e.gates[e.cur].recycleCur()
+		e.cur = -1
+	}
+	n := len(e.gates)
+	defer e.notWaiting()
+	for {
+		if err := ctx.Err(); err != nil {
+			return -1, nil, err
+		}
+		open := 0
+		for k := range n {
+			i := e.next + k
+			if i >= n {
+				i -= n
+			}
+			g := e.gates[i]
+			r, ok, err := g.poll()
+			switch {
+			case ok:
+				e.cur = i
+				if e.next = i + 1; e.next == n {
+					e.next = 0
+				}
+				return i, r, nil
+			case err == io.EOF:
+			case err != nil:
+				e.errIn, e.err = i, fmt.Errorf("input %d: %w", i, err)
+				return i, nil, e.err
+			default:
+				open++
+			}
+		}
+		if open == 0 {
+			return -1, nil, io.EOF
+		}
+		// Nothing to read: hand over what the task wrote, so that its consumers are not kept
+		// waiting for it while it waits, tell the writers of the open inputs to hand over what
+		// they hold, and wait for any of them.
+		e.flushIdle()
+		if !e.waiting {
+			e.waiting = true
+			for _, g := range e.gates {
+				if g.open > 0 && g.err == nil {
+					g.hungry.Store(true)
+				}
+			}
+		}
+		select {
+		case <-e.wake:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// notWaiting clears the gates' hungry flags NextAny set: the task reads again.
+func (e *environment) notWaiting() {
+	if !e.waiting {
+		return
+	}
+	e.waiting = false
+	for _, g := range e.gates {
+		g.hungry.Store(false)
+	}
 }
 
 func (e *environment) flushIdle() {

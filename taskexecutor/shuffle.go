@@ -649,7 +649,8 @@ func (c *channel) detach() {
 }
 
 // inputGate is the InputGate of one input of a task: it merges the subpartitions it reads,
-// batch by batch, in the order batches arrive. Next is used only from the task's goroutine.
+// batch by batch, in the order batches arrive. Next and poll are used only from the task's
+// goroutine.
 type inputGate struct {
 	channels []*channel
 	open     int // channels not ended
@@ -658,6 +659,9 @@ type inputGate struct {
 	ready  fifo[int] // channels that may have a batch, in notification order
 	queued []bool
 	wake   chan struct{}
+	// anyWake, if set, is shared by every gate of the task and gets a token too whenever a
+	// channel is queued: Environment.NextAny waits on it. Set before the gate is attached.
+	anyWake chan struct{}
 
 	hungry atomic.Bool // the reader waits for data
 
@@ -675,12 +679,18 @@ var _ InputGate = (*inputGate)(nil)
 
 // newGate attaches a reader to the subpartitions d names.
 func (s *Shuffle) newGate(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor) (*inputGate, error) {
+	return s.openGate(job, d, nil)
+}
+
+// openGate is newGate for a gate that also signals anyWake (if not nil) when it may have data.
+func (s *Shuffle) openGate(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor, anyWake chan struct{}) (*inputGate, error) {
 	n := len(d.Partitions)
 	g := &inputGate{
 		channels: make([]*channel, 0, n),
 		ready:    fifo[int]{items: make([]int, 0, n)},
 		queued:   make([]bool, n),
 		wake:     make(chan struct{}, 1),
+		anyWake:  anyWake,
 	}
 	// Every channel starts queued, so the first Next looks at each. This happens before attach
 	// makes the gate visible to producers, whose notify then finds the channel already queued.
@@ -727,12 +737,19 @@ func (s *Shuffle) attach(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor
 	return nil
 }
 
-// notify queues channel i as possibly having a batch and wakes the reader.
+// notify queues channel i as possibly having a batch and wakes the reader, whether it waits in
+// this gate's Next or in NextAny.
 func (g *inputGate) notify(i int) {
 	g.requeue(i)
 	select {
 	case g.wake <- struct{}{}:
 	default:
+	}
+	if g.anyWake != nil {
+		select {
+		case g.anyWake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -766,33 +783,54 @@ func (g *inputGate) Next(ctx context.Context) (any, error) {
 }
 
 func (g *inputGate) nextBatch(ctx context.Context) (any, error) {
-	if g.err != nil {
-		return nil, g.err
-	}
-	if g.curCh != nil {
-		g.curCh.recycle(g.cur)
-		g.cur, g.pos, g.curCh = nil, 0, nil
-	}
 	for {
-		if err := ctx.Err(); err != nil {
+		if g.err == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		r, ok, err := g.poll()
+		if ok {
+			g.hungry.Store(false)
+			return r, nil
+		}
+		if err != nil {
 			return nil, err
 		}
+		if g.beforeWait != nil {
+			g.beforeWait()
+		}
+		g.hungry.Store(true)
+		select {
+		case <-g.wake:
+		case <-ctx.Done():
+			g.hungry.Store(false)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// poll returns the next record without waiting: from the current batch, else from the next
+// batch of a queued channel (ok true). Otherwise ok is false and err is io.EOF once every
+// channel ended, the partition error that stopped the gate (it sticks), or nil when no
+// channel has a batch now.
+func (g *inputGate) poll() (record any, ok bool, err error) {
+	if g.pos < len(g.cur) {
+		r := g.cur[g.pos]
+		g.pos++
+		return r, true, nil
+	}
+	if g.err != nil {
+		return nil, false, g.err
+	}
+	g.recycleCur()
+	for {
 		if g.open == 0 {
-			return nil, io.EOF
+			return nil, false, io.EOF
 		}
 		i, ok := g.pop()
 		if !ok {
-			if g.beforeWait != nil {
-				g.beforeWait()
-			}
-			g.hungry.Store(true)
-			select {
-			case <-g.wake:
-			case <-ctx.Done():
-				g.hungry.Store(false)
-				return nil, ctx.Err()
-			}
-			continue
+			return nil, false, nil
 		}
 		c := g.channels[i]
 		if c.ended {
@@ -801,7 +839,7 @@ func (g *inputGate) nextBatch(ctx context.Context) (any, error) {
 		b, more, eof, err := c.fetch()
 		if err != nil {
 			g.err = err
-			return nil, err
+			return nil, false, err
 		}
 		if eof {
 			c.ended = true
@@ -814,9 +852,16 @@ func (g *inputGate) nextBatch(ctx context.Context) (any, error) {
 		if len(b) == 0 {
 			continue
 		}
-		g.hungry.Store(false)
 		g.cur, g.pos, g.curCh = b, 1, c
-		return b[0], nil
+		return b[0], true, nil
+	}
+}
+
+// recycleCur gives the current batch back to its writer once every record of it was handed out.
+func (g *inputGate) recycleCur() {
+	if g.curCh != nil && g.pos >= len(g.cur) {
+		g.curCh.recycle(g.cur)
+		g.cur, g.pos, g.curCh = nil, 0, nil
 	}
 }
 

@@ -19,6 +19,9 @@ type Invokable func(ctx context.Context, env Environment) error
 
 // Environment is what a running task sees of the world. Flink: org.apache.flink.runtime.execution.Environment.
 // Its methods are called only from the task's own goroutine.
+//
+// The Environment the TaskExecutor gives a task also implements AnyInputReader: a task with
+// several inputs reads whichever has data first with env.(AnyInputReader).NextAny.
 type Environment interface {
 	// Info describes the task.
 	Info() TaskInfo
@@ -52,7 +55,45 @@ type TaskInfo struct {
 type InputGate interface {
 	// Next returns the next record, io.EOF once every partition has ended, ctx's error when ctx
 	// ends, or an error when a producer failed or its partition was released or lost.
+	//
+	// Before it waits for data, it hands over what the task wrote to its own outputs so far.
+	// Waiting on one input while another has data can hang a task with several pipelined
+	// inputs; such a task reads with AnyInputReader.NextAny instead.
 	Next(ctx context.Context) (any, error)
+}
+
+// AnyInputReader reads whichever input of a task has data first. The Environment the
+// TaskExecutor gives a task implements it:
+//
+//	in, ok := env.(taskexecutor.AnyInputReader)
+//
+// Flink: StreamMultipleInputProcessor with InputSelection.ALL ("read any available input").
+//
+// A task with several inputs reads them this way. Reading one input after the other, or taking
+// turns one record at a time, can hang once more records are in flight than the shuffle buffers
+// whenever two pipelined inputs are fed by one upstream vertex, directly or not (a diamond
+// A→B→D, A→D): the task waits on one input while the upstream is blocked on the full queue of
+// the other.
+type AnyInputReader interface {
+	// NextAny returns the next record of any input that has one and the index of that input,
+	// 0 ≤ input < NumInputs(). It waits only while no input has a record, and before waiting it
+	// hands over what the task wrote to its outputs so far, as InputGate.Next does.
+	//
+	// It works batch by batch: it takes a batch of records (up to the shuffle's batch size) from
+	// one input, hands out its records, then looks at the inputs in turn starting with the one
+	// after it. So an input that always has data delays another input that has data by at most
+	// one batch. The records of one input come in the order InputGate.Next would return them.
+	//
+	// It returns input -1 and io.EOF once every input has ended (at once for a task without
+	// inputs), and input -1 and ctx's error when ctx ends while it waits or before it takes a
+	// new batch. When input i cannot be read (its producer failed, or a partition was released
+	// or lost) it returns input i and an error reading "input i: result partition …" that wraps
+	// the *PartitionError; from then on it returns that error again.
+	//
+	// A task may mix NextAny with Input(i).Next: every record is handed out once, by whichever
+	// call takes it, and each input keeps its order; NextAny's turns count only the batches it
+	// takes itself.
+	NextAny(ctx context.Context) (input int, record any, err error)
 }
 
 // ResultPartitionWriter writes one produced partition. It has one subpartition per consumer

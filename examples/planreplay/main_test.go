@@ -17,7 +17,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/flinkplan"
+	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/slotpool"
+	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -105,7 +108,7 @@ func TestOneSlotTooFewFails(t *testing.T) {
 // TestDiamondFinishes: D reads two pipelined inputs fed by one source, A -> B -> D and A -> D,
 // with far more records than the shuffle buffers (8 batches of 256 per subpartition). Reading
 // D's inputs one after another would hang: D waits on B while A is blocked on D's full second
-// input. Taking turns finishes.
+// input. Reading whichever input has data first finishes.
 func TestDiamondFinishes(t *testing.T) {
 	path := writeRESTPlan(t, "diamond",
 		restNode{ID: nodeID(1), Parallelism: 1, Description: "A"},
@@ -118,6 +121,58 @@ func TestDiamondFinishes(t *testing.T) {
 	out, _, err := replay(t, "-summary", "-records", "20000", "-plan", path)
 	require.NoError(t, err)
 	assert.Equal(t, `{"vertices":3,"edges":3,"tasks":3,"regions":1,"slots":1,"status":"FINISHED"}`+"\n", out)
+}
+
+// TestUnbalancedDiamondFinishes: the diamond A -> B -> D, A -> D at parallelism 2, all
+// PIPELINED_BOUNDED ALL_TO_ALL, with 100,000 records from A and B writing each record 3 times, so
+// D's input from B carries three times as many records as its input from A. Taking turns one
+// record at a time (what the task did before NextAny) hangs here: B's queues to D fill up, B
+// stops reading, A blocks on its full queues to B, and D waits on its input from A, which is
+// empty. Reading whichever input has data first drains B's queues and finishes.
+func TestUnbalancedDiamondFinishes(t *testing.T) {
+	path := writeRESTPlan(t, "unbalanced_diamond",
+		restNode{ID: nodeID(1), Parallelism: 2, Description: "A"},
+		restNode{ID: nodeID(2), Parallelism: 2, Description: "B", Inputs: []restInput{in(1, "HASH", "pipelined_bounded")}},
+		restNode{ID: nodeID(3), Parallelism: 2, Description: "D", Inputs: []restInput{
+			in(2, "HASH", "pipelined_bounded"),
+			{Num: 1, ID: nodeID(1), ShipStrategy: "HASH", Exchange: "pipelined_bounded"},
+		}},
+	)
+	plan, err := loadPlan(path)
+	require.NoError(t, err)
+	g := plan.Graph
+	sum, err := describe(g)
+	require.NoError(t, err)
+	assert.Equal(t, summary{Vertices: 3, Edges: 3, Tasks: 6, Regions: 1, Slots: 2}, sum)
+	ids := make(map[string]jobgraph.JobVertexID)
+	stats := make(map[jobgraph.JobVertexID]*vertexStats)
+	for _, v := range g.Vertices {
+		ids[v.Name] = v.ID
+		stats[v.ID] = &vertexStats{}
+	}
+	require.Len(t, ids, 3)
+	require.Contains(t, ids, "B")
+
+	const records = 100_000
+	task := &syntheticTask{records: records, stats: stats, repeat: map[jobgraph.JobVertexID]int{ids["B"]: 3}}
+	reg := taskexecutor.NewRegistry()
+	reg.Register(flinkplan.DefaultInvokable, task.invoke)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, _, err := runJob(ctx, g, reg, minicluster.Config{TaskExecutors: 1, SlotsPerTaskExecutor: sum.Slots, SlotRequestTimeout: 10 * time.Second})
+	require.NoError(t, err, "the job hangs until the deadline if D waits on one input while the other is full")
+	assert.Equal(t, jobgraph.JobStatusFinished, res.Status)
+
+	type counts struct{ Records, Written int64 }
+	got := make(map[string]counts)
+	for name, id := range ids {
+		got[name] = counts{stats[id].records.Load(), stats[id].written.Load()}
+	}
+	assert.Equal(t, map[string]counts{
+		"A": {records, 2 * records},   // generated, written to B and to D
+		"B": {records, 3 * records},   // read from A, each written 3 times
+		"D": {records + 3*records, 0}, // everything of both inputs; a sink
+	}, got)
 }
 
 // tableRow matches one row of the per-vertex table: ID, parallelism, records, written, time, name.

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +33,10 @@ type syntheticTask struct {
 	taskTime time.Duration
 	// stats, if set, counts per vertex. The map is read-only while tasks run.
 	stats map[jobgraph.JobVertexID]*vertexStats
+	// repeat, if set, is how many times the subtasks of a vertex write each record they process
+	// to each output (missing or below 1: once). Tests use it to make one branch of a diamond
+	// carry more records than the other. The map is read-only while tasks run.
+	repeat map[jobgraph.JobVertexID]int
 }
 
 // output is one output of a running task and the subpartition its next record goes to.
@@ -50,13 +54,12 @@ type output struct {
 // as a hash partitioner would on evenly spread keys; a POINTWISE output has only the
 // subpartitions of the few consumer subtasks it is connected to.
 //
-// Inputs are read in turn, one record from each input that has not ended, until every input
-// returned io.EOF. Reading them one after another instead would hang a diamond — a vertex whose
+// A vertex with inputs reads whichever input has data first (taskexecutor.AnyInputReader), until
+// every input has ended. Reading them one after another would hang a diamond — a vertex whose
 // two pipelined inputs are fed by one upstream vertex — as soon as more records are in flight
 // than the shuffle buffers: the vertex waits on its first input while the upstream is blocked on
-// the full queue of the second. Taking turns keeps both moving as long as they carry records at
-// similar rates, which the synthetic task's fan-out does; InputGate.Next blocks and may only be
-// called from the task's goroutine, so the task cannot wait on whichever input has data first.
+// the full queue of the second. Taking turns one record at a time hangs it too once the two
+// branches carry records at different rates (see TestUnbalancedDiamondFinishes).
 func (t *syntheticTask) invoke(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	st := t.stats[info.ExecutionAttemptID.ExecutionVertexID.JobVertexID]
@@ -68,6 +71,7 @@ func (t *syntheticTask) invoke(ctx context.Context, env taskexecutor.Environment
 		w := env.Output(i)
 		outs[i] = output{w: w, n: w.NumSubpartitions()}
 	}
+	copies := max(t.repeat[info.ExecutionAttemptID.ExecutionVertexID.JobVertexID], 1)
 	var processed, written int64
 	defer func() {
 		st.records.Add(processed)
@@ -78,14 +82,16 @@ func (t *syntheticTask) invoke(ctx context.Context, env taskexecutor.Environment
 		if err := t.work(ctx); err != nil {
 			return err
 		}
-		for i := range outs {
-			o := &outs[i]
-			if err := o.w.Emit(ctx, o.next, record); err != nil {
-				return err
-			}
-			written++
-			if o.next++; o.next == o.n {
-				o.next = 0
+		for range copies {
+			for i := range outs {
+				o := &outs[i]
+				if err := o.w.Emit(ctx, o.next, record); err != nil {
+					return err
+				}
+				written++
+				if o.next++; o.next == o.n {
+					o.next = 0
+				}
 			}
 		}
 		return nil
@@ -100,27 +106,22 @@ func (t *syntheticTask) invoke(ctx context.Context, env taskexecutor.Environment
 		}
 		return nil
 	}
-	open := make([]taskexecutor.InputGate, env.NumInputs())
-	for i := range open {
-		open[i] = env.Input(i)
+	in, ok := env.(taskexecutor.AnyInputReader)
+	if !ok {
+		return fmt.Errorf("%s: its environment (%T) cannot read whichever input has data first", info.TaskName, env)
 	}
-	for len(open) > 0 {
-		for i := 0; i < len(open); {
-			record, err := open[i].Next(ctx)
-			if errors.Is(err, io.EOF) {
-				open = slices.Delete(open, i, i+1)
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if err := process(record); err != nil {
-				return err
-			}
-			i++
+	for {
+		_, record, err := in.NextAny(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := process(record); err != nil {
+			return err
 		}
 	}
-	return nil
 }
 
 // work spends taskTime on one record, returning early when ctx ends.

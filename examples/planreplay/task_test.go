@@ -70,6 +70,7 @@ type fakeEnv struct {
 	info    taskexecutor.TaskInfo
 	inputs  []*fakeGate
 	outputs []*fakeWriter
+	turn    int // the input NextAny looks at first
 }
 
 func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
@@ -77,6 +78,37 @@ func (e *fakeEnv) NumInputs() int                                  { return len(
 func (e *fakeEnv) Input(i int) taskexecutor.InputGate              { return e.inputs[i] }
 func (e *fakeEnv) NumOutputs() int                                 { return len(e.outputs) }
 func (e *fakeEnv) Output(i int) taskexecutor.ResultPartitionWriter { return e.outputs[i] }
+
+// NextAny takes turns record by record over the inputs that have records left; an input with
+// none left but an error returns it.
+func (e *fakeEnv) NextAny(ctx context.Context) (int, any, error) {
+	n := len(e.inputs)
+	for k := range n {
+		i := (e.turn + k) % n
+		g := e.inputs[i]
+		if len(g.records) == 0 && g.err == nil {
+			continue
+		}
+		e.turn = (i + 1) % n
+		r, err := g.Next(ctx)
+		if err != nil {
+			return i, nil, err
+		}
+		return i, r, nil
+	}
+	return -1, nil, io.EOF
+}
+
+var _ taskexecutor.AnyInputReader = (*fakeEnv)(nil)
+
+// nextOnlyEnv is an Environment without NextAny.
+type nextOnlyEnv struct{ e *fakeEnv }
+
+func (e nextOnlyEnv) Info() taskexecutor.TaskInfo                     { return e.e.Info() }
+func (e nextOnlyEnv) NumInputs() int                                  { return e.e.NumInputs() }
+func (e nextOnlyEnv) Input(i int) taskexecutor.InputGate              { return e.e.Input(i) }
+func (e nextOnlyEnv) NumOutputs() int                                 { return e.e.NumOutputs() }
+func (e nextOnlyEnv) Output(i int) taskexecutor.ResultPartitionWriter { return e.e.Output(i) }
 
 var testVertex = jobgraph.NewJobVertexID()
 
@@ -123,8 +155,9 @@ func TestSourceSubtasksCoverEveryRecordOnce(t *testing.T) {
 	assert.Equal(t, int64(50), st.written.Load())
 }
 
-// TestForwarderReadsEveryInput: a vertex with inputs reads them all, one record from each open
-// input in turn, and writes every record to every output; a sink (no outputs) just counts.
+// TestForwarderReadsEveryInput: a vertex with inputs reads them all, in the order NextAny hands
+// out their records (the fake takes turns record by record), and writes every record to every
+// output; a sink (no outputs) just counts.
 func TestForwarderReadsEveryInput(t *testing.T) {
 	st := &vertexStats{}
 	task := &syntheticTask{records: 1000, stats: map[jobgraph.JobVertexID]*vertexStats{testVertex: st}}
@@ -144,6 +177,38 @@ func TestForwarderReadsEveryInput(t *testing.T) {
 	require.NoError(t, task.invoke(context.Background(), sink))
 	assert.Equal(t, int64(7), st.records.Load())
 	assert.Equal(t, int64(10), st.written.Load())
+}
+
+// TestRepeatWritesEachRecordSeveralTimes: a vertex with repeat 3 writes each record it processes
+// three times to each output, round-robin going on over the copies.
+func TestRepeatWritesEachRecordSeveralTimes(t *testing.T) {
+	st := &vertexStats{}
+	task := &syntheticTask{records: 2, stats: map[jobgraph.JobVertexID]*vertexStats{testVertex: st},
+		repeat: map[jobgraph.JobVertexID]int{testVertex: 3}}
+	one, two := newFakeWriter(1), newFakeWriter(2)
+	env := &fakeEnv{info: subtaskInfo(0, 1), inputs: []*fakeGate{{records: []any{"a", "b"}}}, outputs: []*fakeWriter{one, two}}
+	require.NoError(t, task.invoke(context.Background(), env))
+	assert.Equal(t, [][]any{{"a", "a", "a", "b", "b", "b"}}, one.subs)
+	assert.Equal(t, [][]any{{"a", "a", "b"}, {"a", "b", "b"}}, two.subs)
+	assert.Equal(t, int64(2), st.records.Load())
+	assert.Equal(t, int64(12), st.written.Load())
+
+	src := newFakeWriter(1)
+	require.NoError(t, task.invoke(context.Background(), &fakeEnv{info: subtaskInfo(0, 1), outputs: []*fakeWriter{src}}))
+	assert.Equal(t, [][]any{{int64(0), int64(0), int64(0), int64(1), int64(1), int64(1)}}, src.subs)
+}
+
+// TestTaskNeedsNextAny: a vertex with inputs whose environment cannot read whichever input has
+// data first fails, saying so; a source does not need it.
+func TestTaskNeedsNextAny(t *testing.T) {
+	task := &syntheticTask{records: 3}
+	info := subtaskInfo(0, 1)
+	info.TaskName = "D (1/1)"
+	err := task.invoke(context.Background(), nextOnlyEnv{&fakeEnv{info: info, inputs: []*fakeGate{{records: []any{1}}}}})
+	assert.EqualError(t, err, "D (1/1): its environment (main.nextOnlyEnv) cannot read whichever input has data first")
+	w := newFakeWriter(1)
+	require.NoError(t, task.invoke(context.Background(), nextOnlyEnv{&fakeEnv{info: info, outputs: []*fakeWriter{w}}}))
+	assert.Len(t, w.subs[0], 3)
 }
 
 func TestTaskFailsWithInputAndOutputErrors(t *testing.T) {
