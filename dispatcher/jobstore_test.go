@@ -295,7 +295,7 @@ func TestMaxCapacityKeepsTheNewestArchivedJobs(t *testing.T) {
 
 		// The expiry timer armed for first finds it gone and moves on to second, archived at
 		// start+2s, which expires at start+2s+1h exactly; third at start+3s+1h.
-		time.Sleep(start.Add(2*time.Second + time.Hour - time.Nanosecond).Sub(time.Now()))
+		time.Sleep(time.Until(start.Add(2*time.Second + time.Hour - time.Nanosecond)))
 		synctest.Wait()
 		assert.True(t, archived(t, f.d, second.JobID))
 		time.Sleep(time.Nanosecond)
