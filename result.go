@@ -65,3 +65,17 @@ type ExceptionHistoryEntry struct {
 	// Concurrent is empty).
 	Concurrent []ExceptionHistoryEntry `json:"concurrent,omitempty"`
 }
+
+// CloneExceptionHistory returns a deep copy of h (entries and their concurrent failures), nil for
+// an empty history, so a snapshot never shares memory with the live history.
+func CloneExceptionHistory(h []ExceptionHistoryEntry) []ExceptionHistoryEntry {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]ExceptionHistoryEntry, len(h))
+	for i, e := range h {
+		out[i] = e
+		out[i].Concurrent = CloneExceptionHistory(e.Concurrent)
+	}
+	return out
+}

@@ -36,19 +36,6 @@ type ArchivedExecutionGraph struct {
 // and adds it when it archives the graph.
 func (g *ExecutionGraph) SetExceptionHistory(h []jobgraph.ExceptionHistoryEntry) { g.exceptions = h }
 
-// copyExceptionHistory deep-copies h (entries and their concurrent failures); nil for none.
-func copyExceptionHistory(h []jobgraph.ExceptionHistoryEntry) []jobgraph.ExceptionHistoryEntry {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make([]jobgraph.ExceptionHistoryEntry, len(h))
-	for i, e := range h {
-		out[i] = e
-		out[i].Concurrent = copyExceptionHistory(e.Concurrent)
-	}
-	return out
-}
-
 // ArchivedExecutionJobVertex is one job vertex of an ArchivedExecutionGraph.
 // Flink: ArchivedExecutionJobVertex.
 type ArchivedExecutionJobVertex struct {
@@ -91,7 +78,7 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 		StatusTimestamps: make(map[jobgraph.JobStatus]time.Time),
 		FailureCause:     g.FailureInfo(),
 		JobVertices:      make([]ArchivedExecutionJobVertex, len(g.jobVertices)),
-		ExceptionHistory: copyExceptionHistory(g.exceptions),
+		ExceptionHistory: jobgraph.CloneExceptionHistory(g.exceptions),
 	}
 	for s := range jobgraph.JobStatus(numJobStatuses) {
 		if g.reached&(1<<s) != 0 {

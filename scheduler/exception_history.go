@@ -68,16 +68,3 @@ func (s *DefaultScheduler) globalEntry(err error) jobgraph.ExceptionHistoryEntry
 // now is the scheduler clock's time as the graph stamps it: UTC, nanoseconds, no monotonic
 // reading.
 func (s *DefaultScheduler) now() time.Time { return time.Unix(0, s.cfg.Clock().UnixNano()).UTC() }
-
-// copyEntries deep-copies h; nil for none.
-func copyEntries(h []jobgraph.ExceptionHistoryEntry) []jobgraph.ExceptionHistoryEntry {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make([]jobgraph.ExceptionHistoryEntry, len(h))
-	for i, e := range h {
-		out[i] = e
-		out[i].Concurrent = copyEntries(e.Concurrent)
-	}
-	return out
-}

@@ -203,7 +203,7 @@ func (s *DefaultScheduler) RootCause() error { return s.rootCause }
 // attempt by the restart strategy, or failures of tasks it was canceling) as concurrent
 // exceptions. It is also in every Archive. Flink: SchedulerBase.getExceptionHistory.
 func (s *DefaultScheduler) ExceptionHistory() []jobgraph.ExceptionHistoryEntry {
-	return copyEntries(s.history.entries)
+	return jobgraph.CloneExceptionHistory(s.history.entries)
 }
 
 // PartitionsLost tells the scheduler that the TaskExecutor at location is gone (heartbeat
