@@ -519,19 +519,10 @@ func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID) {
 		return
 	}
 	reg.heartbeating = true
-	gw, address, from := reg.gateway, reg.address, rm.cfg.ResourceID
-	rm.wg.Add(1)
-	go func() {
-		defer rm.wg.Done()
-		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
-		defer cancel()
-		var err error
-		if gw == nil {
-			gw, err = rpc.Connect[rpc.JobMasterGateway](ctx, rm.cfg.RPC, address)
-		}
-		if err == nil {
-			err = gw.HeartbeatFromResourceManager(ctx, from)
-		}
+	from := rm.cfg.ResourceID
+	rm.callJobMaster(reg, func(ctx context.Context, gw rpc.JobMasterGateway) error {
+		return gw.HeartbeatFromResourceManager(ctx, from)
+	}, func(gw rpc.JobMasterGateway, err error) {
 		rm.loop.Execute(func() {
 			reg.heartbeating = false
 			if reg.gateway == nil {
@@ -541,7 +532,26 @@ func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID) {
 				rm.log.Debug("heartbeat request to a JobMaster failed", "jobMaster", id, "job", reg.job, "err", err)
 			}
 		})
-	}()
+	})
+}
+
+// callJobMaster runs call against reg's JobMaster on a goroutine the ResourceManager owns, bounded
+// by the request timeout, connecting to its address first when no gateway is known yet; done then
+// gets the gateway (nil if connecting failed) and call's error, off the loop. On the loop.
+func (rm *ResourceManager) callJobMaster(reg *jobMasterRegistration, call func(context.Context, rpc.JobMasterGateway) error, done func(rpc.JobMasterGateway, error)) {
+	gw, address := reg.gateway, reg.address
+	rm.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		defer cancel()
+		var err error
+		if gw == nil {
+			gw, err = rpc.Connect[rpc.JobMasterGateway](ctx, rm.cfg.RPC, address)
+		}
+		if err == nil {
+			err = call(ctx, gw)
+		}
+		done(gw, err)
+	})
 }
 
 // jobMasterHeartbeatTimedOut disconnects a JobMaster silent for heartbeat.timeout: its job's
@@ -559,23 +569,14 @@ func (rm *ResourceManager) jobMasterHeartbeatTimedOut(id jobgraph.ResourceID) {
 	if jm, ok := rm.sm.JobMaster(reg.job); ok && jm.ResourceID == id {
 		rm.sm.UnregisterJob(reg.job)
 	}
-	gw, address, token, rmID := reg.gateway, reg.address, reg.token, rm.id
-	rm.wg.Add(1)
-	go func() {
-		defer rm.wg.Done()
-		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
-		defer cancel()
-		var err error
-		if gw == nil {
-			gw, err = rpc.Connect[rpc.JobMasterGateway](ctx, rm.cfg.RPC, address)
-		}
-		if err == nil {
-			err = gw.DisconnectResourceManager(ctx, token, rmID, cause)
-		}
+	token, rmID := reg.token, rm.id
+	rm.callJobMaster(reg, func(ctx context.Context, gw rpc.JobMasterGateway) error {
+		return gw.DisconnectResourceManager(ctx, token, rmID, cause)
+	}, func(_ rpc.JobMasterGateway, err error) {
 		if err != nil && rm.ctx.Err() == nil {
 			rm.log.Debug("telling a timed-out JobMaster failed", "jobMaster", id, "err", err)
 		}
-	}()
+	})
 }
 
 // ---------------------------------------------------------------------------------------------
