@@ -774,21 +774,29 @@ func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
 	}
 	jc.answering = true
 	gw, token, timeout := jc.gateway, jc.token, te.jmHeartbeats.Timeout()
+	te.callAside(timeout, func(ctx context.Context) error {
+		return gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
+	}, func(err error) {
+		jc.answering = false
+		if err == nil && te.jobs[jc.job] == jc && jc.token == token && !te.killed.Load() {
+			te.jmHeartbeats.ReceiveHeartbeat(jc.job)
+		} else if err != nil && te.ctx.Err() == nil {
+			te.log.Debug("heartbeat to a JobMaster failed", "job", jc.job.String(), "error", err)
+		}
+	})
+}
+
+// callAside runs call off the loop, bounded by timeout (ErrKilled without calling once the
+// TaskExecutor was killed), and then done on the loop with its error. On the loop.
+func (te *TaskExecutor) callAside(timeout time.Duration, call func(context.Context) error, done func(error)) {
 	te.spawn(func() {
 		err := ErrKilled
 		if !te.killed.Load() {
 			ctx, cancel := context.WithTimeout(te.ctx, timeout)
-			err = gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
+			err = call(ctx)
 			cancel()
 		}
-		te.loop.Execute(func() {
-			jc.answering = false
-			if err == nil && te.jobs[jc.job] == jc && jc.token == token && !te.killed.Load() {
-				te.jmHeartbeats.ReceiveHeartbeat(jc.job)
-			} else if err != nil && te.ctx.Err() == nil {
-				te.log.Debug("heartbeat to a JobMaster failed", "job", jc.job.String(), "error", err)
-			}
-		})
+		te.loop.Execute(func() { done(err) })
 	})
 }
 
@@ -816,19 +824,13 @@ func (te *TaskExecutor) HeartbeatFromResourceManager(ctx context.Context, rm job
 		}
 		te.rmAnswering = true
 		report, timeout := te.slotReport(), te.rmHeartbeats.Timeout()
-		te.spawn(func() {
-			err := ErrKilled
-			if !te.killed.Load() {
-				ctx, cancel := context.WithTimeout(te.ctx, timeout)
-				err = gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
-				cancel()
+		te.callAside(timeout, func(ctx context.Context) error {
+			return gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
+		}, func(err error) {
+			te.rmAnswering = false
+			if err != nil && te.ctx.Err() == nil {
+				te.log.Debug("heartbeat to the ResourceManager failed", "error", err)
 			}
-			te.loop.Execute(func() {
-				te.rmAnswering = false
-				if err != nil && te.ctx.Err() == nil {
-					te.log.Debug("heartbeat to the ResourceManager failed", "error", err)
-				}
-			})
 		})
 		return nil
 	})
