@@ -54,16 +54,51 @@ func (e *DuplicateJobSubmissionError) Is(target error) bool {
 	return target == ErrDuplicateJobSubmission
 }
 
-// RunnerFactory builds the JobMaster factory for a submitted graph (the MiniCluster wires the
-// slot pool, scheduler and connections into it). Flink: JobManagerRunnerFactory.
-type RunnerFactory func(g *jobgraph.JobGraph) (jobmaster.ServiceFactory, error)
+// Dispatcher is what a host calls to run jobs: the DispatcherGateway (submit, cancel, status,
+// result, list), the archived graph of a job, and Close. StandaloneDispatcher is the in-process
+// default. Methods are safe for concurrent use from any goroutine. Flink: Dispatcher (the
+// DispatcherGateway and RestfulGateway it implements).
+type Dispatcher interface {
+	rpc.DispatcherGateway
+	// RequestJob returns the job's ArchivedExecutionGraph, live while it runs; an error
+	// wrapping ErrJobNotFound for a job the Dispatcher does not know or no longer archives.
+	RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error)
+	// Close stops accepting jobs, suspends the running ones and waits for them.
+	Close() error
+}
+
+// JobManagerRunnerFactory builds the runner of one job the Dispatcher accepted, before the
+// graph is persisted: g is the Dispatcher's own copy (valid), services the Dispatcher's HA
+// services (the runner's leader election and JobResultStore come from there). It is called off
+// the Dispatcher's main loop, may take time, and must not start the job (the Dispatcher calls
+// Start). An error rejects the submission and nothing is kept. LeadershipRunnerFactory makes
+// the default. Flink: JobManagerRunnerFactory.
+type JobManagerRunnerFactory func(g *jobgraph.JobGraph, services ha.Services) (jobmaster.JobManagerRunner, error)
+
+// LeadershipRunnerFactory returns the default JobManagerRunnerFactory: a
+// jobmaster.LeadershipRunner in the job's JobMaster leader election, whose JobMasters come from
+// the JobMasterServiceFactory jobMasters returns for the graph (jobmaster.NewFactory, say).
+// Flink: JobMasterServiceLeadershipRunnerFactory.
+func LeadershipRunnerFactory(jobMasters func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error)) JobManagerRunnerFactory {
+	return func(g *jobgraph.JobGraph, services ha.Services) (jobmaster.JobManagerRunner, error) {
+		f, err := jobMasters(g)
+		if err != nil {
+			return nil, err
+		}
+		if f == nil {
+			return nil, errors.New("no JobMasterServiceFactory and no error")
+		}
+		return jobmaster.NewLeadershipRunner(f, services.JobMasterLeaderElection(g.JobID), services.JobResultStore()), nil
+	}
+}
 
 // Config configures a Dispatcher.
 type Config struct {
 	// HA provides the stores and the per-job leader elections. Required.
 	HA ha.Services
-	// JobMasterFactory builds a job's JobMaster factory. Required.
-	JobMasterFactory RunnerFactory
+	// JobManagerRunnerFactory builds each accepted job's runner. Required: usually
+	// LeadershipRunnerFactory(jobmaster factory), or a host's own.
+	JobManagerRunnerFactory JobManagerRunnerFactory
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// JobStoreExpiration: jobstore.expiration-time, default 1 h (DefaultJobStoreExpiration; 0
@@ -80,8 +115,9 @@ type Config struct {
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
 const DefaultJobStoreExpiration = time.Hour
 
-// Dispatcher runs submitted jobs. Its state lives on its own main loop; every method is safe for
-// concurrent use and implements rpc.DispatcherGateway.
+// StandaloneDispatcher is the default Dispatcher: it runs every submitted job in this process,
+// each under the JobManagerRunner its factory builds. Its state lives on its own main loop; every method is safe for
+// concurrent use; it implements Dispatcher and so rpc.DispatcherGateway. Flink: StandaloneDispatcher.
 //
 // # The archive (Flink's ExecutionGraphInfoStore, "job store")
 //
@@ -101,7 +137,7 @@ const DefaultJobStoreExpiration = time.Hour
 // *DuplicateJobSubmissionError with GloballyTerminated set, and RequestJob returns an error
 // wrapping ErrJobNotFound saying the archive expired. ListJobs lists only jobs that are running
 // or still archived. Flink answers all but the resubmission with FlinkJobNotFoundException.
-type Dispatcher struct {
+type StandaloneDispatcher struct {
 	cfg        Config
 	log        *slog.Logger
 	loop       *mainloop.Loop
@@ -120,9 +156,9 @@ type Dispatcher struct {
 type job struct {
 	name      string
 	submitted time.Time
-	runner    *jobmaster.LeadershipRunner // nil while the graph is being persisted
-	archived  chan struct{}               // closed once the job is in the archive
-	final     *archivedJob                // written before archived is closed
+	runner    jobmaster.JobManagerRunner // nil while the graph is being persisted
+	archived  chan struct{}              // closed once the job is in the archive
+	final     *archivedJob               // written before archived is closed
 }
 
 type archivedJob struct {
@@ -137,12 +173,15 @@ type archivedJob struct {
 	elem *list.Element
 }
 
-var _ rpc.DispatcherGateway = (*Dispatcher)(nil)
+var (
+	_ Dispatcher            = (*StandaloneDispatcher)(nil)
+	_ rpc.DispatcherGateway = (*StandaloneDispatcher)(nil)
+)
 
 // New returns a Dispatcher; it serves calls at once.
-func New(cfg Config) (*Dispatcher, error) {
-	if cfg.HA == nil || cfg.JobMasterFactory == nil {
-		return nil, errors.New("dispatcher: Config.HA and Config.JobMasterFactory are required")
+func New(cfg Config) (*StandaloneDispatcher, error) {
+	if cfg.HA == nil || cfg.JobManagerRunnerFactory == nil {
+		return nil, errors.New("dispatcher: Config.HA and Config.JobManagerRunnerFactory are required")
 	}
 	if cfg.JobStoreMaxCapacity < 0 {
 		return nil, fmt.Errorf("dispatcher: Config.JobStoreMaxCapacity %d: negative (0 means unlimited)", cfg.JobStoreMaxCapacity)
@@ -155,7 +194,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if expiration == 0 {
 		expiration = DefaultJobStoreExpiration
 	}
-	return &Dispatcher{
+	return &StandaloneDispatcher{
 		cfg:        cfg,
 		log:        log,
 		loop:       mainloop.New("dispatcher"),
@@ -172,7 +211,7 @@ func New(cfg Config) (*Dispatcher, error) {
 // *jobgraph.ValidationError; a *DuplicateJobSubmissionError (GloballyTerminated when the
 // JobResultStore has the job); ErrShuttingDown; a store failure. On any error nothing is kept
 // and a job already running under the ID is untouched. The Dispatcher keeps its own copy of g.
-func (d *Dispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
+func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -213,21 +252,23 @@ func (d *Dispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error 
 	return nil
 }
 
-func (d *Dispatcher) persistAndRun(ctx context.Context, g *jobgraph.JobGraph, entry *job) error {
+func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.JobGraph, entry *job) error {
 	id := g.JobID
 	if _, err := d.cfg.HA.JobResultStore().Get(ctx, id); err == nil {
 		return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: true}
 	} else if !errors.Is(err, ha.ErrNotFound) {
 		return fmt.Errorf("dispatcher: job %s: reading the JobResultStore: %w", id, err)
 	}
-	factory, err := d.cfg.JobMasterFactory(g)
+	runner, err := d.cfg.JobManagerRunnerFactory(g, d.cfg.HA)
 	if err != nil {
-		return fmt.Errorf("dispatcher: job %s: %w", id, err)
+		return fmt.Errorf("dispatcher: job %s: creating its JobManagerRunner: %w", id, err)
+	}
+	if runner == nil {
+		return fmt.Errorf("dispatcher: job %s: Config.JobManagerRunnerFactory returned no runner and no error", id)
 	}
 	if err := d.cfg.HA.ExecutionPlanStore().Put(ctx, g); err != nil {
 		return fmt.Errorf("dispatcher: job %s: persisting the job graph: %w", id, err)
 	}
-	runner := jobmaster.NewLeadershipRunner(factory, d.cfg.HA.JobMasterLeaderElection(id), d.cfg.HA.JobResultStore())
 	return d.loop.Call(context.Background(), func() error {
 		if d.closing {
 			runner.Close()
@@ -247,7 +288,7 @@ func (d *Dispatcher) persistAndRun(ctx context.Context, g *jobgraph.JobGraph, en
 }
 
 // watch waits for the runner's result, records it, cleans up, and archives the job.
-func (d *Dispatcher) watch(id jobgraph.JobID, entry *job, runner *jobmaster.LeadershipRunner) {
+func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobmaster.JobManagerRunner) {
 	res := runner.Result()
 	runner.Close()
 	a := res.Archived
@@ -279,7 +320,7 @@ func (d *Dispatcher) watch(id jobgraph.JobID, entry *job, runner *jobmaster.Lead
 
 // cleanUpGlobally records the result of a globally terminated job and removes its HA data. It
 // reports whether the JobResultStore has the job's result.
-func (d *Dispatcher) cleanUpGlobally(id jobgraph.JobID, result *jobgraph.JobResult) (recorded bool) {
+func (d *StandaloneDispatcher) cleanUpGlobally(id jobgraph.JobID, result *jobgraph.JobResult) (recorded bool) {
 	ctx := context.Background()
 	// Dirty first, then global cleanup, then clean: a crash in between leaves a dirty entry
 	// that recovery finishes cleaning, and the job is never run again.
@@ -297,7 +338,7 @@ func (d *Dispatcher) cleanUpGlobally(id jobgraph.JobID, result *jobgraph.JobResu
 
 // store archives a job; on the loop. A job the JobResultStore answers for once it is gone is
 // bounded: it expires and counts towards the capacity. Others stay until Close.
-func (d *Dispatcher) store(id jobgraph.JobID, a *archivedJob) {
+func (d *StandaloneDispatcher) store(id jobgraph.JobID, a *archivedJob) {
 	now := time.Now()
 	d.expire(now)
 	if old, ok := d.archive[id]; ok {
@@ -318,7 +359,7 @@ func (d *Dispatcher) store(id jobgraph.JobID, a *archivedJob) {
 }
 
 // evict removes an archived job; on the loop.
-func (d *Dispatcher) evict(id jobgraph.JobID, a *archivedJob) {
+func (d *StandaloneDispatcher) evict(id jobgraph.JobID, a *archivedJob) {
 	delete(d.archive, id)
 	if a.elem != nil {
 		d.bounded.Remove(a.elem)
@@ -330,7 +371,7 @@ func (d *Dispatcher) evict(id jobgraph.JobID, a *archivedJob) {
 // expiration is the same for all, so they expire in the order they were archived. The expiry
 // timer calls it; so does every read of the archive, which then never sees an expired job whose
 // timer closure is still queued behind it.
-func (d *Dispatcher) expire(now time.Time) {
+func (d *StandaloneDispatcher) expire(now time.Time) {
 	if d.expiration < 0 {
 		return
 	}
@@ -348,7 +389,7 @@ func (d *Dispatcher) expire(now time.Time) {
 // arm schedules the expiry of the oldest bounded job, unless a timer that fires no later is
 // already scheduled; on the loop. A timer that finds nothing expired (its job was evicted by
 // capacity meanwhile) re-arms for the new oldest job.
-func (d *Dispatcher) arm(now time.Time) {
+func (d *StandaloneDispatcher) arm(now time.Time) {
 	if d.armed || d.expiration < 0 || d.bounded.Len() == 0 {
 		return
 	}
@@ -363,7 +404,7 @@ func (d *Dispatcher) arm(now time.Time) {
 }
 
 type lookup struct {
-	runner   *jobmaster.LeadershipRunner
+	runner   jobmaster.JobManagerRunner
 	archived *archivedJob
 	job      *job // the running job, when not archived
 	// stored is the JobResultStore's result of a job neither running nor archived (expired from
@@ -373,7 +414,7 @@ type lookup struct {
 
 // lookup finds the job running, archived, or else in the JobResultStore (read off the loop), or
 // returns an error wrapping ErrJobNotFound.
-func (d *Dispatcher) lookup(ctx context.Context, id jobgraph.JobID) (lookup, error) {
+func (d *StandaloneDispatcher) lookup(ctx context.Context, id jobgraph.JobID) (lookup, error) {
 	l, err := mainloop.Submit(ctx, d.loop, func() (lookup, error) {
 		d.expire(time.Now())
 		if a, ok := d.archive[id]; ok {
@@ -409,7 +450,7 @@ func (l lookup) result() *jobgraph.JobResult {
 // job and fails with ErrJobAlreadyTerminated for a job that ended otherwise, and with
 // ErrJobNotFound for an unknown JobID. A job no longer archived is answered from the
 // JobResultStore.
-func (d *Dispatcher) CancelJob(ctx context.Context, id jobgraph.JobID) error {
+func (d *StandaloneDispatcher) CancelJob(ctx context.Context, id jobgraph.JobID) error {
 	l, err := d.lookup(ctx, id)
 	switch {
 	case err != nil:
@@ -427,7 +468,7 @@ func (d *Dispatcher) CancelJob(ctx context.Context, id jobgraph.JobID) error {
 
 // RequestJobStatus returns the job's current status, or ErrJobNotFound. A job no longer
 // archived is answered from the JobResultStore.
-func (d *Dispatcher) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
+func (d *StandaloneDispatcher) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
 	l, err := d.lookup(ctx, id)
 	switch {
 	case err != nil:
@@ -443,7 +484,7 @@ func (d *Dispatcher) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (j
 // RequestJob returns the job's ArchivedExecutionGraph (a live snapshot while it runs), or
 // ErrJobNotFound: for an unknown JobID, and for a job whose graph is no longer archived
 // (jobstore.expiration-time or jobstore.max-capacity) though the JobResultStore has its result.
-func (d *Dispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
+func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
 	l, err := d.lookup(ctx, id)
 	switch {
 	case err != nil:
@@ -463,7 +504,7 @@ func (d *Dispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*execut
 // its result; ErrJobNotFound for an unknown JobID. Jobs still running when the Dispatcher closes
 // end SUSPENDED. A job no longer archived is answered from the JobResultStore: the result as
 // stored, without RootCause.
-func (d *Dispatcher) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
+func (d *StandaloneDispatcher) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
 	l, err := d.lookup(ctx, id)
 	if err != nil {
 		return nil, err
@@ -482,7 +523,7 @@ func (d *Dispatcher) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*
 // ListJobs lists running and archived jobs, sorted by submission order of the running ones, then
 // the archived ones by JobID. Jobs that left the archive (see Dispatcher) are not listed, even
 // though the JobResultStore still answers for them.
-func (d *Dispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, error) {
+func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, error) {
 	type running struct {
 		id jobgraph.JobID
 		j  *job
@@ -522,8 +563,8 @@ func (d *Dispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, erro
 // Close stops accepting jobs, closes every runner — jobs not yet ended are SUSPENDED, and pending
 // RequestJobResult calls return that — and waits for everything the Dispatcher started.
 // Persisted graphs of suspended jobs stay in the ExecutionPlanStore for recovery.
-func (d *Dispatcher) Close() error {
-	var runners []*jobmaster.LeadershipRunner
+func (d *StandaloneDispatcher) Close() error {
+	var runners []jobmaster.JobManagerRunner
 	_ = d.loop.Call(context.Background(), func() error {
 		d.closing = true
 		for _, j := range d.jobs {

@@ -93,7 +93,7 @@ type fakeFactory struct {
 func (f *fakeFactory) JobID() jobgraph.JobID     { return f.g.JobID }
 func (f *fakeFactory) JobName() string           { return f.g.Name }
 func (f *fakeFactory) JobType() jobgraph.JobType { return f.g.Type }
-func (f *fakeFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.Service, error) {
+func (f *fakeFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
 	if f.gate != nil {
 		select {
 		case <-f.gate:
@@ -108,7 +108,7 @@ func (f *fakeFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (j
 }
 
 type fixture struct {
-	d       *dispatcher.Dispatcher
+	d       *dispatcher.StandaloneDispatcher
 	ha      *embedded.Services
 	created atomic.Int32
 	gate    chan struct{}
@@ -117,9 +117,9 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{ha: embedded.New(), jms: make(chan *fakeJobMaster, 16)}
-	d, err := dispatcher.New(dispatcher.Config{HA: f.ha, JobMasterFactory: func(g *jobgraph.JobGraph) (jobmaster.ServiceFactory, error) {
+	d, err := dispatcher.New(dispatcher.Config{HA: f.ha, JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 		return &fakeFactory{g: g, created: &f.created, gate: f.gate, last: f.jms}, nil
-	}})
+	})})
 	require.NoError(t, err)
 	f.d = d
 	t.Cleanup(func() {
@@ -321,9 +321,9 @@ func TestCloseSuspendsRunningJobs(t *testing.T) {
 		haServices := embedded.New()
 		jms := make(chan *fakeJobMaster, 1)
 		var created atomic.Int32
-		d, err := dispatcher.New(dispatcher.Config{HA: haServices, JobMasterFactory: func(g *jobgraph.JobGraph) (jobmaster.ServiceFactory, error) {
+		d, err := dispatcher.New(dispatcher.Config{HA: haServices, JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 			return &fakeFactory{g: g, created: &created, last: jms}, nil
-		}})
+		})})
 		require.NoError(t, err)
 		ctx := context.Background()
 		g := graph("long running")

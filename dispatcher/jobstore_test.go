@@ -74,7 +74,7 @@ type slowCloseFactory struct {
 	gate chan struct{}
 }
 
-func (f *slowCloseFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.Service, error) {
+func (f *slowCloseFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
 	svc, err := f.fakeFactory.Create(ctx, token)
 	if err != nil {
 		return nil, err
@@ -99,13 +99,13 @@ func newStoreFixture(t *testing.T, expiration time.Duration, capacity int) *stor
 		Logger:              slog.New(f.log),
 		JobStoreExpiration:  expiration,
 		JobStoreMaxCapacity: capacity,
-		JobMasterFactory: func(g *jobgraph.JobGraph) (jobmaster.ServiceFactory, error) {
+		JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 			ff := &fakeFactory{g: g, created: &f.created, last: f.jms}
 			if g.Name == "slow to close" {
 				return &slowCloseFactory{fakeFactory: ff, gate: f.slowClose}, nil
 			}
 			return ff, nil
-		},
+		}),
 	})
 	require.NoError(t, err)
 	f.d = d
@@ -133,7 +133,7 @@ func (f *storeFixture) finish(t *testing.T, name string, status jobgraph.JobStat
 }
 
 // archived reports whether the Dispatcher still has the job's ArchivedExecutionGraph.
-func archived(t *testing.T, d *dispatcher.Dispatcher, id jobgraph.JobID) bool {
+func archived(t *testing.T, d *dispatcher.StandaloneDispatcher, id jobgraph.JobID) bool {
 	t.Helper()
 	a, err := d.RequestJob(context.Background(), id)
 	if err != nil {
@@ -145,7 +145,7 @@ func archived(t *testing.T, d *dispatcher.Dispatcher, id jobgraph.JobID) bool {
 	return true
 }
 
-func listed(t *testing.T, d *dispatcher.Dispatcher) []jobgraph.JobID {
+func listed(t *testing.T, d *dispatcher.StandaloneDispatcher) []jobgraph.JobID {
 	t.Helper()
 	jobs, err := d.ListJobs(context.Background())
 	require.NoError(t, err)
@@ -326,7 +326,7 @@ func TestNegativeMaxCapacityIsRejected(t *testing.T) {
 	haServices := embedded.New()
 	defer func() { require.NoError(t, haServices.Close()) }()
 	_, err := dispatcher.New(dispatcher.Config{HA: haServices, JobStoreMaxCapacity: -1,
-		JobMasterFactory: func(*jobgraph.JobGraph) (jobmaster.ServiceFactory, error) { return nil, nil }})
+		JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(*jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) { return nil, nil })})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "JobStoreMaxCapacity -1")
 }

@@ -173,7 +173,7 @@ type hbEnv struct {
 	svc   *rpc.LocalService
 	rm    *hbRM
 	g     *jobgraph.JobGraph
-	jm    jobmaster.Service
+	jm    jobmaster.JobMaster
 	gw    rpc.JobMasterGateway
 	token jobgraph.JobMasterID
 	// names maps the allocations the test offered to short names ("A", "B", …).

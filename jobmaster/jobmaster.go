@@ -61,6 +61,12 @@ type Config struct {
 	ExecutionStateListener func(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState)
 	// ExceptionHistorySize: web.exception-history-size, default 16 (0 means the default).
 	ExceptionHistorySize int
+	// SchedulerFactory builds the job's SchedulerNG on the JobMaster's loop, from the slot pool,
+	// the JobMaster's Deployer and the scheduler.Config the JobMaster fills in (Timers, the
+	// options above, the listeners, and OnTerminal, which ends the JobMaster's job). nil means
+	// scheduler.DefaultSchedulerFactory. Flink: SchedulerNGFactory (jobmanager.scheduler picks
+	// one of Flink's; here the host passes its own).
+	SchedulerFactory scheduler.SchedulerNGFactory
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -71,7 +77,7 @@ type Factory struct {
 	g   *jobgraph.JobGraph
 }
 
-var _ ServiceFactory = (*Factory)(nil)
+var _ JobMasterServiceFactory = (*Factory)(nil)
 
 // NewFactory returns a factory for g, which must be valid (the Dispatcher validated it).
 func NewFactory(g *jobgraph.JobGraph, cfg Config) (*Factory, error) {
@@ -97,15 +103,15 @@ func (f *Factory) JobType() jobgraph.JobType { return f.g.Type }
 // Create builds the job's ExecutionGraph, registers the JobMaster under a fresh address, connects
 // it to the ResourceManager and starts scheduling. An error means the job cannot run (the
 // ExecutionGraph could not be built, the ResourceManager is unreachable).
-func (f *Factory) Create(ctx context.Context, token jobgraph.JobMasterID) (Service, error) {
+func (f *Factory) Create(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, error) {
 	return start(ctx, f.g, token, f.cfg)
 }
 
-// JobMaster runs one job for one leader session: its slot pool and scheduler live on the
+// DefaultJobMaster runs one job for one leader session: its slot pool and scheduler live on the
 // JobMaster's main loop; calls to other endpoints leave the loop through an ordered outbox and
 // post their outcome back. Every gateway call is fenced by the session's JobMasterID.
 // Flink: org.apache.flink.runtime.jobmaster.JobMaster.
-type JobMaster struct {
+type DefaultJobMaster struct {
 	cfg        Config
 	job        jobgraph.JobID
 	token      jobgraph.JobMasterID
@@ -141,12 +147,12 @@ type JobMaster struct {
 }
 
 var (
-	_ Service              = (*JobMaster)(nil)
-	_ rpc.JobMasterGateway = (*JobMaster)(nil)
+	_ JobMaster            = (*DefaultJobMaster)(nil)
+	_ rpc.JobMasterGateway = (*DefaultJobMaster)(nil)
 )
 
-func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID, cfg Config) (*JobMaster, error) {
-	jm := &JobMaster{
+func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID, cfg Config) (*DefaultJobMaster, error) {
+	jm := &DefaultJobMaster{
 		cfg:           cfg,
 		job:           g.JobID,
 		token:         token,
@@ -182,7 +188,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 }
 
 // setUp builds the slot pool and the scheduler (and with it the ExecutionGraph). On the loop.
-func (jm *JobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) error {
+func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) error {
 	jm.rm = rm
 	hb, err := heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
 		Timers:           jm.loop,
@@ -206,11 +212,16 @@ func (jm *JobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) 
 		return err
 	}
 	jm.pool = pool
-	sched, err := scheduler.New(g, pool, deployer{jm}, scheduler.Config{
-		Timers:                 jm.loop, // restart backoffs
-		SchedulingStrategy:     jm.cfg.SchedulingStrategy,
-		SlotRequestTimeout:     jm.cfg.SlotRequestTimeout,
-		Logger:                 jm.log,
+	newScheduler := jm.cfg.SchedulerFactory
+	if newScheduler == nil {
+		newScheduler = scheduler.DefaultSchedulerFactory
+	}
+	sched, err := newScheduler(g, scheduler.FromSlotPool(pool), deployer{jm}, scheduler.Config{
+		Timers:             jm.loop, // restart backoffs
+		SchedulingStrategy: jm.cfg.SchedulingStrategy,
+		SlotRequestTimeout: jm.cfg.SlotRequestTimeout,
+		// The scheduler adds the job's attributes itself.
+		Logger:                 jm.cfg.Logger,
 		JobStatusListener:      jm.cfg.JobStatusListener,
 		ExecutionStateListener: jm.cfg.ExecutionStateListener,
 		ExceptionHistorySize:   jm.cfg.ExceptionHistorySize,
@@ -219,12 +230,15 @@ func (jm *JobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) 
 	if err != nil {
 		return err
 	}
+	if sched == nil {
+		return errors.New("jobmaster: Config.SchedulerFactory returned no scheduler and no error")
+	}
 	jm.sched = sched
 	return nil
 }
 
 // onTerminal is called by the scheduler, on the loop, when the job is globally terminal.
-func (jm *JobMaster) onTerminal(archived *executiongraph.ArchivedExecutionGraph, rootCause error) {
+func (jm *DefaultJobMaster) onTerminal(archived *executiongraph.ArchivedExecutionGraph, rootCause error) {
 	if jm.terminal {
 		return
 	}
@@ -234,7 +248,7 @@ func (jm *JobMaster) onTerminal(archived *executiongraph.ArchivedExecutionGraph,
 }
 
 // rpcContext bounds one outgoing call.
-func (jm *JobMaster) rpcContext() (context.Context, context.CancelFunc) {
+func (jm *DefaultJobMaster) rpcContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), jm.cfg.RPCTimeout)
 }
 
@@ -242,7 +256,7 @@ func (jm *JobMaster) rpcContext() (context.Context, context.CancelFunc) {
 // which are independent of each other and of every other call, so that a TaskExecutor that does
 // not answer (over a remote transport, until the RPC timeout) holds up neither deployments nor
 // the heartbeats of the others. Close waits for these goroutines.
-func (jm *JobMaster) sendAside(call func(ctx context.Context) error, onError func(err error)) {
+func (jm *DefaultJobMaster) sendAside(call func(ctx context.Context) error, onError func(err error)) {
 	jm.aside.Go(func() {
 		ctx, cancel := jm.rpcContext()
 		defer cancel()
@@ -253,7 +267,7 @@ func (jm *JobMaster) sendAside(call func(ctx context.Context) error, onError fun
 }
 
 // send runs call in the outbox, in order with every other outgoing call.
-func (jm *JobMaster) send(call func(ctx context.Context) error, onError func(err error)) {
+func (jm *DefaultJobMaster) send(call func(ctx context.Context) error, onError func(err error)) {
 	jm.outbox.Execute(func() {
 		ctx, cancel := jm.rpcContext()
 		defer cancel()
@@ -266,7 +280,7 @@ func (jm *JobMaster) send(call func(ctx context.Context) error, onError func(err
 // declareRequirements sends the pool's requirements to the ResourceManager. Declarations replace
 // each other, so only the latest one matters: a burst of changes (one per slot request) becomes
 // one call with the newest list, as Flink's DeclareResourceRequirementServiceConnectionManager does.
-func (jm *JobMaster) declareRequirements(reqs []rpc.ResourceRequirement) {
+func (jm *DefaultJobMaster) declareRequirements(reqs []rpc.ResourceRequirement) {
 	jm.declareMu.Lock()
 	jm.declareLatest = reqs
 	queued := jm.declareQueued
@@ -287,13 +301,13 @@ func (jm *JobMaster) declareRequirements(reqs []rpc.ResourceRequirement) {
 }
 
 // freeSlot is the pool's OnReturnSlot: the slot goes back to its TaskExecutor.
-func (jm *JobMaster) freeSlot(slot slotpool.AllocatedSlot, cause error) {
+func (jm *DefaultJobMaster) freeSlot(slot slotpool.AllocatedSlot, cause error) {
 	jm.sendFreeSlot(slot, cause, true)
 }
 
 // sendFreeSlot asks the slot's TaskExecutor to free it, unless the TaskExecutor is gone. When the
 // call fails and reoffer is set, freeSlotFailed decides what becomes of the slot.
-func (jm *JobMaster) sendFreeSlot(slot slotpool.AllocatedSlot, cause error, reoffer bool) {
+func (jm *DefaultJobMaster) sendFreeSlot(slot slotpool.AllocatedSlot, cause error, reoffer bool) {
 	te, ok := jm.taskExecutors[slot.TaskExecutor]
 	if !ok {
 		return
@@ -318,7 +332,7 @@ func (jm *JobMaster) sendFreeSlot(slot slotpool.AllocatedSlot, cause error, reof
 // which lists the slot, frees it again — see reconcileSlots); if it is not, the slot is dropped
 // for good. Flink: the JobMaster's slot pool on a failed freeSlot (SlotPoolImpl "Resubmitting
 // slot to slot pool" / "Discarding slot").
-func (jm *JobMaster) freeSlotFailed(slot slotpool.AllocatedSlot, err error) {
+func (jm *DefaultJobMaster) freeSlotFailed(slot slotpool.AllocatedSlot, err error) {
 	if jm.closed {
 		return
 	}
@@ -334,7 +348,7 @@ func (jm *JobMaster) freeSlotFailed(slot slotpool.AllocatedSlot, err error) {
 }
 
 // deployer carries the scheduler's side effects out through the outbox.
-type deployer struct{ jm *JobMaster }
+type deployer struct{ jm *DefaultJobMaster }
 
 func (d deployer) Deploy(tdd rpc.TaskDeploymentDescriptor, slot slotpool.AllocatedSlot) {
 	jm := d.jm
@@ -364,7 +378,7 @@ func (d deployer) ReleasePartitions(location jobgraph.ResourceID, partitions []r
 }
 
 // fenced runs fn on the loop if token is the session's.
-func (jm *JobMaster) fenced(ctx context.Context, token jobgraph.JobMasterID, fn func() error) error {
+func (jm *DefaultJobMaster) fenced(ctx context.Context, token jobgraph.JobMasterID, fn func() error) error {
 	if token != jm.token {
 		return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
 	}
@@ -377,7 +391,7 @@ func (jm *JobMaster) fenced(ctx context.Context, token jobgraph.JobMasterID, fn 
 }
 
 // UpdateTaskExecutionState implements rpc.JobMasterGateway.
-func (jm *JobMaster) UpdateTaskExecutionState(ctx context.Context, token jobgraph.JobMasterID, state rpc.TaskExecutionState) (bool, error) {
+func (jm *DefaultJobMaster) UpdateTaskExecutionState(ctx context.Context, token jobgraph.JobMasterID, state rpc.TaskExecutionState) (bool, error) {
 	var applied bool
 	err := jm.fenced(ctx, token, func() error {
 		applied = jm.sched.UpdateTaskExecutionState(state)
@@ -387,7 +401,7 @@ func (jm *JobMaster) UpdateTaskExecutionState(ctx context.Context, token jobgrap
 }
 
 // RegisterTaskExecutor implements rpc.JobMasterGateway.
-func (jm *JobMaster) RegisterTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, reg rpc.TaskExecutorRegistration) error {
+func (jm *DefaultJobMaster) RegisterTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, reg rpc.TaskExecutorRegistration) error {
 	if token != jm.token {
 		return jm.fenced(ctx, token, nil)
 	}
@@ -403,7 +417,7 @@ func (jm *JobMaster) RegisterTaskExecutor(ctx context.Context, token jobgraph.Jo
 }
 
 // OfferSlots implements rpc.JobMasterGateway.
-func (jm *JobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, offers []rpc.SlotOffer) ([]rpc.SlotOffer, error) {
+func (jm *DefaultJobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, offers []rpc.SlotOffer) ([]rpc.SlotOffer, error) {
 	var accepted []rpc.SlotOffer
 	err := jm.fenced(ctx, token, func() error {
 		if _, ok := jm.taskExecutors[taskExecutor]; !ok {
@@ -416,7 +430,7 @@ func (jm *JobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMasterID,
 }
 
 // FailSlot implements rpc.JobMasterGateway.
-func (jm *JobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause error) error {
+func (jm *DefaultJobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause error) error {
 	return jm.fenced(ctx, token, func() error {
 		if err := jm.pool.ReleaseSlot(allocation, cause); err != nil {
 			jm.log.Debug("FailSlot for a slot the pool does not hold", "allocation", allocation, "err", err)
@@ -426,7 +440,7 @@ func (jm *JobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, t
 }
 
 // DisconnectTaskExecutor implements rpc.JobMasterGateway.
-func (jm *JobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause error) error {
+func (jm *DefaultJobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause error) error {
 	return jm.fenced(ctx, token, func() error {
 		jm.disconnectTaskExecutor(taskExecutor, cause, false)
 		return nil
@@ -438,7 +452,7 @@ func (jm *JobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.
 // which restart or fail the job as its restart strategy says). With
 // tell, the TaskExecutor is asked to drop the job too, in case it is still there.
 // Flink: JobMaster.disconnectTaskManager. On the loop.
-func (jm *JobMaster) disconnectTaskExecutor(id jobgraph.ResourceID, cause error, tell bool) {
+func (jm *DefaultJobMaster) disconnectTaskExecutor(id jobgraph.ResourceID, cause error, tell bool) {
 	te, registered := jm.taskExecutors[id]
 	// Forget the TaskExecutor first: its slots are gone with it, so freeSlot sends nothing there.
 	delete(jm.taskExecutors, id)
@@ -455,7 +469,7 @@ func (jm *JobMaster) disconnectTaskExecutor(id jobgraph.ResourceID, cause error,
 
 // requestHeartbeat asks a registered TaskExecutor for a heartbeat; it answers with
 // HeartbeatFromTaskExecutor. Flink: JobMaster's TaskManager HeartbeatSender. On the loop.
-func (jm *JobMaster) requestHeartbeat(id jobgraph.ResourceID) {
+func (jm *DefaultJobMaster) requestHeartbeat(id jobgraph.ResourceID) {
 	te, ok := jm.taskExecutors[id]
 	if !ok {
 		jm.teHeartbeats.Unmonitor(id)
@@ -470,7 +484,7 @@ func (jm *JobMaster) requestHeartbeat(id jobgraph.ResourceID) {
 
 // taskExecutorHeartbeatTimedOut disconnects a TaskExecutor silent for heartbeat.timeout.
 // Flink: JobMaster.TaskManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
-func (jm *JobMaster) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID) {
+func (jm *DefaultJobMaster) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID) {
 	if jm.closed {
 		return
 	}
@@ -482,7 +496,7 @@ func (jm *JobMaster) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID) {
 // DisconnectResourceManager implements rpc.JobMasterGateway: the ResourceManager dropped the job
 // (its JobMaster heartbeat timed out, say) and with it the job's requirements, so the JobMaster
 // registers again and declares its requirements anew. Flink: JobMaster.reconnectToResourceManager.
-func (jm *JobMaster) DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error {
+func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error {
 	return jm.fenced(ctx, token, func() error {
 		jm.log.Warn("ResourceManager disconnected; registering again", "cause", cause)
 		if jm.terminal || jm.rm == nil {
@@ -512,7 +526,7 @@ func (jm *JobMaster) DisconnectResourceManager(ctx context.Context, token jobgra
 // heartbeat timeout starts over, and slots the TaskExecutor lists that the job no longer has are
 // freed there again (see reconcileSlots). It fails with ErrUnknownTaskExecutor for a
 // TaskExecutor that is not registered, so that one does not take the JobMaster for alive.
-func (jm *JobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.AllocatedSlotReport) error {
+func (jm *DefaultJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.AllocatedSlotReport) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -533,7 +547,7 @@ func (jm *JobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor
 // that the job did not need when they were offered to the pool again. Flink reconciles from the
 // other side (TaskExecutor.syncSlotsWithSnapshotFromJobMaster frees what the JobMaster's
 // AllocatedSlotReport does not list). On the loop.
-func (jm *JobMaster) reconcileSlots(id jobgraph.ResourceID, report rpc.AllocatedSlotReport) {
+func (jm *DefaultJobMaster) reconcileSlots(id jobgraph.ResourceID, report rpc.AllocatedSlotReport) {
 	if report.JobID != jm.job || jm.pool == nil {
 		return
 	}
@@ -549,7 +563,7 @@ func (jm *JobMaster) reconcileSlots(id jobgraph.ResourceID, report rpc.Allocated
 
 // HeartbeatFromResourceManager implements rpc.JobMasterGateway: the JobMaster answers with
 // ResourceManagerGateway.HeartbeatFromJobMaster.
-func (jm *JobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
+func (jm *DefaultJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
 	return jm.loop.Call(ctx, func() error {
 		if jm.closed {
 			return fmt.Errorf("jobmaster: job %s: %w", jm.job, ErrJobMasterClosed)
@@ -562,23 +576,23 @@ func (jm *JobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgra
 	})
 }
 
-// Address implements Service.
-func (jm *JobMaster) Address() string { return jm.address }
+// Address implements JobMaster.
+func (jm *DefaultJobMaster) Address() string { return jm.address }
 
-// Gateway implements Service.
-func (jm *JobMaster) Gateway() rpc.JobMasterGateway { return jm }
+// Gateway implements JobMaster.
+func (jm *DefaultJobMaster) Gateway() rpc.JobMasterGateway { return jm }
 
-// Done implements Service.
-func (jm *JobMaster) Done() <-chan struct{} { return jm.done }
+// Done implements JobMaster.
+func (jm *DefaultJobMaster) Done() <-chan struct{} { return jm.done }
 
-// Result implements Service; valid once Done is closed.
-func (jm *JobMaster) Result() Result {
+// Result implements JobMaster; valid once Done is closed.
+func (jm *DefaultJobMaster) Result() Result {
 	<-jm.done
 	return jm.result
 }
 
-// Cancel implements Service: the job goes CANCELLING, then CANCELED once its tasks are.
-func (jm *JobMaster) Cancel(ctx context.Context) error {
+// Cancel implements JobMaster: the job goes CANCELLING, then CANCELED once its tasks are.
+func (jm *DefaultJobMaster) Cancel(ctx context.Context) error {
 	return jm.loop.Call(ctx, func() error {
 		if !jm.closed {
 			jm.sched.Cancel()
@@ -587,22 +601,22 @@ func (jm *JobMaster) Cancel(ctx context.Context) error {
 	})
 }
 
-// RequestJobStatus implements Service.
-func (jm *JobMaster) RequestJobStatus(ctx context.Context) (jobgraph.JobStatus, error) {
+// RequestJobStatus implements JobMaster.
+func (jm *DefaultJobMaster) RequestJobStatus(ctx context.Context) (jobgraph.JobStatus, error) {
 	return mainloop.Submit(ctx, jm.loop, func() (jobgraph.JobStatus, error) { return jm.sched.JobStatus(), nil })
 }
 
-// RequestJob implements Service.
-func (jm *JobMaster) RequestJob(ctx context.Context) (*executiongraph.ArchivedExecutionGraph, error) {
+// RequestJob implements JobMaster.
+func (jm *DefaultJobMaster) RequestJob(ctx context.Context) (*executiongraph.ArchivedExecutionGraph, error) {
 	return mainloop.Submit(ctx, jm.loop, func() (*executiongraph.ArchivedExecutionGraph, error) {
 		return jm.sched.Archive(), nil
 	})
 }
 
-// Close implements Service: a job not yet terminal is SUSPENDED and its tasks canceled; every
+// Close implements JobMaster: a job not yet terminal is SUSPENDED and its tasks canceled; every
 // slot goes back to its TaskExecutor and the ResourceManager forgets the job. It waits for the
 // outgoing calls already queued and returns the final archived graph.
-func (jm *JobMaster) Close() *executiongraph.ArchivedExecutionGraph {
+func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 	jm.closeOnce.Do(func() {
 		_ = jm.loop.Call(context.Background(), func() error {
 			jm.closed = true
@@ -636,7 +650,7 @@ func (jm *JobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 	return jm.closedArc
 }
 
-func (jm *JobMaster) shutDown() {
+func (jm *DefaultJobMaster) shutDown() {
 	jm.cfg.RPC.Unregister(jm.address)
 	jm.loop.Close() // no heartbeat goroutine is started after this
 	jm.aside.Wait()

@@ -11,7 +11,7 @@ import (
 
 // processCallbacks receive a process's events; the runner posts them to its main loop.
 type processCallbacks interface {
-	processCreated(p *ServiceProcess, svc Service)
+	processCreated(p *ServiceProcess, svc JobMaster)
 	processDone(p *ServiceProcess, res Result)
 }
 
@@ -21,7 +21,7 @@ type processCallbacks interface {
 // Flink: DefaultJobMasterServiceProcess.
 type ServiceProcess struct {
 	token     jobgraph.JobMasterID
-	factory   ServiceFactory
+	factory   JobMasterServiceFactory
 	callbacks processCallbacks
 	started   time.Time
 
@@ -30,10 +30,10 @@ type ServiceProcess struct {
 	exited chan struct{}
 
 	mu  sync.Mutex
-	svc Service
+	svc JobMaster
 }
 
-func startServiceProcess(factory ServiceFactory, token jobgraph.JobMasterID, callbacks processCallbacks, now time.Time) *ServiceProcess {
+func startServiceProcess(factory JobMasterServiceFactory, token jobgraph.JobMasterID, callbacks processCallbacks, now time.Time) *ServiceProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &ServiceProcess{token: token, factory: factory, callbacks: callbacks, started: now,
 		ctx: ctx, cancel: cancel, exited: make(chan struct{})}
@@ -70,14 +70,14 @@ func (p *ServiceProcess) run() {
 	}
 }
 
-func (p *ServiceProcess) setService(svc Service) {
+func (p *ServiceProcess) setService(svc JobMaster) {
 	p.mu.Lock()
 	p.svc = svc
 	p.mu.Unlock()
 }
 
-// Service returns the JobMaster once created, or nil.
-func (p *ServiceProcess) Service() Service {
+// JobMaster returns the JobMaster once created, or nil.
+func (p *ServiceProcess) JobMaster() JobMaster {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.svc
@@ -88,7 +88,7 @@ func (p *ServiceProcess) Service() Service {
 func (p *ServiceProcess) Close() *executiongraph.ArchivedExecutionGraph {
 	p.cancel()
 	<-p.exited
-	if svc := p.Service(); svc != nil {
+	if svc := p.JobMaster(); svc != nil {
 		return svc.Close()
 	}
 	return nil

@@ -21,7 +21,7 @@ import (
 //
 // Methods are safe for concurrent use.
 type LeadershipRunner struct {
-	factory  ServiceFactory
+	factory  JobMasterServiceFactory
 	election ha.LeaderElection
 	results  ha.JobResultStore
 	clock    func() time.Time
@@ -30,7 +30,7 @@ type LeadershipRunner struct {
 
 	// Owned by loop.
 	process         *ServiceProcess
-	service         Service // the current process's JobMaster once created
+	service         JobMaster // the current process's JobMaster once created
 	cancelRequested bool
 	finished        bool
 	closed          bool
@@ -42,7 +42,7 @@ type LeadershipRunner struct {
 }
 
 // NewLeadershipRunner returns a runner for the factory's job. Start it once; Close it once.
-func NewLeadershipRunner(factory ServiceFactory, election ha.LeaderElection, results ha.JobResultStore) *LeadershipRunner {
+func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElection, results ha.JobResultStore) *LeadershipRunner {
 	return &LeadershipRunner{
 		factory:  factory,
 		election: election,
@@ -112,7 +112,7 @@ func (r *LeadershipRunner) onRevoke() {
 }
 
 // processCreated is called by the process's goroutine.
-func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc Service) {
+func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc JobMaster) {
 	r.loop.Execute(func() {
 		if p != r.process || r.finished {
 			return
@@ -154,7 +154,7 @@ func (r *LeadershipRunner) sparseResult(status jobgraph.JobStatus, err error) Re
 // Cancel asks the job to cancel. While the JobMaster is still being created the job reports
 // CANCELLING and is canceled as soon as it exists; without leadership it ends CANCELED at once.
 func (r *LeadershipRunner) Cancel(ctx context.Context) error {
-	svc, err := mainloop.Submit(ctx, r.loop, func() (Service, error) {
+	svc, err := mainloop.Submit(ctx, r.loop, func() (JobMaster, error) {
 		if r.finished {
 			return nil, nil
 		}
@@ -178,7 +178,7 @@ func (r *LeadershipRunner) Cancel(ctx context.Context) error {
 // before (CANCELLING when a cancel is pending); the final status once done.
 func (r *LeadershipRunner) RequestJobStatus(ctx context.Context) (jobgraph.JobStatus, error) {
 	type snap struct {
-		svc    Service
+		svc    JobMaster
 		status jobgraph.JobStatus
 	}
 	s, err := mainloop.Submit(ctx, r.loop, func() (snap, error) {
@@ -205,7 +205,7 @@ func (r *LeadershipRunner) RequestJobStatus(ctx context.Context) (jobgraph.JobSt
 // initializing, or the final one.
 func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.ArchivedExecutionGraph, error) {
 	type snap struct {
-		svc Service
+		svc JobMaster
 		a   *executiongraph.ArchivedExecutionGraph
 	}
 	s, err := mainloop.Submit(ctx, r.loop, func() (snap, error) {

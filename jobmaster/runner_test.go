@@ -131,7 +131,7 @@ func (f *fakeFactory) hold(n int) (release func()) {
 	return func() { close(gate) }
 }
 
-func (f *fakeFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.Service, error) {
+func (f *fakeFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
 	f.mu.Lock()
 	f.tokens = append(f.tokens, token)
 	n := len(f.tokens)

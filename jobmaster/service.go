@@ -3,9 +3,14 @@
 // JobMasterServiceFactory, JobMasterServiceProcess and JobMasterServiceLeadershipRunner — as
 // Flink's org.apache.flink.runtime.jobmaster package does.
 //
-//	Dispatcher ──▶ LeadershipRunner (one per job; follows the job's leader election)
+//	Dispatcher ──▶ JobManagerRunner (one per job; default LeadershipRunner, which follows the job's leader election)
 //	                 └─▶ ServiceProcess (one per leader session)
-//	                       └─▶ JobMasterService (created by the ServiceFactory; fenced by JobMasterID = session)
+//	                       └─▶ JobMaster (created by the JobMasterServiceFactory; fenced by JobMasterID = session;
+//	                             default DefaultJobMaster, whose SchedulerNG comes from Config.SchedulerFactory)
+//
+// Each layer is an interface a host can substitute: the Dispatcher takes a factory of
+// JobManagerRunners, a LeadershipRunner takes a JobMasterServiceFactory of JobMasters, and the
+// DefaultJobMaster takes a scheduler.SchedulerNGFactory.
 package jobmaster
 
 import (
@@ -26,8 +31,12 @@ var ErrJobInitialization = errors.New("job initialization failed")
 // JobResultStore already holds: another leader finished it. Flink: JobAlreadyDoneException.
 var ErrJobAlreadyDone = errors.New("job already done")
 
-// Service is a running JobMaster as its process sees it. Flink: JobMasterService.
-type Service interface {
+// JobMaster is a running JobMaster of one leader session, as its ServiceProcess and runner see
+// it; DefaultJobMaster is the in-process default, and a host may bring its own through a
+// JobMasterServiceFactory. Methods are safe for concurrent use and are called off the runner's
+// main loop (they may wait on the JobMaster's loop). Flink: JobMasterService (with the
+// JobMaster's RestfulGateway methods).
+type JobMaster interface {
 	// Address resolves to Gateway through the rpc.Service.
 	Address() string
 	Gateway() rpc.JobMasterGateway
@@ -45,18 +54,48 @@ type Service interface {
 	Close() *executiongraph.ArchivedExecutionGraph
 }
 
-// ServiceFactory creates the JobMaster of one leader session. Create may take time (building the
-// ExecutionGraph); it is called off every main loop and should honour ctx.
-// Flink: JobMasterServiceFactory.
-type ServiceFactory interface {
+// JobMasterServiceFactory creates the JobMaster of one leader session. Create may take time
+// (building the ExecutionGraph); it is called off every main loop and should honour ctx. Factory
+// is the default. Flink: JobMasterServiceFactory.
+type JobMasterServiceFactory interface {
 	// Create builds and starts a JobMaster fenced by token. An error fails the job's
 	// initialization (the runner ends FAILED with an error matching ErrJobInitialization).
-	Create(ctx context.Context, token jobgraph.JobMasterID) (Service, error)
+	Create(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, error)
 	// JobID and JobName say which job the factory serves.
 	JobID() jobgraph.JobID
 	JobName() string
 	JobType() jobgraph.JobType
 }
+
+// JobManagerRunner runs one job for the Dispatcher, from submission to its Result: the
+// Dispatcher creates one per accepted JobGraph through its Config.JobManagerRunnerFactory, calls
+// Start once, asks it for status, the archived graph and cancellation while it runs, waits on
+// Done, reads Result, and calls Close once. LeadershipRunner is the default. Methods are safe for
+// concurrent use and are called off the Dispatcher's main loop (they may wait, for a leader
+// election or a JobMaster). Flink: JobManagerRunner.
+type JobManagerRunner interface {
+	// Start begins running the job (the default joins the job's leader election). An error
+	// means the job did not start; the Dispatcher then closes the runner.
+	Start() error
+	// JobID is the job the runner runs.
+	JobID() jobgraph.JobID
+	// Done is closed once Result is final: the job reached a globally terminal state, its
+	// initialization failed, or the runner was closed (SUSPENDED).
+	Done() <-chan struct{}
+	// Result blocks until Done and returns the outcome.
+	Result() Result
+	// Cancel asks the job to cancel.
+	Cancel(ctx context.Context) error
+	// RequestJobStatus and RequestJob observe the job: INITIALIZING until a JobMaster runs it,
+	// the final status and graph once done.
+	RequestJobStatus(ctx context.Context) (jobgraph.JobStatus, error)
+	RequestJob(ctx context.Context) (*executiongraph.ArchivedExecutionGraph, error)
+	// Close stops the runner (a job not done ends SUSPENDED) and waits for everything it
+	// started; Done is closed afterwards.
+	Close()
+}
+
+var _ JobManagerRunner = (*LeadershipRunner)(nil)
 
 // Result is how a runner ended: an archived graph (FINISHED, FAILED, CANCELED or SUSPENDED),
 // whose FailureCause says why when it failed. Flink: JobManagerRunnerResult.

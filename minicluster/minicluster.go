@@ -84,7 +84,7 @@ type MiniCluster struct {
 	shuffle       *taskexecutor.Shuffle
 	rm            *resourcemanager.ResourceManager
 	taskExecutors []*taskexecutor.TaskExecutor
-	dispatcher    *dispatcher.Dispatcher
+	dispatcher    *dispatcher.StandaloneDispatcher
 }
 
 // New checks cfg and builds the cluster's components; nothing runs until Start.
@@ -153,9 +153,9 @@ func New(cfg Config) (*MiniCluster, error) {
 		Logger:              log,
 		JobStoreExpiration:  cfg.JobStoreExpiration,
 		JobStoreMaxCapacity: cfg.JobStoreMaxCapacity,
-		JobMasterFactory: func(g *jobgraph.JobGraph) (jobmaster.ServiceFactory, error) {
+		JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 			return jobmaster.NewFactory(g, jmConfig)
-		},
+		}),
 	})
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func (mc *MiniCluster) Start(ctx context.Context) error {
 }
 
 // Dispatcher returns the cluster's Dispatcher.
-func (mc *MiniCluster) Dispatcher() *dispatcher.Dispatcher { return mc.dispatcher }
+func (mc *MiniCluster) Dispatcher() *dispatcher.StandaloneDispatcher { return mc.dispatcher }
 
 // ResourceManager returns the cluster's ResourceManager.
 func (mc *MiniCluster) ResourceManager() *resourcemanager.ResourceManager { return mc.rm }

@@ -23,7 +23,7 @@ import (
 // UNKNOWN sum; summing the known ones asks for at least what is known).
 type slotAllocator struct {
 	s       *DefaultScheduler
-	pool    *slotpool.Pool
+	pool    SlotPool
 	timeout time.Duration
 
 	groupOf []*slotGroup  // by ExecutionVertex.Index
@@ -48,7 +48,7 @@ type slotGroup struct {
 type sharedSlot struct {
 	group    *slotGroup
 	id       slotpool.SlotRequestID
-	request  *slotpool.SlotRequest
+	request  SlotRequest
 	slot     slotpool.AllocatedSlot
 	ready    bool // the physical slot is allocated
 	released bool // given back, failed or lost: no longer usable
@@ -72,7 +72,7 @@ type bulkEntry struct {
 	slot    *sharedSlot
 }
 
-func newSlotAllocator(s *DefaultScheduler, pool *slotpool.Pool, timeout time.Duration) *slotAllocator {
+func newSlotAllocator(s *DefaultScheduler, pool SlotPool, timeout time.Duration) *slotAllocator {
 	g := s.graph
 	a := &slotAllocator{
 		s:       s,
@@ -168,7 +168,7 @@ func (a *slotAllocator) request(ss *sharedSlot) {
 	})
 }
 
-func (a *slotAllocator) requestDone(ss *sharedSlot, r *slotpool.SlotRequest, slot slotpool.AllocatedSlot, err error) {
+func (a *slotAllocator) requestDone(ss *sharedSlot, r SlotRequest, slot slotpool.AllocatedSlot, err error) {
 	if ss.released || ss.request != r {
 		return
 	}

@@ -135,3 +135,70 @@ type SchedulerNG interface {
 }
 
 var _ SchedulerNG = (*DefaultScheduler)(nil)
+
+// SchedulerNGFactory builds the scheduler of one job for its JobMaster, on the JobMaster's main
+// loop: g is the job (valid, not to be changed), pool the JobMaster's slot pool, deployer its
+// outgoing calls, cfg what the JobMaster configured (Timers, listeners, OnTerminal — an
+// implementation must call cfg.OnTerminal once the job is globally terminal, or the job never
+// ends). An error fails the job's initialization. New is the default.
+// Flink: SchedulerNGFactory (DefaultSchedulerFactory).
+type SchedulerNGFactory func(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (SchedulerNG, error)
+
+// DefaultSchedulerFactory is the SchedulerNGFactory of the DefaultScheduler: New.
+func DefaultSchedulerFactory(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (SchedulerNG, error) {
+	s, err := New(g, pool, deployer, cfg)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return s, nil
+}
+
+var _ SchedulerNGFactory = DefaultSchedulerFactory
+
+// SlotPool is what the scheduler needs of the JobMaster's slot pool: request a physical slot for
+// a shared slot, cancel the request, and attach the shared slot as the payload that is released
+// when the pool takes the slot away. Methods are called on the JobMaster's main loop only, and
+// an implementation calls back (SlotRequest.OnDone, Payload.Release) on that loop too, never
+// inside the call that caused it unless it is already running a callback.
+// Flink: PhysicalSlotProvider over the DeclarativeSlotPool. *slotpool.Pool is the default,
+// through FromSlotPool.
+type SlotPool interface {
+	// RequestSlot asks for a slot of profile for request id, failing it after timeout (0: the
+	// pool's slot.request.timeout) with an error matching slotpool.ErrNoResourceAvailable. An
+	// error means the request was not taken (a duplicate id, a closed pool).
+	RequestSlot(id slotpool.SlotRequestID, profile jobgraph.ResourceProfile, timeout time.Duration) (SlotRequest, error)
+	// CancelRequest ends request id (pending or allocated) with cause; the allocated slot goes
+	// back to the pool. It reports whether the pool knew the request.
+	CancelRequest(id slotpool.SlotRequestID, cause error) bool
+	// AssignPayload attaches payload to an allocated slot; the pool calls payload.Release when
+	// it takes the slot away. An error for a slot it does not hold allocated.
+	AssignPayload(allocation jobgraph.AllocationID, payload slotpool.Payload) error
+}
+
+// SlotRequest is one pending or completed SlotPool.RequestSlot. Flink: the future of a
+// PhysicalSlotRequest.
+type SlotRequest interface {
+	// OnDone calls fn once with the allocated slot or the failure, on the main loop: at once
+	// (or after the current callback) when already done.
+	OnDone(fn func(slot slotpool.AllocatedSlot, err error))
+}
+
+// FromSlotPool adapts the default slot pool to SlotPool; nil for a nil pool (which New rejects).
+func FromSlotPool(p *slotpool.Pool) SlotPool {
+	if p == nil {
+		return nil
+	}
+	return poolAdapter{p}
+}
+
+type poolAdapter struct{ *slotpool.Pool }
+
+func (a poolAdapter) RequestSlot(id slotpool.SlotRequestID, profile jobgraph.ResourceProfile, timeout time.Duration) (SlotRequest, error) {
+	r, err := a.Pool.RequestSlot(id, profile, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+var _ SlotPool = poolAdapter{}

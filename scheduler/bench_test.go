@@ -47,7 +47,7 @@ func BenchmarkScheduleAllToAll(b *testing.B) {
 					b.Fatal(err)
 				}
 				d := &countingDeployer{}
-				s, err := New(g, pool, d, Config{Logger: logger})
+				s, err := New(g, FromSlotPool(pool), d, Config{Logger: logger})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func BenchmarkRestartAllTasks(b *testing.B) {
 				b.Fatal(err)
 			}
 			d := &countingDeployer{}
-			s, err := New(g, pool, d, Config{Logger: slog.New(slog.DiscardHandler), Timers: timers, Clock: timers.Now})
+			s, err := New(g, FromSlotPool(pool), d, Config{Logger: slog.New(slog.DiscardHandler), Timers: timers, Clock: timers.Now})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -117,7 +117,7 @@ func newHarness(t *testing.T, g *jobgraph.JobGraph, cfg Config) *harness {
 	cfg.OnTerminal = func(a *executiongraph.ArchivedExecutionGraph, cause error) {
 		h.terminal = append(h.terminal, terminal{a, cause})
 	}
-	s, err := New(g, pool, h.deployer, cfg)
+	s, err := New(g, FromSlotPool(pool), h.deployer, cfg)
 	require.NoError(t, err)
 	h.s = s
 	return h

@@ -742,19 +742,19 @@ func TestNewFailureHandlingErrors(t *testing.T) {
 	g := jobgraph.New("restarts", jobgraph.Streaming)
 	g.AddVertex("v", "noop", 1)
 	g.RestartStrategy = jobgraph.FixedDelayRestart(1, time.Second)
-	_, err = New(g, pool, &fakeDeployer{}, Config{})
+	_, err = New(g, FromSlotPool(pool), &fakeDeployer{}, Config{})
 	require.ErrorIs(t, err, ErrNoTimers)
 	assert.Contains(t, err.Error(), "restart strategy fixed-delay")
 
 	g.RestartStrategy = jobgraph.RestartStrategyConfig{}
 	g.Checkpointing.Interval = time.Second // the default becomes exponential-delay
-	_, err = New(g, pool, &fakeDeployer{}, Config{})
+	_, err = New(g, FromSlotPool(pool), &fakeDeployer{}, Config{})
 	require.ErrorIs(t, err, ErrNoTimers)
 	g.Checkpointing.Interval = 0
-	_, err = New(g, pool, &fakeDeployer{}, Config{}) // "none" needs no timers
+	_, err = New(g, FromSlotPool(pool), &fakeDeployer{}, Config{}) // "none" needs no timers
 	require.NoError(t, err)
 
-	_, err = New(g, pool, &fakeDeployer{}, Config{ExceptionHistorySize: -1})
+	_, err = New(g, FromSlotPool(pool), &fakeDeployer{}, Config{ExceptionHistorySize: -1})
 	require.ErrorContains(t, err, "web.exception-history-size -1 is negative")
 }
 

@@ -25,7 +25,7 @@ type DefaultScheduler struct {
 	cfg      Config
 	log      *slog.Logger
 	graph    *executiongraph.ExecutionGraph
-	pool     *slotpool.Pool
+	pool     SlotPool
 	deployer Deployer
 
 	strategy   SchedulingStrategy
@@ -54,7 +54,7 @@ type DefaultScheduler struct {
 }
 
 // New builds the ExecutionGraph of g (status CREATED, reported to Config.JobStatusListener) and a
-// scheduler for it that takes slots from pool and deploys through deployer. g must not change
+// scheduler for it that takes slots from pool (FromSlotPool adapts a *slotpool.Pool) and deploys through deployer. g must not change
 // afterwards. Nothing is scheduled before StartScheduling. The failure handling follows
 // g.RestartStrategy (resolved with g.Checkpointing: "none" without checkpointing) and
 // g.FailoverStrategy (region by default).
@@ -65,7 +65,7 @@ type DefaultScheduler struct {
 // deployer, a negative SlotRequestTimeout or ExceptionHistorySize.
 //
 // Cost: Build's, plus O(subtasks + partitions + groups) for the scheduler's own tables.
-func New(g *jobgraph.JobGraph, pool *slotpool.Pool, deployer Deployer, cfg Config) (*DefaultScheduler, error) {
+func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*DefaultScheduler, error) {
 	if pool == nil {
 		return nil, errors.New("scheduler: nil slot pool")
 	}

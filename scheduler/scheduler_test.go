@@ -576,19 +576,19 @@ func TestNewErrors(t *testing.T) {
 	pool, err := slotpool.New(slotpool.Config{Timers: newFakeTimers()})
 	require.NoError(t, err)
 	g := jobgraph.New("bad", jobgraph.Batch) // no vertices
-	_, err = New(g, pool, &fakeDeployer{}, Config{})
+	_, err = New(g, FromSlotPool(pool), &fakeDeployer{}, Config{})
 	require.ErrorIs(t, err, jobgraph.ErrInvalidJobGraph)
 	var ve *jobgraph.ValidationError
 	require.ErrorAs(t, err, &ve)
 
 	g.AddVertex("v", "noop", 1)
-	_, err = New(g, pool, &fakeDeployer{}, Config{SchedulingStrategy: "eager"})
+	_, err = New(g, FromSlotPool(pool), &fakeDeployer{}, Config{SchedulingStrategy: "eager"})
 	require.ErrorIs(t, err, ErrUnknownStrategy)
 	_, err = New(g, nil, &fakeDeployer{}, Config{})
 	require.Error(t, err)
-	_, err = New(g, pool, nil, Config{})
+	_, err = New(g, FromSlotPool(pool), nil, Config{})
 	require.Error(t, err)
-	s, err := New(g, pool, &fakeDeployer{}, Config{GraphOptions: []executiongraph.Option{executiongraph.WithExecutionGraphID(jobgraph.ExecutionGraphID{1})}})
+	s, err := New(g, FromSlotPool(pool), &fakeDeployer{}, Config{GraphOptions: []executiongraph.Option{executiongraph.WithExecutionGraphID(jobgraph.ExecutionGraphID{1})}})
 	require.NoError(t, err)
 	assert.Equal(t, jobgraph.ExecutionGraphID{1}, s.ExecutionGraph().ID())
 	assert.Equal(t, jobgraph.JobStatusCreated, s.JobStatus())
