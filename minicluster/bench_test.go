@@ -2,7 +2,9 @@ package minicluster_test
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/minicluster"
@@ -21,15 +23,94 @@ func BenchmarkSubmitJob(b *testing.B) {
 	}
 	defer mc.Close()
 	for b.Loop() {
-		g := jobgraph.New("noop", jobgraph.Batch)
-		g.AddVertex("v", "noop", 1)
-		res, err := mc.Run(ctx, g)
+		runNoop(b, ctx, mc)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+func noopGraph() *jobgraph.JobGraph {
+	g := jobgraph.New("noop", jobgraph.Batch)
+	g.AddVertex("v", "noop", 1)
+	return g
+}
+
+func runNoop(b *testing.B, ctx context.Context, mc *minicluster.MiniCluster) {
+	res, err := mc.Run(ctx, noopGraph())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Status != jobgraph.JobStatusFinished {
+		b.Fatalf("job ended %s: %v", res.Status, res.RootCause)
+	}
+}
+
+// backlogJobs is the size of BenchmarkSubmitBacklog's flood, and serialJobs the number of jobs
+// it runs one after another for the rate to compare with.
+const (
+	backlogJobs = 10_000
+	serialJobs  = 2_000
+)
+
+// BenchmarkSubmitBacklog measures a backlog: each iteration starts a MiniCluster of 1 TaskExecutor
+// × 1 slot with a 5 s slot.request.timeout, runs serialJobs no-op jobs one after another (as
+// BenchmarkSubmitJob does: serial-jobs/s), then submits backlogJobs no-op jobs at once, each from
+// its own goroutine, and waits for every result (backlog-jobs/s, from the first submission to the
+// last result). Every job must end FINISHED. ratio is backlog-jobs/s over serial-jobs/s; the
+// target is ≥ 0.5 (issue 8: a backlog costs linear time).
+func BenchmarkSubmitBacklog(b *testing.B) {
+	ctx := context.Background()
+	var serial, backlog time.Duration
+	for b.Loop() {
+		mc, err := minicluster.New(minicluster.Config{Registry: registry(), SlotRequestTimeout: 5 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.Status != jobgraph.JobStatusFinished {
-			b.Fatalf("job ended %s: %v", res.Status, res.RootCause)
+		if err := mc.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		for range serialJobs {
+			runNoop(b, ctx, mc)
+		}
+		t1 := time.Now()
+		serial += t1.Sub(t0)
+
+		var wg sync.WaitGroup
+		statuses := make([]jobgraph.JobStatus, backlogJobs)
+		errs := make([]error, backlogJobs)
+		for i := range backlogJobs {
+			wg.Go(func() {
+				res, err := mc.Run(ctx, noopGraph())
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				statuses[i] = res.Status
+			})
+		}
+		wg.Wait()
+		backlog += time.Since(t1)
+		failed := 0
+		for i := range backlogJobs {
+			if errs[i] != nil || statuses[i] != jobgraph.JobStatusFinished {
+				failed++
+			}
+		}
+		if failed > 0 {
+			first := 0
+			for errs[first] == nil && statuses[first] == jobgraph.JobStatusFinished {
+				first++
+			}
+			b.Fatalf("%d of %d jobs did not finish; the first: %v %v", failed, backlogJobs, statuses[first], errs[first])
+		}
+		if err := mc.Close(); err != nil {
+			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	serialRate := float64(b.N*serialJobs) / serial.Seconds()
+	backlogRate := float64(b.N*backlogJobs) / backlog.Seconds()
+	b.ReportMetric(serialRate, "serial-jobs/s")
+	b.ReportMetric(backlogRate, "backlog-jobs/s")
+	b.ReportMetric(backlogRate/serialRate, "ratio")
+	b.ReportMetric(0, "ns/op")
 }

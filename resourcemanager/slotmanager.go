@@ -94,6 +94,10 @@ type job struct {
 	jobMaster    JobMasterInfo
 	target       string                    // where slots are offered: the declared TargetAddress, else jobMaster.Address
 	requirements []rpc.ResourceRequirement // normalized
+	seq          uint64                    // registration order
+	lack         []int                     // per requirement line, the slots it still lacks (missing)
+	// waiting holds the job's entry in the wait queue of each requirement profile it lacks.
+	waiting map[jobgraph.ResourceProfile]*waitEntry
 }
 
 // SlotManager matches the resource requirements jobs declare with the slots of registered
@@ -105,6 +109,11 @@ type job struct {
 // goroutine (the ResourceManager's main loop). Every call that can make a slot free or a
 // requirement unmet runs the matching again (CheckResourceRequirements), except
 // CompleteAllocation, whose caller decides when to retry.
+//
+// A slot event costs the same however many jobs wait: jobs that lack slots wait in one queue per
+// requirement profile, ordered by registration, and a matching round only looks at the head of
+// each queue whose profile a free slot can serve (Flink's DefaultResourceTracker scans every job
+// instead).
 //
 // Matching is deterministic: jobs in registration order; each job's requirements in
 // compareProfiles order (specific profiles, larger first, UNKNOWN last); for each missing slot the
@@ -119,8 +128,9 @@ type SlotManager struct {
 	taskExecutors []*taskExecutor // registration order
 	teByID        map[jobgraph.ResourceID]*taskExecutor
 
-	jobs     []*job // registration order
 	jobByID  map[jobgraph.JobID]*job
+	nextSeq  uint64
+	waiting  map[jobgraph.ResourceProfile]*waitQueue             // jobs lacking slots of a requirement profile
 	acquired map[jobgraph.JobID]map[jobgraph.ResourceProfile]int // pending+allocated slots by slot profile
 
 	numSlots, numPending, numAllocated int
@@ -137,6 +147,7 @@ func NewSlotManager(allocator SlotAllocator, logger *slog.Logger) *SlotManager {
 		log:       logger,
 		teByID:    make(map[jobgraph.ResourceID]*taskExecutor),
 		jobByID:   make(map[jobgraph.JobID]*job),
+		waiting:   make(map[jobgraph.ResourceProfile]*waitQueue),
 		acquired:  make(map[jobgraph.JobID]map[jobgraph.ResourceProfile]int),
 	}
 }
@@ -253,8 +264,8 @@ func (m *SlotManager) CompleteAllocation(id rpc.SlotID, allocation jobgraph.Allo
 func (m *SlotManager) RegisterJob(id jobgraph.JobID, jm JobMasterInfo) {
 	j, ok := m.jobByID[id]
 	if !ok {
-		j = &job{id: id, jobMaster: jm, target: jm.Address}
-		m.jobs = append(m.jobs, j)
+		m.nextSeq++
+		j = &job{id: id, jobMaster: jm, target: jm.Address, seq: m.nextSeq}
 		m.jobByID[id] = j
 		return
 	}
@@ -263,6 +274,7 @@ func (m *SlotManager) RegisterJob(id jobgraph.JobID, jm JobMasterInfo) {
 	}
 	if j.jobMaster.ID != jm.ID {
 		j.requirements = nil
+		m.refresh(j)
 	}
 	j.jobMaster = jm
 }
@@ -285,7 +297,8 @@ func (m *SlotManager) UnregisterJob(id jobgraph.JobID) bool {
 		return false
 	}
 	delete(m.jobByID, id)
-	m.jobs = slices.DeleteFunc(m.jobs, func(x *job) bool { return x == j })
+	j.requirements = nil
+	m.refresh(j)
 	return true
 }
 
@@ -303,6 +316,7 @@ func (m *SlotManager) DeclareRequirements(id jobgraph.JobID, reqs []rpc.Resource
 		return err
 	}
 	j.requirements = norm
+	m.refresh(j)
 	if targetAddress != "" {
 		j.target = targetAddress
 	} else {
@@ -331,7 +345,7 @@ func (m *SlotManager) MissingResources(id jobgraph.JobID) []rpc.ResourceRequirem
 		return nil
 	}
 	var out []rpc.ResourceRequirement
-	for i, n := range m.missing(j) {
+	for i, n := range j.lack {
 		if n > 0 {
 			out = append(out, rpc.ResourceRequirement{Profile: j.requirements[i].Profile, Count: n})
 		}
@@ -351,39 +365,99 @@ func (m *SlotManager) missing(j *job) []int {
 	return got
 }
 
-// CheckResourceRequirements matches every job's missing requirements with free slots and requests
-// each match through the SlotAllocator. Requirements no free slot can serve wait for the next
-// call. Flink: DeclarativeSlotManager.checkResourceRequirements.
+// CheckResourceRequirements matches the missing requirements of waiting jobs with free slots
+// and requests each match through the SlotAllocator. Requirements no free slot can serve wait for
+// the next call. Its cost grows with the free slots, the distinct profiles and the matches made,
+// not with the number of waiting jobs. Flink: DeclarativeSlotManager.checkResourceRequirements.
 func (m *SlotManager) CheckResourceRequirements() {
-	type lack struct {
-		j       *job
-		missing []int
-	}
-	var lacks []lack
-	for _, j := range m.jobs {
-		if len(j.requirements) == 0 {
-			continue
-		}
-		miss := m.missing(j)
-		if slices.ContainsFunc(miss, func(n int) bool { return n > 0 }) {
-			lacks = append(lacks, lack{j, miss})
-		}
-	}
-	if len(lacks) == 0 || m.numSlots == m.numPending+m.numAllocated {
+	if len(m.waiting) == 0 || m.numSlots == m.numPending+m.numAllocated {
 		return
 	}
 	pool := m.freePool()
-	for _, l := range lacks {
-		for i, n := range l.missing {
-			profile := l.j.requirements[i].Profile
-			for ; n > 0; n-- {
-				s := pool.take(profile)
-				if s == nil {
-					break
-				}
-				m.allocate(s, l.j, profile)
+	for {
+		j := m.nextServable(pool)
+		if j == nil {
+			return
+		}
+		m.serve(j, pool)
+	}
+}
+
+// nextServable returns the first job in registration order that lacks a slot some free slot of
+// pool can serve, or nil. Only queue heads are looked at: a queue whose head cannot be served
+// cannot serve anyone behind it (they lack the same profile).
+func (m *SlotManager) nextServable(pool *freePool) *job {
+	var next *job
+	for profile, q := range m.waiting {
+		if h := q.head(); (next == nil || h.seq < next.seq) && pool.has(profile) {
+			next = h
+		}
+	}
+	return next
+}
+
+// serve gives j, line by line in matching order, as many free slots of pool as each line lacks.
+// Each slot taken is requested at once; the job's lack (and its place in the wait queues) follows
+// as the slot is occupied. Called only when pool can serve at least one line, so it always takes
+// a slot.
+func (m *SlotManager) serve(j *job, pool *freePool) {
+	lack := slices.Clone(j.lack)
+	for i, n := range lack {
+		profile := j.requirements[i].Profile
+		for ; n > 0; n-- {
+			s := pool.take(profile)
+			if s == nil {
+				break
+			}
+			m.allocate(s, j, profile)
+		}
+	}
+}
+
+// refresh recomputes what j lacks after its requirements or its acquired slots changed, and
+// puts it in (or takes it out of) the wait queue of each requirement profile accordingly.
+func (m *SlotManager) refresh(j *job) {
+	if len(j.requirements) == 0 {
+		j.lack = nil
+	} else {
+		j.lack = m.missing(j)
+	}
+	lacking := make(map[jobgraph.ResourceProfile]bool, len(j.lack))
+	for i, n := range j.lack {
+		if n > 0 {
+			lacking[j.requirements[i].Profile] = true
+		}
+	}
+	for profile, e := range j.waiting {
+		if !lacking[profile] {
+			q := m.waiting[profile]
+			q.remove(e)
+			delete(j.waiting, profile)
+			if q.len() == 0 {
+				delete(m.waiting, profile)
 			}
 		}
+	}
+	for profile := range lacking {
+		if _, ok := j.waiting[profile]; ok {
+			continue
+		}
+		q := m.waiting[profile]
+		if q == nil {
+			q = &waitQueue{}
+			m.waiting[profile] = q
+		}
+		if j.waiting == nil {
+			j.waiting = make(map[jobgraph.ResourceProfile]*waitEntry)
+		}
+		j.waiting[profile] = q.push(j)
+	}
+}
+
+// refreshJob refreshes the registered job id, if any, after its acquired slots changed.
+func (m *SlotManager) refreshJob(id jobgraph.JobID) {
+	if j, ok := m.jobByID[id]; ok {
+		m.refresh(j)
 	}
 }
 
@@ -416,6 +490,19 @@ func (m *SlotManager) freePool() *freePool {
 	}
 	slices.SortFunc(p.profiles, compareProfiles)
 	return p
+}
+
+// has reports whether take(required) would return a slot.
+func (p *freePool) has(required jobgraph.ResourceProfile) bool {
+	if len(p.groups[required]) > 0 {
+		return true
+	}
+	for _, prof := range p.profiles {
+		if len(p.groups[prof]) > 0 && prof.IsMatching(required) {
+			return true
+		}
+	}
+	return false
 }
 
 // take removes and returns the free slot for a requirement of profile required: the first one of
@@ -488,6 +575,7 @@ func (m *SlotManager) occupy(s *slot, state SlotState, id jobgraph.JobID, alloca
 		m.acquired[id] = a
 	}
 	a[s.Profile]++
+	m.refreshJob(id)
 }
 
 // release makes a pending or allocated slot free.
@@ -507,7 +595,9 @@ func (m *SlotManager) release(s *slot) {
 			delete(m.acquired, s.Job)
 		}
 	}
+	id := s.Job
 	s.State, s.Job, s.Allocation = SlotFree, jobgraph.JobID{}, jobgraph.AllocationID{}
+	m.refreshJob(id)
 }
 
 func (m *SlotManager) removeSlot(s *slot) {

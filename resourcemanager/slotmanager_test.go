@@ -2,6 +2,7 @@ package resourcemanager
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -424,4 +425,77 @@ func TestSlotManagerRegisterTaskExecutorAgainAppliesReport(t *testing.T) {
 	assert.Equal(t, SlotPending, h.sm.Slots()[1].State)
 	h.checkCounters()
 	assert.Equal(t, "PENDING", SlotPending.String())
+}
+
+// The issue-8 backlog: a slot event's cost must not grow with the number of waiting jobs. One
+// TaskExecutor × 1 slot; waiting jobs each lack 1 slot. One cycle: the holder of the slot goes
+// away (its JobMaster unregisters, the TaskExecutor frees the slot), the first waiting job is
+// asked for and confirmed. The allocations of a cycle are the same with 10,000 waiting jobs as with
+// 100 (before the wait queues, every cycle recomputed what every waiting job lacked).
+func TestSlotManagerSlotEventCostIndependentOfWaitingJobs(t *testing.T) {
+	allocsPerCycle := func(waiting int) float64 {
+		h := newCore(t)
+		h.sm.RegisterTaskExecutor("te", report("te", unknown))
+		jobs := make([]jobgraph.JobID, waiting)
+		for i := range jobs {
+			jobs[i], _ = h.job(fmt.Sprintf("jm-%d", i))
+			require.NoError(t, h.sm.DeclareRequirements(jobs[i], []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+		}
+		r := h.take()[0]
+		require.Equal(t, jobs[0], r.Job)
+		h.sm.CompleteAllocation(r.Slot, r.Allocation, nil)
+		next := 1
+		allocs := testing.AllocsPerRun(50, func() {
+			h.sm.UnregisterJob(r.Job)
+			h.sm.FreeSlot(r.Slot, r.Allocation)
+			got := h.take()
+			if len(got) != 1 || got[0].Job != jobs[next] {
+				t.Fatalf("cycle %d: requests %v, want one for job %d", next, got, next)
+			}
+			r = got[0]
+			h.sm.CompleteAllocation(r.Slot, r.Allocation, nil)
+			next++
+		})
+		h.checkCounters()
+		return allocs
+	}
+	few, many := allocsPerCycle(100), allocsPerCycle(10_000)
+	assert.Equal(t, few, many, "allocations per slot event with 100 and 10,000 waiting jobs")
+}
+
+// A job that lacks a slot again (its TaskExecutor was lost) is served before jobs registered
+// after it, although they have waited longer.
+func TestSlotManagerJobLackingAgainKeepsItsRegistrationPlace(t *testing.T) {
+	h := newCore(t)
+	h.sm.RegisterTaskExecutor("te-a", report("te-a", unknown))
+	j1, _ := h.job("jm1")
+	j2, _ := h.job("jm2")
+	j3, _ := h.job("jm3")
+	for _, j := range []jobgraph.JobID{j1, j2, j3} {
+		require.NoError(t, h.sm.DeclareRequirements(j, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	}
+	r := h.take()
+	require.Len(t, r, 1)
+	assert.Equal(t, j1, r[0].Job)
+	h.sm.CompleteAllocation(r[0].Slot, r[0].Allocation, nil)
+	assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, h.sm.MissingResources(j2))
+
+	assert.True(t, h.sm.UnregisterTaskExecutor("te-a"))
+	assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, h.sm.MissingResources(j1))
+	h.sm.RegisterTaskExecutor("te-b", report("te-b", unknown))
+	r = h.take()
+	require.Len(t, r, 1)
+	assert.Equal(t, j1, r[0].Job, "the earliest-registered job first")
+	assert.Nil(t, h.sm.MissingResources(j1))
+
+	// Unregistered jobs leave the queues: once j1 needs nothing and j2 is gone, the freed slot
+	// goes to j3.
+	assert.True(t, h.sm.UnregisterJob(j2))
+	require.NoError(t, h.sm.DeclareRequirements(j1, nil, ""))
+	h.sm.CompleteAllocation(r[0].Slot, r[0].Allocation, nil)
+	assert.True(t, h.sm.FreeSlot(r[0].Slot, r[0].Allocation))
+	r = h.take()
+	require.Len(t, r, 1)
+	assert.Equal(t, j3, r[0].Job)
+	h.checkCounters()
 }
