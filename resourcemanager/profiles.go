@@ -70,6 +70,29 @@ func fulfilled(reqs []rpc.ResourceRequirement, acquired map[jobgraph.ResourcePro
 	if len(reqs) == 0 || len(acquired) == 0 {
 		return out
 	}
+	a := newAssignment(reqs, acquired)
+	a.matchExactly()
+	for a.augment() { // each call counts at least one more slot; it ends when none can be
+	}
+	for j, r := range reqs {
+		out[j] = r.Count - a.demand[j]
+	}
+	return out
+}
+
+// assignment is the flow network of fulfilled: left nodes are the acquired slot profiles (in
+// compareProfiles order) with their unassigned supply, right nodes the requirement lines with
+// their unmet demand; flow[i][j] slots of profile i are counted for line j, which they match
+// (match[i][j]: IsMatching).
+type assignment struct {
+	profiles       []jobgraph.ResourceProfile
+	reqs           []rpc.ResourceRequirement
+	supply, demand []int
+	flow           [][]int
+	match          [][]bool
+}
+
+func newAssignment(reqs []rpc.ResourceRequirement, acquired map[jobgraph.ResourceProfile]int) *assignment {
 	profiles := make([]jobgraph.ResourceProfile, 0, len(acquired))
 	for p, n := range acquired {
 		if n > 0 {
@@ -77,97 +100,125 @@ func fulfilled(reqs []rpc.ResourceRequirement, acquired map[jobgraph.ResourcePro
 		}
 	}
 	slices.SortFunc(profiles, compareProfiles)
-	nl, nr := len(profiles), len(reqs)
-	supply := make([]int, nl)
-	for i, p := range profiles {
-		supply[i] = acquired[p]
+	a := &assignment{
+		profiles: profiles,
+		reqs:     reqs,
+		supply:   make([]int, len(profiles)),
+		demand:   make([]int, len(reqs)),
+		flow:     make([][]int, len(profiles)),
+		match:    make([][]bool, len(profiles)),
 	}
-	demand := make([]int, nr)
 	for j, r := range reqs {
-		demand[j] = r.Count
+		a.demand[j] = r.Count
 	}
-	flow := make([][]int, nl)
-	match := make([][]bool, nl)
 	for i, p := range profiles {
-		flow[i] = make([]int, nr)
-		match[i] = make([]bool, nr)
+		a.supply[i] = acquired[p]
+		a.flow[i] = make([]int, len(reqs))
+		a.match[i] = make([]bool, len(reqs))
 		for j, r := range reqs {
-			match[i][j] = p.IsMatching(r.Profile)
+			a.match[i][j] = p.IsMatching(r.Profile)
+		}
+	}
+	return a
+}
+
+// matchExactly first counts slots for the lines of exactly their profile.
+func (a *assignment) matchExactly() {
+	for i, p := range a.profiles {
+		for j, r := range a.reqs {
 			if p == r.Profile {
-				n := min(supply[i], demand[j])
-				flow[i][j] += n
-				supply[i] -= n
-				demand[j] -= n
+				n := min(a.supply[i], a.demand[j])
+				a.flow[i][j] += n
+				a.supply[i] -= n
+				a.demand[j] -= n
 			}
 		}
 	}
-	// Augment along shortest paths source → left → right (→ left → right …) → sink until none is
-	// left. Left nodes are slot profiles, right nodes requirements.
-	parentOfRight := make([]int, nr) // the left node a right node was reached from
-	parentOfLeft := make([]int, nl)  // the right node a left node was reached from; -1 for a source
-	for {
-		for j := range parentOfRight {
-			parentOfRight[j] = -2
+}
+
+// augment finds one shortest augmenting path source → left → right (→ left → right …) → sink
+// and pushes its bottleneck along it. It reports false when there is none: the assignment is
+// maximal.
+func (a *assignment) augment() bool {
+	path, sink := a.shortestPath()
+	if sink < 0 {
+		return false
+	}
+	amount := a.bottleneck(path, sink)
+	a.demand[sink] -= amount
+	for j := sink; ; {
+		i := path.fromLeft[j]
+		a.flow[i][j] += amount
+		if path.fromRight[i] == source {
+			a.supply[i] -= amount
+			return true
 		}
-		for i := range parentOfLeft {
-			parentOfLeft[i] = -2
-		}
-		queue := make([]int, 0, nl)
-		for i := range nl {
-			if supply[i] > 0 {
-				parentOfLeft[i] = -1
-				queue = append(queue, i)
-			}
-		}
-		sink := -1
-		for len(queue) > 0 && sink < 0 {
-			i := queue[0]
-			queue = queue[1:]
-			for j := range nr {
-				if !match[i][j] || parentOfRight[j] != -2 {
-					continue
-				}
-				parentOfRight[j] = i
-				if demand[j] > 0 {
-					sink = j
-					break
-				}
-				for k := range nl {
-					if flow[k][j] > 0 && parentOfLeft[k] == -2 {
-						parentOfLeft[k] = j
-						queue = append(queue, k)
-					}
-				}
-			}
-		}
-		if sink < 0 {
-			break
-		}
-		// Bottleneck along the path.
-		amount := demand[sink]
-		for j := sink; ; {
-			i := parentOfRight[j]
-			if parentOfLeft[i] == -1 {
-				amount = min(amount, supply[i])
-				break
-			}
-			j = parentOfLeft[i]
-			amount = min(amount, flow[i][j])
-		}
-		demand[sink] -= amount
-		for j := sink; ; {
-			i := parentOfRight[j]
-			flow[i][j] += amount
-			if parentOfLeft[i] == -1 {
-				supply[i] -= amount
-				break
-			}
-			j = parentOfLeft[i]
-			flow[i][j] -= amount
+		j = path.fromRight[i]
+		a.flow[i][j] -= amount
+	}
+}
+
+// Markers in augmentingPath: a left node reached from the source, a node not reached.
+const (
+	source    = -1
+	unreached = -2
+)
+
+// augmentingPath is a breadth-first search tree: fromLeft[j] is the left node right node j was
+// reached from; fromRight[i] the right node left node i was reached from (over flow counted
+// for it), or source.
+type augmentingPath struct {
+	fromLeft, fromRight []int
+}
+
+// shortestPath searches breadth-first from every left node with supply left, over matching
+// edges to right nodes and back over edges carrying flow, until it reaches a right node with
+// demand left (the sink, returned) or runs out of nodes (sink -1).
+func (a *assignment) shortestPath() (augmentingPath, int) {
+	p := augmentingPath{fromLeft: make([]int, len(a.demand)), fromRight: make([]int, len(a.supply))}
+	for j := range p.fromLeft {
+		p.fromLeft[j] = unreached
+	}
+	queue := make([]int, 0, len(a.supply))
+	for i := range p.fromRight {
+		p.fromRight[i] = unreached
+		if a.supply[i] > 0 {
+			p.fromRight[i] = source
+			queue = append(queue, i)
 		}
 	}
-	for j, r := range reqs {
-		out[j] = r.Count - demand[j]
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for j := range a.demand {
+			if !a.match[i][j] || p.fromLeft[j] != unreached {
+				continue
+			}
+			p.fromLeft[j] = i
+			if a.demand[j] > 0 {
+				return p, j
+			}
+			for k := range a.supply {
+				if a.flow[k][j] > 0 && p.fromRight[k] == unreached {
+					p.fromRight[k] = j
+					queue = append(queue, k)
+				}
+			}
+		}
 	}
-	return out
+	return p, -1
+}
+
+// bottleneck is the most that can be pushed along the path ending at sink: the sink's demand,
+// the flow of every edge walked backwards, the supply of the path's first left node.
+func (a *assignment) bottleneck(p augmentingPath, sink int) int {
+	amount := a.demand[sink]
+	for j := sink; ; {
+		i := p.fromLeft[j]
+		if p.fromRight[i] == source {
+			return min(amount, a.supply[i])
+		}
+		j = p.fromRight[i]
+		amount = min(amount, a.flow[i][j])
+	}
 }
