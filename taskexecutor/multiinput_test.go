@@ -18,7 +18,7 @@ import (
 // partitions inputs[i]. It is closed when the test ends.
 func newTestEnv(t testing.TB, s *Shuffle, inputs ...[]rpc.ResultPartitionID) *environment {
 	t.Helper()
-	env := newEnvironment(TaskInfo{TaskName: "D (1/1)"})
+	env := newEnvironment(notStopped, TaskInfo{TaskName: "D (1/1)"})
 	t.Cleanup(env.closeInputs)
 	for _, ids := range inputs {
 		d := rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.PipelinedBounded, Partitions: ids, ConsumedSubpartitionIndex: 0}
@@ -370,7 +370,7 @@ func TestNextAnyMixesWithNext(t *testing.T) {
 
 // The TaskExecutor's environment offers NextAny.
 func TestEnvironmentIsAnAnyInputReader(t *testing.T) {
-	var env Environment = newEnvironment(TaskInfo{})
+	var env Environment = newEnvironment(notStopped, TaskInfo{})
 	_, ok := env.(AnyInputReader)
 	assert.True(t, ok)
 }

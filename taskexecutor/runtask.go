@@ -55,6 +55,8 @@ type task struct {
 	jm        rpc.JobMasterGateway
 	token     jobgraph.JobMasterID
 
+	// sig carries the task's context (ctx, cancel are its fields, for brevity); safe anywhere.
+	sig    *stopSignal
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
@@ -76,12 +78,13 @@ func (te *TaskExecutor) newTask(tdd rpc.TaskDeploymentDescriptor, jc *jobConnect
 	} else {
 		t.missing = &UnknownInvokableError{Name: tdd.Invokable, TaskExecutor: te.id, Registered: te.registry.Names()}
 	}
-	t.ctx, t.cancel = context.WithCancelCause(te.ctx)
+	t.sig = newStopSignal(te.ctx)
+	t.ctx, t.cancel = t.sig.ctx, t.sig.cancel
 	return t
 }
 
 // stop cancels the task's context with why; the first reason wins.
-func (t *task) stop(why *stopReason) { t.cancel(why) }
+func (t *task) stop(why *stopReason) { t.sig.stop(why) }
 
 // stopped returns why the task was stopped, or nil.
 func (t *task) stopped() *stopReason {
@@ -203,7 +206,7 @@ func (t *task) report(state jobgraph.ExecutionState, err error) {
 func (t *task) setup() (*environment, error) {
 	te := t.te
 	tdd := &t.tdd
-	env := newEnvironment(TaskInfo{
+	env := newEnvironment(t.sig, TaskInfo{
 		JobID:              tdd.JobID,
 		ExecutionAttemptID: tdd.ExecutionAttemptID,
 		TaskName:           tdd.TaskName,
@@ -220,6 +223,7 @@ func (t *task) setup() (*environment, error) {
 			env.failOutputs(err)
 			return nil, fmt.Errorf("output %d: %w", i, err)
 		}
+		w.stop = t.sig
 		env.writers = append(env.writers, w)
 	}
 	for i, d := range tdd.InputGates {
@@ -234,6 +238,7 @@ func (t *task) setup() (*environment, error) {
 
 // environment is the Environment of one task. Used only from the task's goroutine.
 type environment struct {
+	stop    *stopSignal // the task's; its gates and writers share it
 	info    TaskInfo
 	gates   []*inputGate
 	writers []*partitionWriter
@@ -252,8 +257,8 @@ var (
 	_ AnyInputReader = (*environment)(nil)
 )
 
-func newEnvironment(info TaskInfo) *environment {
-	return &environment{info: info, wake: make(chan struct{}, 1), cur: -1}
+func newEnvironment(stop *stopSignal, info TaskInfo) *environment {
+	return &environment{stop: stop, info: info, wake: make(chan struct{}, 1), cur: -1}
 }
 
 // openInput attaches the task's next input gate, reading what d names.
@@ -263,6 +268,7 @@ func (e *environment) openInput(s *Shuffle, job jobgraph.JobID, d rpc.InputGateD
 		return err
 	}
 	g.beforeWait = e.flushIdle
+	g.stop = e.stop
 	e.gates = append(e.gates, g)
 	return nil
 }
@@ -287,6 +293,9 @@ func (e *environment) Output(i int) ResultPartitionWriter {
 
 // NextAny hands out the records of the batch it took last; see AnyInputReader.
 func (e *environment) NextAny(ctx context.Context) (int, any, error) {
+	if err := e.stop.err(); err != nil {
+		return -1, nil, err
+	}
 	if i := e.cur; i >= 0 {
 		if g := e.gates[i]; g.pos < len(g.cur) {
 			r := g.cur[g.pos]
@@ -311,7 +320,7 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 	n := len(e.gates)
 	defer e.notWaiting()
 	for {
-		if err := ctx.Err(); err != nil {
+		if err := e.stop.check(ctx); err != nil {
 			return -1, nil, err
 		}
 		open := 0
@@ -355,6 +364,7 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 		select {
 		case <-e.wake:
 		case <-ctx.Done():
+		case <-e.stop.ctx.Done():
 		}
 	}
 }

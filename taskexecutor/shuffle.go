@@ -348,9 +348,9 @@ func (sp *subpartition) enqueue(b []any) {
 }
 
 // push hands batch to the subpartition. For a bounded queue that is full it waits for space
-// (block) until ctx ends, or gives up at once (!block, ok false). It returns an emptied batch
-// for the writer to fill next, possibly nil.
-func (sp *subpartition) push(ctx context.Context, batch []any, block bool) (next []any, ok bool, err error) {
+// (block) until ctx ends or the task stops, or gives up at once (!block, ok false). It returns
+// an emptied batch for the writer to fill next, possibly nil.
+func (sp *subpartition) push(ctx context.Context, stop *stopSignal, batch []any, block bool) (next []any, ok bool, err error) {
 	p := sp.p
 	capacity := p.shuffle.capacity
 	p.mu.Lock()
@@ -378,6 +378,8 @@ func (sp *subpartition) push(ctx context.Context, batch []any, block bool) (next
 		case <-p.done:
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
+		case <-stop.ctx.Done():
+			return nil, false, stop.ctx.Err()
 		}
 		p.mu.Lock()
 	}
@@ -398,6 +400,7 @@ func (sp *subpartition) push(ctx context.Context, batch []any, block bool) (next
 // task's goroutine.
 type partitionWriter struct {
 	p         *partition
+	stop      *stopSignal // the writing task's
 	subs      []*subpartition
 	bufs      [][]any
 	batchSize int
@@ -447,6 +450,7 @@ func (s *Shuffle) newWriter(job jobgraph.JobID, producer jobgraph.ResourceID, d 
 	p.mu.Unlock()
 	w := &partitionWriter{
 		p:         p,
+		stop:      notStopped,
 		subs:      p.subs,
 		bufs:      make([][]any, n),
 		batchSize: s.batchSize,
@@ -458,6 +462,9 @@ func (s *Shuffle) newWriter(job jobgraph.JobID, producer jobgraph.ResourceID, d 
 func (w *partitionWriter) NumSubpartitions() int { return len(w.bufs) }
 
 func (w *partitionWriter) Emit(ctx context.Context, s int, record any) error {
+	if err := w.stop.err(); err != nil {
+		return err
+	}
 	if uint(s) >= uint(len(w.bufs)) {
 		return fmt.Errorf("result partition %s: subpartition %d out of range [0, %d)", partitionName(w.p.id), s, len(w.bufs))
 	}
@@ -494,7 +501,15 @@ func (w *partitionWriter) flush(ctx context.Context, s int, block bool) error {
 	if len(buf) == 0 {
 		return nil
 	}
-	next, ok, err := w.subs[s].push(ctx, buf, block)
+	if block {
+		// Once per batch: an Emit into a subpartition whose reader went away never waits, so
+		// this is where a task looping on Emit learns that ctx ended or that its TaskExecutor
+		// is closing.
+		if err := w.stop.check(ctx); err != nil {
+			return err
+		}
+	}
+	next, ok, err := w.subs[s].push(ctx, w.stop, buf, block)
 	if err != nil || !ok {
 		return err
 	}
@@ -653,7 +668,8 @@ func (c *channel) detach() {
 // goroutine.
 type inputGate struct {
 	channels []*channel
-	open     int // channels not ended
+	open     int         // channels not ended
+	stop     *stopSignal // the reading task's
 
 	mu     sync.Mutex
 	ready  fifo[int] // channels that may have a batch, in notification order
@@ -691,6 +707,7 @@ func (s *Shuffle) openGate(job jobgraph.JobID, d rpc.InputGateDeploymentDescript
 		queued:   make([]bool, n),
 		wake:     make(chan struct{}, 1),
 		anyWake:  anyWake,
+		stop:     notStopped,
 	}
 	// Every channel starts queued, so the first Next looks at each. This happens before attach
 	// makes the gate visible to producers, whose notify then finds the channel already queued.
@@ -774,6 +791,9 @@ func (g *inputGate) pop() (int, bool) {
 }
 
 func (g *inputGate) Next(ctx context.Context) (any, error) {
+	if err := g.stop.err(); err != nil {
+		return nil, err
+	}
 	if g.pos < len(g.cur) {
 		r := g.cur[g.pos]
 		g.pos++
@@ -785,7 +805,7 @@ func (g *inputGate) Next(ctx context.Context) (any, error) {
 func (g *inputGate) nextBatch(ctx context.Context) (any, error) {
 	for {
 		if g.err == nil {
-			if err := ctx.Err(); err != nil {
+			if err := g.stop.check(ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -806,6 +826,9 @@ func (g *inputGate) nextBatch(ctx context.Context) (any, error) {
 		case <-ctx.Done():
 			g.hungry.Store(false)
 			return nil, ctx.Err()
+		case <-g.stop.ctx.Done():
+			g.hungry.Store(false)
+			return nil, g.stop.ctx.Err()
 		}
 	}
 }
@@ -878,6 +901,54 @@ func (g *inputGate) close() {
 	for _, c := range g.channels {
 		c.detach()
 	}
+}
+
+// stopSignal is how the gates and writers of a task learn that the task was stopped (canceled,
+// failed from outside, or its TaskExecutor is closing), so that every call of the task API that
+// waits, or that a task may loop on, fails from then on — whatever ctx the task passes, and even
+// when the call would neither wait nor fail otherwise (an Emit into a subpartition whose reader
+// went away, a Next with records at hand). Flink gets the same from interrupting the task thread
+// and from releasing the task's network resources (Task.TaskCanceler).
+type stopSignal struct {
+	ctx    context.Context // the task's context
+	cancel context.CancelCauseFunc
+	// stopped is set by stop once ctx is canceled: one atomic load per call is all the hot
+	// paths pay. When ctx ends otherwise (its TaskExecutor is closing or was killed) the calls
+	// see it at their next batch or wait (check).
+	stopped atomic.Bool
+}
+
+// notStopped is the signal of gates and writers that belong to no task (in tests).
+var notStopped = &stopSignal{ctx: context.Background(), cancel: func(error) {}}
+
+func newStopSignal(parent context.Context) *stopSignal {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &stopSignal{ctx: ctx, cancel: cancel}
+}
+
+// stop cancels the task's context with why (the first reason wins) and tells its gates and
+// writers. Safe anywhere.
+func (s *stopSignal) stop(why error) {
+	s.cancel(why)
+	s.stopped.Store(true)
+}
+
+// err is the task's context's error once stop was called, else nil. Every call of the task API
+// checks it first.
+func (s *stopSignal) err() error {
+	if s.stopped.Load() {
+		return s.ctx.Err()
+	}
+	return nil
+}
+
+// check returns the task's context's error, or ctx's, once either has ended: the test a call
+// makes once per batch and before it waits.
+func (s *stopSignal) check(ctx context.Context) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // fifo is a queue on a slice that reuses its array.

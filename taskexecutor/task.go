@@ -15,6 +15,15 @@ import (
 // error to fail the execution (reported FAILED with that error). It must return promptly once ctx
 // is canceled (CancelTask); the TaskExecutor reports CANCELED when it has returned.
 // Flink: org.apache.flink.runtime.jobgraph.tasks.AbstractInvokable.invoke.
+//
+// Once the task is stopped (canceled, failed from outside, or its TaskExecutor closing), every
+// call of the task API that waits or that task code may loop on — InputGate.Next,
+// AnyInputReader.NextAny, ResultPartitionWriter.Emit and Broadcast — returns ctx's error
+// (context.Canceled), whatever context it is given and whatever the task's readers do: a task
+// that loops until one of them fails always ends. After CancelTask, the first such call fails.
+// Task code that waits on anything else must watch ctx itself; one that has not returned
+// task.cancellation.timeout after its cancellation makes its TaskExecutor fail fatally (see
+// Config.TaskCancellationTimeout).
 type Invokable func(ctx context.Context, env Environment) error
 
 // Environment is what a running task sees of the world. Flink: org.apache.flink.runtime.execution.Environment.
@@ -53,8 +62,10 @@ type TaskInfo struct {
 // InputGate reads every partition of one input (the subpartition meant for this subtask of each),
 // in arrival order. Flink: org.apache.flink.runtime.io.network.partition.consumer.InputGate.
 type InputGate interface {
-	// Next returns the next record, io.EOF once every partition has ended, ctx's error when ctx
-	// ends, or an error when a producer failed or its partition was released or lost.
+	// Next returns the next record, io.EOF once every partition has ended, or an error when a
+	// producer failed or its partition was released or lost. Once the task is stopped it
+	// returns the task's context's error, records at hand or not (see Invokable); when the ctx
+	// given ends it returns ctx's error at the latest before it takes the next batch or waits.
 	//
 	// Before it waits for data, it hands over what the task wrote to its own outputs so far.
 	// Waiting on one input while another has data can hang a task with several pipelined
@@ -86,7 +97,8 @@ type AnyInputReader interface {
 	//
 	// It returns input -1 and io.EOF once every input has ended (at once for a task without
 	// inputs), and input -1 and ctx's error when ctx ends while it waits or before it takes a
-	// new batch. When input i cannot be read (its producer failed, or a partition was released
+	// new batch; once the task is stopped, input -1 and the task's context's error at once
+	// (see Invokable). When input i cannot be read (its producer failed, or a partition was released
 	// or lost) it returns input i and an error reading "input i: result partition …" that wraps
 	// the *PartitionError; from then on it returns that error again.
 	//
@@ -104,9 +116,14 @@ type ResultPartitionWriter interface {
 	// NumSubpartitions is at least 1.
 	NumSubpartitions() int
 	// Emit appends record to subpartition s, 0 ≤ s < NumSubpartitions(). For a bounded
-	// pipelined partition it blocks while the consumer is behind (back-pressure), until ctx ends.
+	// pipelined partition it blocks while the consumer is behind (back-pressure), until ctx ends
+	// (ctx's error). Records for a pipelined subpartition whose reader went away before its end
+	// (it finished early, say) are dropped without an error, as Flink's released subpartitions
+	// drop them. Once the task is stopped it returns the task's context's error (see
+	// Invokable); when the ctx given ends it returns ctx's error at the latest when it hands
+	// over the next batch.
 	Emit(ctx context.Context, s int, record any) error
-	// Broadcast appends record to every subpartition.
+	// Broadcast appends record to every subpartition, as Emit does.
 	Broadcast(ctx context.Context, record any) error
 }
 
