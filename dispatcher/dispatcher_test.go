@@ -39,7 +39,7 @@ func (f *fakeJobMaster) Done() <-chan struct{}         { return f.done }
 func (f *fakeJobMaster) Result() jobmaster.Result      { <-f.done; return f.result }
 
 func (f *fakeJobMaster) archive(status jobgraph.JobStatus) *executiongraph.ArchivedExecutionGraph {
-	return executiongraph.NewSparseArchivedExecutionGraph(f.g.JobID, f.g.Name, f.g.Type, status, nil, time.Now())
+	return executiongraph.NewSparseArchivedExecutionGraph(f.g.JobID, f.g.Name, f.g.Type, status, nil, time.Now(), time.Now())
 }
 
 // end finishes the job with status (once).

@@ -53,7 +53,7 @@ func (r *fakeRunner) JobID() jobgraph.JobID { return r.g.JobID }
 func (r *fakeRunner) Done() <-chan struct{} { return r.done }
 func (r *fakeRunner) Result() jobmaster.Result {
 	<-r.done
-	return jobmaster.Result{Archived: executiongraph.NewSparseArchivedExecutionGraph(r.g.JobID, r.g.Name, r.g.Type, jobgraph.JobStatusCanceled, nil, time.Unix(1, 0))}
+	return jobmaster.Result{Archived: executiongraph.NewSparseArchivedExecutionGraph(r.g.JobID, r.g.Name, r.g.Type, jobgraph.JobStatusCanceled, nil, time.Unix(1, 0), time.Unix(1, 0))}
 }
 func (r *fakeRunner) Cancel(context.Context) error {
 	r.record("Cancel")
@@ -73,7 +73,7 @@ func (r *fakeRunner) RequestJobStatus(context.Context) (jobgraph.JobStatus, erro
 }
 func (r *fakeRunner) RequestJob(context.Context) (*executiongraph.ArchivedExecutionGraph, error) {
 	r.record("RequestJob")
-	return executiongraph.NewSparseArchivedExecutionGraph(r.g.JobID, r.g.Name, r.g.Type, jobgraph.JobStatusRunning, nil, time.Unix(1, 0)), nil
+	return executiongraph.NewSparseArchivedExecutionGraph(r.g.JobID, r.g.Name, r.g.Type, jobgraph.JobStatusRunning, nil, time.Unix(1, 0), time.Unix(1, 0)), nil
 }
 func (r *fakeRunner) Close() { r.record("Close") }
 

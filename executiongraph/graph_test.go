@@ -527,21 +527,27 @@ func TestNumJobStatuses(t *testing.T) {
 func TestSparseArchivedExecutionGraph(t *testing.T) {
 	job := jobgraph.NewJobID()
 	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
-	a := NewSparseArchivedExecutionGraph(job, "pending", jobgraph.Streaming, jobgraph.JobStatusInitializing, nil, at)
+	later := at.Add(90 * time.Second)
+	a := NewSparseArchivedExecutionGraph(job, "pending", jobgraph.Streaming, jobgraph.JobStatusInitializing, nil, at, later)
 	assert.Equal(t, &ArchivedExecutionGraph{
 		JobID: job, JobName: "pending", JobType: jobgraph.Streaming, Status: jobgraph.JobStatusInitializing,
 		StatusTimestamps: map[jobgraph.JobStatus]time.Time{jobgraph.JobStatusInitializing: at},
-	}, a)
+	}, a, "a non-terminal status is stamped at initialized, not now")
 	assert.Equal(t, at, a.StatusTimestamp(jobgraph.JobStatusInitializing))
 	assert.True(t, a.StatusTimestamp(jobgraph.JobStatusRunning).IsZero())
 
-	failed := NewSparseArchivedExecutionGraph(job, "broken", jobgraph.Batch, jobgraph.JobStatusFailed, errors.New("no such task"), at)
-	assert.Equal(t, jobgraph.JobStatusFailed, failed.Status)
-	assert.Equal(t, at, failed.StatusTimestamp(jobgraph.JobStatusInitializing))
-	ended := failed.StatusTimestamp(jobgraph.JobStatusFailed)
-	assert.False(t, ended.Before(at))
-	assert.Equal(t, &jobgraph.ErrorInfo{Message: "no such task", Timestamp: ended}, failed.FailureCause)
+	failed := NewSparseArchivedExecutionGraph(job, "broken", jobgraph.Batch, jobgraph.JobStatusFailed, errors.New("no such task"), at, later)
+	assert.Equal(t, &ArchivedExecutionGraph{
+		JobID: job, JobName: "broken", JobType: jobgraph.Batch, Status: jobgraph.JobStatusFailed,
+		StatusTimestamps: map[jobgraph.JobStatus]time.Time{jobgraph.JobStatusInitializing: at, jobgraph.JobStatusFailed: later},
+		FailureCause:     &jobgraph.ErrorInfo{Message: "no such task", Timestamp: later},
+	}, failed, "a terminal status and its failure are stamped at the caller's now")
 	assert.Empty(t, failed.JobVertices)
-	_, err := json.Marshal(failed)
+
+	// The same arguments give the same bytes: no clock is read inside.
+	first, err := json.Marshal(failed)
 	require.NoError(t, err)
+	again, err := json.Marshal(NewSparseArchivedExecutionGraph(job, "broken", jobgraph.Batch, jobgraph.JobStatusFailed, errors.New("no such task"), at, later))
+	require.NoError(t, err)
+	assert.Equal(t, string(first), string(again))
 }

@@ -9,12 +9,15 @@ import (
 // NewSparseArchivedExecutionGraph returns an archived graph of a job that has no ExecutionGraph
 // (yet): one still initializing, one whose initialization failed, one canceled before it had a
 // JobMaster. It has no vertices; StatusTimestamps holds INITIALIZING at initialized and status at
-// the same instant (or now, for a terminal status). failure, if non-nil, becomes FailureCause.
-// Flink: ArchivedExecutionGraph.createSparseArchivedExecutionGraph.
-func NewSparseArchivedExecutionGraph(job jobgraph.JobID, name string, jobType jobgraph.JobType, status jobgraph.JobStatus, failure error, initialized time.Time) *ArchivedExecutionGraph {
+// the same instant, or at now for a terminal status; failure, if non-nil, becomes FailureCause,
+// stamped with the same instant. The caller passes now from its own clock: the archive reads no
+// clock of its own, so the same arguments give the same archive.
+// Flink: ArchivedExecutionGraph.createSparseArchivedExecutionGraph (which reads
+// System.currentTimeMillis for a terminal status).
+func NewSparseArchivedExecutionGraph(job jobgraph.JobID, name string, jobType jobgraph.JobType, status jobgraph.JobStatus, failure error, initialized, now time.Time) *ArchivedExecutionGraph {
 	ended := initialized
 	if status.IsTerminal() {
-		ended = time.Now()
+		ended = now
 	}
 	return &ArchivedExecutionGraph{
 		JobID:   job,

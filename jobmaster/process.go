@@ -56,7 +56,7 @@ func (p *ServiceProcess) run() {
 	if err != nil {
 		err = initializationError(p.factory.JobID(), err)
 		p.callbacks.processDone(p, Result{
-			Archived: executiongraph.NewSparseArchivedExecutionGraph(p.factory.JobID(), p.factory.JobName(), p.factory.JobType(), jobgraph.JobStatusFailed, err, p.started),
+			Archived: executiongraph.NewSparseArchivedExecutionGraph(p.factory.JobID(), p.factory.JobName(), p.factory.JobType(), jobgraph.JobStatusFailed, err, p.started, time.Now()),
 			Err:      err,
 		})
 		return

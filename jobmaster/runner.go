@@ -146,7 +146,7 @@ func (r *LeadershipRunner) complete(res Result) {
 
 func (r *LeadershipRunner) sparseResult(status jobgraph.JobStatus, err error) Result {
 	return Result{
-		Archived: executiongraph.NewSparseArchivedExecutionGraph(r.JobID(), r.factory.JobName(), r.factory.JobType(), status, err, r.created),
+		Archived: executiongraph.NewSparseArchivedExecutionGraph(r.JobID(), r.factory.JobName(), r.factory.JobType(), status, err, r.created, r.clock()),
 		Err:      err,
 	}
 }
@@ -219,7 +219,7 @@ func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.Arch
 		if r.cancelRequested {
 			status = jobgraph.JobStatusCancelling
 		}
-		return snap{a: executiongraph.NewSparseArchivedExecutionGraph(r.JobID(), r.factory.JobName(), r.factory.JobType(), status, nil, r.created)}, nil
+		return snap{a: executiongraph.NewSparseArchivedExecutionGraph(r.JobID(), r.factory.JobName(), r.factory.JobType(), status, nil, r.created, r.clock())}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func (f *fakeJobMaster) Done() <-chan struct{}         { return f.done }
 func (f *fakeJobMaster) Result() jobmaster.Result      { <-f.done; return f.result }
 
 func (f *fakeJobMaster) archiveLocked() *executiongraph.ArchivedExecutionGraph {
-	return executiongraph.NewSparseArchivedExecutionGraph(f.job, f.name, jobgraph.Batch, f.status, nil, time.Now())
+	return executiongraph.NewSparseArchivedExecutionGraph(f.job, f.name, jobgraph.Batch, f.status, nil, time.Now(), time.Now())
 }
 
 // end finishes the job with status, as a JobMaster does when the job is globally terminal.

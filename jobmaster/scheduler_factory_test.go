@@ -27,7 +27,7 @@ type fakeScheduler struct {
 var _ scheduler.SchedulerNG = (*fakeScheduler)(nil)
 
 func (s *fakeScheduler) archive() *executiongraph.ArchivedExecutionGraph {
-	return executiongraph.NewSparseArchivedExecutionGraph(s.g.JobID, s.g.Name, s.g.Type, s.status, nil, time.Time{})
+	return executiongraph.NewSparseArchivedExecutionGraph(s.g.JobID, s.g.Name, s.g.Type, s.status, nil, time.Time{}, time.Time{})
 }
 func (s *fakeScheduler) StartScheduling() {
 	s.calls = append(s.calls, "StartScheduling")

@@ -25,6 +25,7 @@ type slotAllocator struct {
 	s       *DefaultScheduler
 	pool    SlotPool
 	timeout time.Duration
+	newID   func() slotpool.SlotRequestID // Config.NewSlotRequestID, or slotpool.NewSlotRequestID
 
 	groupOf []*slotGroup  // by ExecutionVertex.Index
 	logical []*sharedSlot // by ExecutionVertex.Index: the shared slot the current execution holds
@@ -72,12 +73,16 @@ type bulkEntry struct {
 	slot    *sharedSlot
 }
 
-func newSlotAllocator(s *DefaultScheduler, pool SlotPool, timeout time.Duration) *slotAllocator {
+func newSlotAllocator(s *DefaultScheduler, pool SlotPool, timeout time.Duration, newID func() slotpool.SlotRequestID) *slotAllocator {
 	g := s.graph
+	if newID == nil {
+		newID = slotpool.NewSlotRequestID
+	}
 	a := &slotAllocator{
 		s:       s,
 		pool:    pool,
 		timeout: timeout,
+		newID:   newID,
 		groupOf: make([]*slotGroup, g.NumVertices()),
 		logical: make([]*sharedSlot, g.NumVertices()),
 	}
@@ -120,7 +125,7 @@ func (a *slotAllocator) allocate(execs []*executiongraph.Execution) {
 		grp := a.groupOf[v.Index()]
 		ss := grp.shared
 		if ss == nil {
-			ss = &sharedSlot{group: grp, id: slotpool.NewSlotRequestID()}
+			ss = &sharedSlot{group: grp, id: a.newID()}
 			grp.shared = ss
 			fresh = append(fresh, ss)
 		}

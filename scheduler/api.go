@@ -74,6 +74,11 @@ type Config struct {
 	// Random draws the jitter of the exponential-delay restart strategy, uniformly from [0, 1);
 	// nil means math/rand/v2's Float64.
 	Random func() float64
+	// NewSlotRequestID draws the ID of each slot request the slot-sharing allocator makes (one
+	// per shared slot it asks the pool for); nil means slotpool.NewSlotRequestID (a random UUID).
+	// A test passes a counter so that the same inputs make the same requests. Called on the main
+	// loop only. Flink draws SlotRequestIds at random and has no such option.
+	NewSlotRequestID func() slotpool.SlotRequestID
 	// PartitionAvailability tells the region failover strategy whether a partition a restarted
 	// region reads can be read again, or whether its producer must restart too. nil means the
 	// scheduler's own partition tracking: a BLOCKING or HYBRID partition is available from its

@@ -124,7 +124,7 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 		owner:       make([]*pendingRestart, eg.NumVertices()),
 		nonTerminal: eg.NumVertices(),
 	}
-	s.slots = newSlotAllocator(s, pool, cfg.SlotRequestTimeout)
+	s.slots = newSlotAllocator(s, pool, cfg.SlotRequestTimeout, cfg.NewSlotRequestID)
 	s.tdds = newTDDFactory(eg)
 	s.partitions = newPartitionTracker(eg)
 	checker := cfg.PartitionAvailability
