@@ -1,22 +1,45 @@
 package jobgraph
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
-// ErrorInfo is a failure as stores and people see it: its message and when it happened.
+// ErrorInfo is a failure as plain data, as stores, people and gateway messages see it: its
+// message, the codes of the library's sentinel errors it matches, and when it happened. Err turns
+// it back into an error that matches those sentinels with errors.Is, in this process or another.
 // Flink: org.apache.flink.runtime.executiongraph.ErrorInfo (which carries a SerializedThrowable).
 type ErrorInfo struct {
 	// Message is the error's text, with its chain of causes (err.Error()).
 	Message string `json:"message"`
-	// Timestamp is when the failure was recorded.
-	Timestamp time.Time `json:"timestamp"`
+	// Codes are the codes of the registered sentinel errors the failure matched (see
+	// RegisterErrorCode), in registration order; empty if it matched none.
+	Codes []string `json:"codes,omitempty"`
+	// UnavailablePartition is the input partition whose loss caused the failure, if the error
+	// said so (an error with an UnavailablePartition() IntermediateResultPartitionID method, as
+	// scheduler.UnavailablePartitionError describes): region failover restarts its producer
+	// too. Flink: PartitionException's ResultPartitionID.
+	UnavailablePartition *IntermediateResultPartitionID `json:"unavailablePartition,omitempty"`
+	// Timestamp is when the failure was recorded; zero in gateway messages, whose receiver
+	// records when it handled the failure.
+	Timestamp time.Time `json:"timestamp,omitzero"`
 }
 
-// NewErrorInfo records err at t; nil for a nil err.
+// NewErrorInfo records err at t (its text and ErrorCodes(err)); nil for a nil err.
 func NewErrorInfo(err error, t time.Time) *ErrorInfo {
 	if err == nil {
 		return nil
 	}
-	return &ErrorInfo{Message: err.Error(), Timestamp: t}
+	info := &ErrorInfo{Message: err.Error(), Codes: ErrorCodes(err), Timestamp: t}
+	var pe interface {
+		error
+		UnavailablePartition() IntermediateResultPartitionID
+	}
+	if errors.As(err, &pe) {
+		p := pe.UnavailablePartition()
+		info.UnavailablePartition = &p
+	}
+	return info
 }
 
 // JobResult is how a job ended. Flink: org.apache.flink.runtime.jobmaster.JobResult.

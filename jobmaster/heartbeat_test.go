@@ -59,7 +59,7 @@ func (f *hbTE) SubmitTask(_ context.Context, _ jobgraph.JobMasterID, tdd rpc.Tas
 
 func (f *hbTE) CancelTask(context.Context, jobgraph.ExecutionAttemptID) error { return nil }
 
-func (f *hbTE) FreeSlot(_ context.Context, a jobgraph.AllocationID, _ error) error {
+func (f *hbTE) FreeSlot(_ context.Context, a jobgraph.AllocationID, _ *jobgraph.ErrorInfo) error {
 	f.mu.Lock()
 	hook, n := f.onFree, len(f.frees)+1
 	f.mu.Unlock()
@@ -80,10 +80,10 @@ func (f *hbTE) ReleasePartitions(context.Context, jobgraph.JobID, []rpc.ResultPa
 	return nil
 }
 
-func (f *hbTE) DisconnectJobMaster(_ context.Context, _ jobgraph.JobID, cause error) error {
+func (f *hbTE) DisconnectJobMaster(_ context.Context, _ jobgraph.JobMasterID, _ jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.disconnects = append(f.disconnects, cause)
+	f.disconnects = append(f.disconnects, cause.Err())
 	return nil
 }
 
@@ -127,6 +127,7 @@ func (f *hbTE) deployed(names map[jobgraph.AllocationID]string) []string {
 
 // hbRM is a fake ResourceManager recording registrations, declarations and heartbeats.
 type hbRM struct {
+	id         jobgraph.ResourceManagerID // what RegisterJobMaster answers
 	mu         sync.Mutex
 	registered []jobgraph.ResourceID
 	declared   [][]rpc.ResourceRequirement
@@ -140,12 +141,14 @@ func (r *hbRM) SendSlotReport(context.Context, jobgraph.ResourceID, rpc.SlotRepo
 func (r *hbRM) NotifySlotAvailable(context.Context, jobgraph.ResourceID, rpc.SlotID, jobgraph.AllocationID) error {
 	return nil
 }
-func (r *hbRM) DisconnectTaskExecutor(context.Context, jobgraph.ResourceID, error) error { return nil }
-func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm jobgraph.ResourceID, _ string, _ jobgraph.JobID) error {
+func (r *hbRM) DisconnectTaskExecutor(context.Context, jobgraph.ResourceID, *jobgraph.ErrorInfo) error {
+	return nil
+}
+func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm jobgraph.ResourceID, _ string, _ jobgraph.JobID) (jobgraph.ResourceManagerID, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.registered = append(r.registered, jm)
-	return nil
+	return r.id, nil
 }
 func (r *hbRM) DeclareRequiredResources(_ context.Context, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
 	r.mu.Lock()
@@ -153,7 +156,9 @@ func (r *hbRM) DeclareRequiredResources(_ context.Context, _ jobgraph.JobMasterI
 	r.declared = append(r.declared, reqs.Requirements)
 	return nil
 }
-func (r *hbRM) DisconnectJobMaster(context.Context, jobgraph.JobID, error) error { return nil }
+func (r *hbRM) DisconnectJobMaster(context.Context, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
+	return nil
+}
 func (r *hbRM) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceID, rpc.SlotReport) error {
 	return nil
 }
@@ -182,7 +187,7 @@ type hbEnv struct {
 
 func newHBEnv(t *testing.T, cfg jobmaster.Config) *hbEnv {
 	t.Helper()
-	e := &hbEnv{t: t, ctx: context.Background(), start: time.Now(), svc: rpc.NewLocalService(), rm: &hbRM{},
+	e := &hbEnv{t: t, ctx: context.Background(), start: time.Now(), svc: rpc.NewLocalService(), rm: &hbRM{id: jobgraph.NewResourceManagerID()},
 		token: jobgraph.NewJobMasterID(), names: map[jobgraph.AllocationID]string{}}
 	require.NoError(t, e.svc.Register("rm", e.rm))
 	e.g = jobgraph.New("src-sink", jobgraph.Batch)
@@ -284,7 +289,7 @@ func TestFreeSlotFailureReturnsTheSlotToThePoolWhileItsTaskExecutorIsRegistered(
 				advance(time.Nanosecond) // FreeSlot(A) is in flight now
 
 				if !registered {
-					require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, e.token, "te-1", errors.New("te-1 went away")))
+					require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, e.token, "te-1", rpc.Failure(errors.New("te-1 went away"))))
 				}
 				// src (2/2) finishes: both sink subtasks need a slot; B serves one, the other waits.
 				e.report(te2, "src (2/2)", jobgraph.ExecutionStateFinished)
@@ -400,9 +405,19 @@ func TestJobMasterAnswersTheResourceManagerAndRegistersAgainWhenDropped(t *testi
 		assert.Equal(t, heartbeats, registered, "the heartbeat names the JobMaster as it registered")
 		require.NotZero(t, declared)
 
+		// A disconnect from another ResourceManager (an earlier leader's, say) is fenced off: the
+		// JobMaster neither registers again nor declares.
+		err := e.gw.DisconnectResourceManager(e.ctx, e.token, jobgraph.NewResourceManagerID(), rpc.Failure(errors.New("heartbeat timed out")))
+		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+		synctest.Wait()
+		e.rm.mu.Lock()
+		assert.Equal(t, registered, e.rm.registered, "no registration after a stale disconnect")
+		assert.Len(t, e.rm.declared, declared, "no declaration after a stale disconnect")
+		e.rm.mu.Unlock()
+
 		// The ResourceManager dropped the JobMaster (and the job's requirements): the JobMaster
 		// registers again and declares its requirements anew.
-		err := e.gw.DisconnectResourceManager(e.ctx, e.token, jobgraph.NewResourceManagerID(), errors.New("heartbeat timed out"))
+		err = e.gw.DisconnectResourceManager(e.ctx, e.token, e.rm.id, rpc.Failure(errors.New("heartbeat timed out")))
 		require.NoError(t, err)
 		synctest.Wait()
 		e.rm.mu.Lock()

@@ -31,6 +31,14 @@ var ErrHeartbeatTimeout = heartbeat.ErrTimeout
 // registered with the JobMaster (never was, or was disconnected).
 var ErrUnknownTaskExecutor = errors.New("TaskExecutor not registered with the JobMaster")
 
+// The sentinels that may travel in a gateway message (see jobgraph.RegisterErrorCode).
+func init() {
+	jobgraph.RegisterErrorCode("jobmaster.closed", ErrJobMasterClosed)
+	jobgraph.RegisterErrorCode("jobmaster.unknown-task-executor", ErrUnknownTaskExecutor)
+	jobgraph.RegisterErrorCode("jobmaster.job-initialization", ErrJobInitialization)
+	jobgraph.RegisterErrorCode("jobmaster.job-already-done", ErrJobAlreadyDone)
+}
+
 // Config configures the JobMasters a Factory creates.
 type Config struct {
 	// RPC resolves addresses; the JobMaster registers itself there. Required.
@@ -127,6 +135,7 @@ type DefaultJobMaster struct {
 	pool          *slotpool.Pool
 	sched         scheduler.SchedulerNG
 	rm            rpc.ResourceManagerGateway
+	rmID          jobgraph.ResourceManagerID // the fencing token RegisterJobMaster returned
 	taskExecutors map[jobgraph.ResourceID]rpc.TaskExecutorGateway
 	// teHeartbeats monitors the registered TaskExecutors; freeing holds the slots a FreeSlot
 	// call is in flight for.
@@ -173,7 +182,11 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		err = cfg.RPC.Register(jm.address, jm)
 	}
 	if err == nil {
-		err = rm.RegisterJobMaster(ctx, token, jm.resourceID, jm.address, jm.job)
+		var rmID jobgraph.ResourceManagerID
+		rmID, err = rm.RegisterJobMaster(ctx, token, jm.resourceID, jm.address, jm.job)
+		if err == nil {
+			err = jm.loop.Call(ctx, func() error { jm.rmID = rmID; return nil })
+		}
 	}
 	if err != nil {
 		jm.shutDown()
@@ -316,7 +329,7 @@ func (jm *DefaultJobMaster) sendFreeSlot(slot slotpool.AllocatedSlot, cause erro
 	jm.outbox.Execute(func() {
 		ctx, cancel := jm.rpcContext()
 		defer cancel()
-		err := te.FreeSlot(ctx, slot.AllocationID, cause)
+		err := te.FreeSlot(ctx, slot.AllocationID, rpc.Failure(cause))
 		jm.loop.Execute(func() {
 			delete(jm.freeing, slot.AllocationID)
 			if err != nil && reoffer {
@@ -377,6 +390,14 @@ func (d deployer) ReleasePartitions(location jobgraph.ResourceID, partitions []r
 	}
 }
 
+// causeOf is the error a gateway message's failure stands for; "no cause given" for none.
+func causeOf(info *jobgraph.ErrorInfo) error {
+	if err := info.Err(); err != nil {
+		return err
+	}
+	return errors.New("no cause given")
+}
+
 // fenced runs fn on the loop if token is the session's.
 func (jm *DefaultJobMaster) fenced(ctx context.Context, token jobgraph.JobMasterID, fn func() error) error {
 	if token != jm.token {
@@ -430,9 +451,9 @@ func (jm *DefaultJobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMa
 }
 
 // FailSlot implements rpc.JobMasterGateway.
-func (jm *DefaultJobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause error) error {
+func (jm *DefaultJobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error {
 	return jm.fenced(ctx, token, func() error {
-		if err := jm.pool.ReleaseSlot(allocation, cause); err != nil {
+		if err := jm.pool.ReleaseSlot(allocation, causeOf(cause)); err != nil {
 			jm.log.Debug("FailSlot for a slot the pool does not hold", "allocation", allocation, "err", err)
 		}
 		return nil
@@ -440,9 +461,9 @@ func (jm *DefaultJobMaster) FailSlot(ctx context.Context, token jobgraph.JobMast
 }
 
 // DisconnectTaskExecutor implements rpc.JobMasterGateway.
-func (jm *DefaultJobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause error) error {
+func (jm *DefaultJobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
 	return jm.fenced(ctx, token, func() error {
-		jm.disconnectTaskExecutor(taskExecutor, cause, false)
+		jm.disconnectTaskExecutor(taskExecutor, causeOf(cause), false)
 		return nil
 	})
 }
@@ -462,8 +483,8 @@ func (jm *DefaultJobMaster) disconnectTaskExecutor(id jobgraph.ResourceID, cause
 	jm.sched.PartitionsLost(id)
 	jm.pool.ReleaseSlots(id, cause)
 	if registered && tell {
-		job := jm.job
-		jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, job, cause) }, nil)
+		job, token, info := jm.job, jm.token, rpc.Failure(cause)
+		jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, token, job, info) }, nil)
 	}
 }
 
@@ -495,10 +516,16 @@ func (jm *DefaultJobMaster) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID
 
 // DisconnectResourceManager implements rpc.JobMasterGateway: the ResourceManager dropped the job
 // (its JobMaster heartbeat timed out, say) and with it the job's requirements, so the JobMaster
-// registers again and declares its requirements anew. Flink: JobMaster.reconnectToResourceManager.
-func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error {
+// registers again and declares its requirements anew. A disconnect whose rm is not the
+// ResourceManagerID the JobMaster registered with (an earlier ResourceManager's) fails with an
+// *rpc.FencingError (rpc.ErrFencingTokenMismatch) and changes nothing.
+// Flink: JobMaster.disconnectResourceManager / reconnectToResourceManager.
+func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error {
 	return jm.fenced(ctx, token, func() error {
-		jm.log.Warn("ResourceManager disconnected; registering again", "cause", cause)
+		if rm != jm.rmID {
+			return &rpc.FencingError{Endpoint: "JobMaster " + jm.address + " (ResourceManagerID)", Expected: jm.rmID.String(), Got: rm.String()}
+		}
+		jm.log.Warn("ResourceManager disconnected; registering again", "cause", cause.Err())
 		if jm.terminal || jm.rm == nil {
 			return nil
 		}
@@ -506,13 +533,14 @@ func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token
 		jm.outbox.Execute(func() {
 			ctx, cancel := jm.rpcContext()
 			defer cancel()
-			err := gw.RegisterJobMaster(ctx, token, from, address, job)
+			rmID, err := gw.RegisterJobMaster(ctx, token, from, address, job)
 			jm.loop.Execute(func() {
 				switch {
 				case jm.closed:
 				case err != nil:
 					jm.log.Warn("registering with the ResourceManager again failed", "err", err)
 				default:
+					jm.rmID = rmID
 					jm.declareRequirements(jm.pool.Requirements())
 				}
 			})
@@ -633,15 +661,13 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 			jm.pool.Close()
 			// After the slots are freed, each TaskExecutor forgets the job: what is left of its
 			// partitions there is dropped. Flink: JobMaster.disconnectTaskManager on stop.
-			cause := fmt.Errorf("job %s: %w", jm.job, ErrJobMasterClosed)
+			job, token := jm.job, jm.token
+			cause := rpc.Failure(fmt.Errorf("job %s: %w", job, ErrJobMasterClosed))
 			for _, te := range jm.taskExecutors {
-				jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, jm.job, cause) }, nil)
+				jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, token, job, cause) }, nil)
 			}
 			if rm := jm.rm; rm != nil {
-				job := jm.job
-				jm.send(func(ctx context.Context) error {
-					return rm.DisconnectJobMaster(ctx, job, fmt.Errorf("job %s: %w", job, ErrJobMasterClosed))
-				}, nil)
+				jm.send(func(ctx context.Context) error { return rm.DisconnectJobMaster(ctx, token, job, cause) }, nil)
 			}
 			return nil
 		})

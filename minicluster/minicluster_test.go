@@ -63,6 +63,10 @@ func registry() *taskexecutor.Registry {
 
 var errBoom = errors.New("boom")
 
+// errBoom crosses from task to JobMaster as plain data; registered, it still matches errors.Is in
+// the JobResult, as a host's own sentinel does.
+func init() { jobgraph.RegisterErrorCode("minicluster-test.boom", errBoom) }
+
 func start(t *testing.T, cfg minicluster.Config) *minicluster.MiniCluster {
 	t.Helper()
 	if cfg.Registry == nil {

@@ -91,16 +91,16 @@ func (f *hbJobMaster) RegisterTaskExecutor(context.Context, jobgraph.JobMasterID
 func (f *hbJobMaster) OfferSlots(context.Context, jobgraph.JobMasterID, jobgraph.ResourceID, []rpc.SlotOffer) ([]rpc.SlotOffer, error) {
 	return nil, nil
 }
-func (f *hbJobMaster) FailSlot(context.Context, jobgraph.JobMasterID, jobgraph.ResourceID, jobgraph.AllocationID, error) error {
+func (f *hbJobMaster) FailSlot(context.Context, jobgraph.JobMasterID, jobgraph.ResourceID, jobgraph.AllocationID, *jobgraph.ErrorInfo) error {
 	return nil
 }
-func (f *hbJobMaster) DisconnectTaskExecutor(context.Context, jobgraph.JobMasterID, jobgraph.ResourceID, error) error {
+func (f *hbJobMaster) DisconnectTaskExecutor(context.Context, jobgraph.JobMasterID, jobgraph.ResourceID, *jobgraph.ErrorInfo) error {
 	return nil
 }
-func (f *hbJobMaster) DisconnectResourceManager(_ context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error {
+func (f *hbJobMaster) DisconnectResourceManager(_ context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.disconnects = append(f.disconnects, hbDisconnect{time.Since(f.start), token, rm, cause})
+	f.disconnects = append(f.disconnects, hbDisconnect{time.Since(f.start), token, rm, cause.Err()})
 	return nil
 }
 func (f *hbJobMaster) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceID, rpc.AllocatedSlotReport) error {
@@ -272,7 +272,7 @@ func TestSilentJobMasterIsDisconnectedAfterExactlyTheHeartbeatTimeout(t *testing
 		jm.mu.Lock()
 		jm.silent = false
 		jm.mu.Unlock()
-		require.NoError(t, e.gw.RegisterJobMaster(e.ctx, token, "jm-jm-1", "jm-1", job))
+		require.NoError(t, second(e.gw.RegisterJobMaster(e.ctx, token, "jm-jm-1", "jm-1", job)))
 		require.NoError(t, e.declare(job, token, req(unknown, 2)))
 		advance(time.Minute)
 		requests, disconnects = jm.state()
@@ -287,14 +287,14 @@ func TestDisconnectedOrReplacedJobMasterIsNoLongerMonitored(t *testing.T) {
 		start := time.Now()
 		e := newEnv(t, heartbeats1s5s)
 		old, job, token := e.addAnsweringJob("jm-1", start)
-		gone, job2, _ := e.addAnsweringJob("jm-2", start)
+		gone, job2, token2 := e.addAnsweringJob("jm-2", start)
 		advance(1500 * time.Millisecond)
 
 		// A new leader of job 1 registers under another ResourceID; job 2 is disconnected.
 		next := &hbJobMaster{id: "jm-jm-3", rm: e.gw, start: start}
 		require.NoError(t, e.svc.Register("jm-3", next))
-		require.NoError(t, e.gw.RegisterJobMaster(e.ctx, jobgraph.NewJobMasterID(), "jm-jm-3", "jm-3", job))
-		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, job2, errors.New("job done")))
+		require.NoError(t, second(e.gw.RegisterJobMaster(e.ctx, jobgraph.NewJobMasterID(), "jm-jm-3", "jm-3", job)))
+		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, token2, job2, rpc.Failure(errors.New("job done"))))
 		old.mu.Lock()
 		old.silent = true
 		old.mu.Unlock()

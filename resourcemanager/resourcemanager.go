@@ -39,6 +39,15 @@ var (
 	ErrInvalidRegistration = errors.New("resourcemanager: invalid registration")
 )
 
+// The sentinels that may travel in a gateway message (see jobgraph.RegisterErrorCode).
+func init() {
+	jobgraph.RegisterErrorCode("resourcemanager.not-running", ErrNotRunning)
+	jobgraph.RegisterErrorCode("resourcemanager.job-not-registered", ErrJobNotRegistered)
+	jobgraph.RegisterErrorCode("resourcemanager.task-executor-not-registered", ErrTaskExecutorNotRegistered)
+	jobgraph.RegisterErrorCode("resourcemanager.invalid-requirements", ErrInvalidRequirements)
+	jobgraph.RegisterErrorCode("resourcemanager.invalid-registration", ErrInvalidRegistration)
+}
+
 // Defaults for Config.
 const (
 	// DefaultRequestTimeout is Flink's pekko.ask.timeout, which its slot manager uses as the
@@ -334,16 +343,16 @@ func (rm *ResourceManager) NotifySlotAvailable(ctx context.Context, taskExecutor
 
 // DisconnectTaskExecutor drops the TaskExecutor and its slots; the requirements they served are
 // matched elsewhere. Unknown TaskExecutors are ignored.
-func (rm *ResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause error) error {
+func (rm *ResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
 	return rm.call(ctx, func() error {
 		if err := rm.checkRunning(); err != nil {
 			return err
 		}
 		if _, ok := rm.taskExecutors[taskExecutor]; !ok {
-			rm.log.Debug("disconnect of an unknown TaskExecutor", "taskExecutor", taskExecutor, "cause", cause)
+			rm.log.Debug("disconnect of an unknown TaskExecutor", "taskExecutor", taskExecutor, "cause", cause.Err())
 			return nil
 		}
-		rm.log.Info("disconnecting TaskExecutor", "taskExecutor", taskExecutor, "cause", cause)
+		rm.log.Info("disconnecting TaskExecutor", "taskExecutor", taskExecutor, "cause", cause.Err())
 		rm.unregisterTaskExecutor(taskExecutor)
 		return nil
 	})
@@ -363,14 +372,15 @@ func (rm *ResourceManager) unregisterTaskExecutor(id jobgraph.ResourceID) {
 // RegisterJobMaster records the JobMaster of job: its fencing token, ResourceID and the address
 // slots are offered at. A registration with a new token replaces the earlier JobMaster and clears
 // the job's requirements until the new one declares. Flink checks the token against the job's
-// leader through its JobLeaderIdService; here the latest registration wins.
-func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) error {
+// leader through its JobLeaderIdService; here the latest registration wins. It returns the
+// ResourceManagerID, which fences DisconnectResourceManager on the JobMaster.
+func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) (jobgraph.ResourceManagerID, error) {
 	if job.IsZero() || address == "" {
-		return fmt.Errorf("%w: JobMaster registration needs a JobID and an address", ErrInvalidRegistration)
+		return jobgraph.ResourceManagerID{}, fmt.Errorf("%w: JobMaster registration needs a JobID and an address", ErrInvalidRegistration)
 	}
-	return rm.call(ctx, func() error {
+	return submit(ctx, rm, func() (jobgraph.ResourceManagerID, error) {
 		if err := rm.checkRunning(); err != nil {
-			return err
+			return jobgraph.ResourceManagerID{}, err
 		}
 		old, ok := rm.sm.JobMaster(job)
 		if ok && old.ID != token {
@@ -390,7 +400,7 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 			rm.jobMasters[jobMaster] = &jobMasterRegistration{job: job, token: token, address: address}
 			rm.jmHeartbeats.Monitor(jobMaster)
 		}
-		return nil
+		return rm.id, nil
 	})
 }
 
@@ -420,17 +430,28 @@ func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, token j
 }
 
 // DisconnectJobMaster clears the job's requirements and forgets its JobMaster. Slots allocated to
-// the job stay so until their TaskExecutors free them. Unknown jobs are ignored.
-func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error {
+// the job stay so until their TaskExecutors free them. Unknown jobs are ignored. Fenced: when the
+// job's registered JobMaster has another JobMasterID than token (a newer session registered), it
+// fails with an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and changes nothing.
+func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
 	return rm.call(ctx, func() error {
 		if err := rm.checkRunning(); err != nil {
 			return err
 		}
-		if jm, ok := rm.sm.JobMaster(job); ok {
-			rm.forgetJobMaster(jm.ResourceID)
+		jm, ok := rm.sm.JobMaster(job)
+		if !ok {
+			return nil
 		}
+		if jm.ID != token {
+			return &rpc.FencingError{
+				Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
+				Expected: jm.ID.String(),
+				Got:      token.String(),
+			}
+		}
+		rm.forgetJobMaster(jm.ResourceID)
 		if rm.sm.UnregisterJob(job) {
-			rm.log.Info("disconnected JobMaster", "job", job, "cause", cause)
+			rm.log.Info("disconnected JobMaster", "job", job, "cause", cause.Err())
 		}
 		return nil
 	})
@@ -571,7 +592,7 @@ func (rm *ResourceManager) jobMasterHeartbeatTimedOut(id jobgraph.ResourceID) {
 	}
 	token, rmID := reg.token, rm.id
 	rm.callJobMaster(reg, func(ctx context.Context, gw rpc.JobMasterGateway) error {
-		return gw.DisconnectResourceManager(ctx, token, rmID, cause)
+		return gw.DisconnectResourceManager(ctx, token, rmID, rpc.Failure(cause))
 	}, func(_ rpc.JobMasterGateway, err error) {
 		if err != nil && rm.ctx.Err() == nil {
 			rm.log.Debug("telling a timed-out JobMaster failed", "jobMaster", id, "err", err)

@@ -72,11 +72,13 @@ func (f *fakeTaskExecutor) SubmitTask(context.Context, jobgraph.JobMasterID, rpc
 	return nil
 }
 func (f *fakeTaskExecutor) CancelTask(context.Context, jobgraph.ExecutionAttemptID) error { return nil }
-func (f *fakeTaskExecutor) FreeSlot(context.Context, jobgraph.AllocationID, error) error  { return nil }
+func (f *fakeTaskExecutor) FreeSlot(context.Context, jobgraph.AllocationID, *jobgraph.ErrorInfo) error {
+	return nil
+}
 func (f *fakeTaskExecutor) ReleasePartitions(context.Context, jobgraph.JobID, []rpc.ResultPartitionID) error {
 	return nil
 }
-func (f *fakeTaskExecutor) DisconnectJobMaster(context.Context, jobgraph.JobID, error) error {
+func (f *fakeTaskExecutor) DisconnectJobMaster(context.Context, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
 	return nil
 }
 func (f *fakeTaskExecutor) HeartbeatFromJobMaster(context.Context, jobgraph.ResourceID) error {
@@ -129,7 +131,9 @@ func (e *env) addTaskExecutor(id jobgraph.ResourceID, profiles ...jobgraph.Resou
 func (e *env) addJob(address string) (jobgraph.JobID, jobgraph.JobMasterID) {
 	e.t.Helper()
 	job, token := jobgraph.NewJobID(), jobgraph.NewJobMasterID()
-	require.NoError(e.t, e.gw.RegisterJobMaster(e.ctx, token, jobgraph.ResourceID("jm-"+address), address, job))
+	rmID, err := e.gw.RegisterJobMaster(e.ctx, token, jobgraph.ResourceID("jm-"+address), address, job)
+	require.NoError(e.t, err)
+	assert.Equal(e.t, e.rm.ResourceManagerID(), rmID, "RegisterJobMaster answers the ResourceManagerID")
 	return job, token
 }
 
@@ -199,7 +203,7 @@ func TestJobsShareTaskExecutors(t *testing.T) {
 		assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, e.rm.MissingResources(jobC))
 
 		// Job A finishes: its JobMaster goes away, but the slot stays until the TaskExecutor frees it.
-		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, jobA, errors.New("finished")))
+		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, tokenA, jobA, rpc.Failure(errors.New("finished"))))
 		synctest.Wait()
 		assert.Len(t, te.Calls(), 2)
 		assert.Nil(t, e.rm.Requirements(jobA))
@@ -263,7 +267,7 @@ func TestDeclareRequiredResourcesIsFenced(t *testing.T) {
 
 		// A new leader registers: the old token is refused, the new one accepted.
 		newToken := jobgraph.NewJobMasterID()
-		require.NoError(t, e.gw.RegisterJobMaster(e.ctx, newToken, "jm-2", "jm-2", job))
+		require.NoError(t, second(e.gw.RegisterJobMaster(e.ctx, newToken, "jm-2", "jm-2", job)))
 		assert.ErrorIs(t, e.declare(job, token, req(unknown, 1)), rpc.ErrFencingTokenMismatch)
 		require.NoError(t, e.declare(job, newToken, req(unknown, 1)))
 		synctest.Wait()
@@ -272,10 +276,19 @@ func TestDeclareRequiredResourcesIsFenced(t *testing.T) {
 		assert.Equal(t, newToken, calls[0].JobMasterID)
 		assert.Equal(t, "jm-2", calls[0].JobMasterAddress)
 
+		// The old leader's disconnect is refused and drops nothing of the new one.
+		err = e.gw.DisconnectJobMaster(e.ctx, token, job, rpc.Failure(errors.New("old leader closing")))
+		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, newToken.String(), fe.Expected)
+		assert.Equal(t, token.String(), fe.Got)
+		assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, e.rm.Requirements(job), "the new leader's requirements stay")
+		require.NoError(t, e.declare(job, newToken, req(unknown, 1)), "the new leader is still registered")
+
 		// Unregistered job, disconnected job, negative count.
 		assert.ErrorIs(t, e.declare(jobgraph.NewJobID(), token, req(unknown, 1)), ErrJobNotRegistered)
 		assert.ErrorIs(t, e.declare(job, newToken, req(unknown, -1)), ErrInvalidRequirements)
-		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, job, nil))
+		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, newToken, job, nil))
 		assert.ErrorIs(t, e.declare(job, newToken, req(unknown, 1)), ErrJobNotRegistered)
 	})
 }
@@ -391,7 +404,7 @@ func TestDisconnectTaskExecutorRemovesItsSlots(t *testing.T) {
 		assert.Empty(t, te2.Calls())
 		assert.Equal(t, 3, e.rm.NumRegisteredSlots())
 
-		require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, "te-1", errors.New("lost")))
+		require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, "te-1", rpc.Failure(errors.New("lost"))))
 		synctest.Wait()
 		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors())
 		assert.Equal(t, 1, e.rm.NumRegisteredSlots())
@@ -491,7 +504,7 @@ func TestLifecycle(t *testing.T) {
 		assert.True(t, rm.ResourceManagerID().IsZero())
 		_, err = svc.Lookup(t.Context(), "rm")
 		assert.ErrorIs(t, err, rpc.ErrUnknownAddress, "not registered before Start")
-		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), jobgraph.NewJobID(), nil), ErrNotRunning)
+		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), jobgraph.NewJobMasterID(), jobgraph.NewJobID(), nil), ErrNotRunning)
 
 		require.NoError(t, rm.Start(t.Context()))
 		assert.Error(t, rm.Start(t.Context()), "second Start")
@@ -509,7 +522,7 @@ func TestLifecycle(t *testing.T) {
 		_, err = rm.RegisterTaskExecutor(t.Context(), rpc.TaskExecutorRegistration{ResourceID: "te", Address: "te", SlotReport: report("te", cpu(1))})
 		require.NoError(t, err)
 		job, token := jobgraph.NewJobID(), jobgraph.NewJobMasterID()
-		require.NoError(t, rm.RegisterJobMaster(t.Context(), token, "jm", "jm", job))
+		require.NoError(t, second(rm.RegisterJobMaster(t.Context(), token, "jm", "jm", job)))
 		require.NoError(t, rm.DeclareRequiredResources(t.Context(), token, rpc.ResourceRequirements{JobID: job, Requirements: []rpc.ResourceRequirement{req(unknown, 1)}}))
 		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
@@ -520,7 +533,7 @@ func TestLifecycle(t *testing.T) {
 
 		_, err = svc.Lookup(t.Context(), "rm")
 		assert.ErrorIs(t, err, rpc.ErrUnknownAddress, "unregistered by Close")
-		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), job, nil), ErrNotRunning)
+		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), token, job, nil), ErrNotRunning)
 		_, err = rm.RegisterTaskExecutor(t.Context(), rpc.TaskExecutorRegistration{ResourceID: "te", Address: "te"})
 		assert.ErrorIs(t, err, ErrNotRunning)
 		assert.ErrorIs(t, rm.Start(t.Context()), ErrNotRunning)
@@ -529,3 +542,6 @@ func TestLifecycle(t *testing.T) {
 		assert.NoError(t, rm.HeartbeatFromTaskExecutor(t.Context(), "te", rpc.SlotReport{}))
 	})
 }
+
+// second returns the error of a call that also returns a value.
+func second[T any](_ T, err error) error { return err }

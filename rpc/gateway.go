@@ -4,14 +4,20 @@
 // program can carry the same calls over any RPC by implementing Service and the gateways.
 //
 // Every gateway method takes a context; it returns ctx's error if the context ends first, and
-// ErrFencingTokenMismatch (errors.Is) when a fenced call carries a stale token. Methods are safe
-// for concurrent use. Flink: org.apache.flink.runtime.rpc.RpcGateway and its subinterfaces.
+// ErrFencingTokenMismatch (errors.Is) when a fenced call carries a stale token: a call of an
+// earlier leadership session changes nothing. Methods are safe for concurrent use.
+//
+// Messages are plain data: failures travel as *jobgraph.ErrorInfo (see Failure), never as error
+// values, so a host's transport can serialize every argument; on the far side ErrorInfo.Err
+// matches the library's sentinel errors with errors.Is. Flink: org.apache.flink.runtime.rpc.RpcGateway
+// and its subinterfaces.
 package rpc
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
 )
@@ -35,6 +41,16 @@ func (e *FencingError) Error() string {
 }
 
 func (e *FencingError) Is(target error) bool { return target == ErrFencingTokenMismatch }
+
+func init() {
+	jobgraph.RegisterErrorCode("rpc.fencing-token-mismatch", ErrFencingTokenMismatch)
+	jobgraph.RegisterErrorCode("rpc.unknown-address", ErrUnknownAddress)
+}
+
+// Failure converts err into the plain data gateway messages carry: its text and the codes of the
+// registered sentinels it matches (jobgraph.NewErrorInfo with a zero timestamp); nil for nil.
+// The receiver gets the error back with ErrorInfo.Err.
+func Failure(err error) *jobgraph.ErrorInfo { return jobgraph.NewErrorInfo(err, time.Time{}) }
 
 // DispatcherGateway is the Dispatcher's public face. Flink: DispatcherGateway.
 type DispatcherGateway interface {
@@ -63,11 +79,13 @@ type JobMasterGateway interface {
 	// OfferSlots offers slots of a registered TaskExecutor; it returns those accepted.
 	OfferSlots(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, offers []SlotOffer) ([]SlotOffer, error)
 	// FailSlot tells the JobMaster that a slot it holds is gone (its tasks fail).
-	FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause error) error
+	FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error
 	// DisconnectTaskExecutor drops a TaskExecutor: its slots fail, and so do its tasks.
-	DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause error) error
-	// DisconnectResourceManager tells the JobMaster its ResourceManager went away.
-	DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error
+	DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error
+	// DisconnectResourceManager tells the JobMaster its ResourceManager went away. Fenced twice:
+	// by token, and by rm, the ResourceManagerID the JobMaster registered with (RegisterJobMaster's
+	// answer); a disconnect from an earlier ResourceManager fails with ErrFencingTokenMismatch.
+	DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error
 	// HeartbeatFromTaskExecutor and HeartbeatFromResourceManager carry heartbeats to the JobMaster.
 	HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report AllocatedSlotReport) error
 	HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error
@@ -84,13 +102,17 @@ type ResourceManagerGateway interface {
 	// NotifySlotAvailable tells the ResourceManager that a slot was freed.
 	NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot SlotID, allocation jobgraph.AllocationID) error
 	// DisconnectTaskExecutor drops a TaskExecutor and its slots.
-	DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause error) error
-	// RegisterJobMaster connects a job's JobMaster (at address, fenced by token).
-	RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) error
+	DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error
+	// RegisterJobMaster connects a job's JobMaster (at address, fenced by token) and returns the
+	// ResourceManager's fencing token, which the JobMaster checks DisconnectResourceManager
+	// against. Flink: JobMasterRegistrationSuccess carries the ResourceManagerId.
+	RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) (jobgraph.ResourceManagerID, error)
 	// DeclareRequiredResources replaces the job's declared requirements.
 	DeclareRequiredResources(ctx context.Context, token jobgraph.JobMasterID, requirements ResourceRequirements) error
-	// DisconnectJobMaster drops the job's JobMaster; its requirements are cleared.
-	DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error
+	// DisconnectJobMaster drops the job's JobMaster; its requirements are cleared. Fenced by the
+	// JobMasterID the job's JobMaster registered with: the disconnect of an earlier session fails
+	// with ErrFencingTokenMismatch and leaves the current one registered.
+	DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error
 	// HeartbeatFromTaskExecutor and HeartbeatFromJobMaster carry heartbeats.
 	HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report SlotReport) error
 	HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error
@@ -101,8 +123,11 @@ type ResourceManagerGateway interface {
 type TaskExecutorGateway interface {
 	// RequestSlot allocates slot for job under allocation and offers it to the JobMaster at
 	// jobMasterAddress, whose current fencing token is jobMaster. Fails if the slot is allocated
-	// to another allocation. (Flink's TaskExecutor learns the JobMaster's token through its
-	// JobLeaderService; here the ResourceManager, which knows it from RegisterJobMaster, passes it.)
+	// to another allocation. Fenced by rm: once the TaskExecutor is registered, a request carrying
+	// another ResourceManagerID than the one its registration returned fails with
+	// ErrFencingTokenMismatch and allocates nothing. (Flink's TaskExecutor learns the JobMaster's
+	// token through its JobLeaderService; here the ResourceManager, which knows it from
+	// RegisterJobMaster, passes it.)
 	RequestSlot(ctx context.Context, slot SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error
 	// SubmitTask starts an execution in the slot named by the descriptor. Fenced by the
 	// JobMasterID the slot was offered to: a stale one fails with ErrFencingTokenMismatch.
@@ -110,11 +135,13 @@ type TaskExecutorGateway interface {
 	// CancelTask cancels a running execution; CANCELED is reported once it has returned.
 	CancelTask(ctx context.Context, attempt jobgraph.ExecutionAttemptID) error
 	// FreeSlot frees an allocated slot (canceling what runs in it).
-	FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause error) error
+	FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error
 	// ReleasePartitions drops the job's partitions named.
 	ReleasePartitions(ctx context.Context, job jobgraph.JobID, partitions []ResultPartitionID) error
-	// DisconnectJobMaster drops the job's JobMaster: its slots are freed, its tasks fail.
-	DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error
+	// DisconnectJobMaster drops the job's JobMaster: its slots are freed, its tasks fail. Fenced
+	// by the JobMasterID the job's slots were requested for: the disconnect of an earlier session
+	// fails with ErrFencingTokenMismatch and leaves the current one's slots and tasks alone.
+	DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error
 	// HeartbeatFromJobMaster and HeartbeatFromResourceManager carry heartbeats.
 	HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error
 	HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error

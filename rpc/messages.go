@@ -120,10 +120,9 @@ type TaskDeploymentDescriptor struct {
 type TaskExecutionState struct {
 	ExecutionAttemptID jobgraph.ExecutionAttemptID `json:"executionAttemptId"`
 	State              jobgraph.ExecutionState     `json:"state"`
-	// Failure is the error's text when State is FAILED.
-	Failure string `json:"failure,omitempty"`
-	// Err is the failure as an error value, for errors.Is in-process; not serialized.
-	Err error `json:"-"`
+	// Failure is why the execution FAILED (nil otherwise): plain data, see Failure; the
+	// JobMaster matches it against the library's sentinels with Failure.Err().
+	Failure *jobgraph.ErrorInfo `json:"failure,omitempty"`
 }
 
 // JobStatusMessage is one line of ListJobs. Flink: org.apache.flink.runtime.client.JobStatusMessage.

@@ -233,17 +233,21 @@ func TestTaskDeploymentDescriptorJSONRoundTrip(t *testing.T) {
 	assert.NotContains(t, string(data), "config")
 }
 
-func TestTaskExecutionStateJSONDropsErrKeepsFailure(t *testing.T) {
+func TestTaskExecutionStateJSONKeepsFailureAndItsSentinels(t *testing.T) {
 	attempt := jobgraph.ExecutionAttemptID{ExecutionGraphID: jobgraph.NewExecutionGraphID(), ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: jobgraph.NewJobVertexID(), Subtask: 3}, AttemptNumber: 1}
-	cause := errors.New("disk full")
-	state := rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFailed, Failure: cause.Error(), Err: cause}
+	cause := fmt.Errorf("disk full: %w", &rpc.FencingError{Endpoint: "JobMaster x", Expected: "a", Got: "b"})
+	state := rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(cause)}
 
 	got, data := roundTrip(t, state)
-	assert.Equal(t, rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFailed, Failure: "disk full"}, got)
-	assert.Nil(t, got.Err)
+	want := rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFailed,
+		Failure: &jobgraph.ErrorInfo{Message: "disk full: JobMaster x: fencing token mismatch: expected a, got b", Codes: []string{"rpc.fencing-token-mismatch"}}}
+	assert.Equal(t, want, got)
 	assert.Contains(t, string(data), `"state":"FAILED"`)
-	assert.Contains(t, string(data), `"failure":"disk full"`)
-	assert.NotContains(t, string(data), "Err")
+	assert.Contains(t, string(data), `"failure":{"message":"disk full: JobMaster x: fencing token mismatch: expected a, got b","codes":["rpc.fencing-token-mismatch"]}`)
+	far := got.Failure.Err()
+	assert.ErrorIs(t, far, rpc.ErrFencingTokenMismatch, "the sentinel matches on the far side")
+	assert.NotErrorIs(t, far, rpc.ErrUnknownAddress)
+	assert.EqualError(t, far, cause.Error())
 
 	running := rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateRunning}
 	gotRunning, data := roundTrip(t, running)

@@ -171,7 +171,7 @@ func (h *harness) finish(name string, i int) {
 
 // fail reports FAILED with err for the current execution of name/i.
 func (h *harness) fail(name string, i int, err error) bool {
-	return h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec(name, i).AttemptID(), State: jobgraph.ExecutionStateFailed, Err: err})
+	return h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec(name, i).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(err)})
 }
 
 // deployedSince lists "<task name>#<attempt>" of the deployments from the n-th on.

@@ -246,7 +246,8 @@ func (s *DefaultScheduler) StartScheduling() {
 //     consumer regions have all finished are released (Deployer.ReleasePartitions); the strategy
 //     schedules what became schedulable; when every execution FINISHED the job is FINISHED.
 //     For an execution being canceled it counts as CANCELED (the task beat the cancel call).
-//   - FAILED: the execution FAILED with s.Err (or s.Failure as text) wrapped as
+//   - FAILED: the execution FAILED with s.Failure.Err() (which matches the library's sentinels
+//     the failure matched on the TaskExecutor) wrapped as
 //     "task <name> (attempt <n>) on <location> failed: <err>", and the failure handler decides:
 //     the failover strategy's vertices restart after the restart strategy's backoff, or the job
 //     fails with that root cause. For an execution being canceled for a restart it is a
@@ -279,13 +280,12 @@ func (s *DefaultScheduler) UpdateTaskExecutionState(st rpc.TaskExecutionState) b
 	case jobgraph.ExecutionStateFinished:
 		s.onFinishedReport(e)
 	case jobgraph.ExecutionStateFailed:
-		cause := st.Err
-		if cause == nil {
-			msg := st.Failure
-			if msg == "" {
-				msg = "unknown failure"
-			}
-			cause = errors.New(msg)
+		cause := st.Failure.Err()
+		switch {
+		case cause == nil:
+			cause = errors.New("unknown failure")
+		case cause.Error() == "":
+			cause = fmt.Errorf("unknown failure%w", cause) // keeps the codes
 		}
 		s.failExecution(e, fmt.Errorf("task %s (attempt %d) on %s failed: %w", e.Vertex().Name(), e.AttemptNumber(), e.ResourceID, cause), false)
 	case jobgraph.ExecutionStateCanceled:

@@ -217,6 +217,9 @@ func TestVertexwiseSchedulingCounts(t *testing.T) {
 
 var errBoom = errors.New("boom")
 
+// errBoom travels in TaskExecutionState as a host's own sentinel does: under a registered code.
+func init() { jobgraph.RegisterErrorCode("scheduler-test.boom", errBoom) }
+
 // A task failure with no restart strategy fails the job with the task's error as root cause;
 // the other executions are canceled and the slots go back.
 func TestTaskFailureFailsJob(t *testing.T) {
@@ -231,7 +234,7 @@ func TestTaskFailureFailsJob(t *testing.T) {
 	assert.Equal(t, 2, h.pool.NumAllocatedSlots())
 
 	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{
-		ExecutionAttemptID: h.exec("a", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: "boom", Err: errBoom,
+		ExecutionAttemptID: h.exec("a", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(errBoom),
 	}))
 	assert.Equal(t, jobgraph.JobStatusFailing, h.s.JobStatus())
 	assert.Equal(t, map[jobgraph.ExecutionState]int{jobgraph.ExecutionStateFailed: 1, jobgraph.ExecutionStateCanceling: 3}, h.countStates())
@@ -530,7 +533,7 @@ func TestHandleGlobalFailure(t *testing.T) {
 	h.s.HandleGlobalFailure(errors.New("second")) // the first root cause stays
 	require.True(t, h.report("v", 0, jobgraph.ExecutionStateCanceled))
 	// A task that fails while being canceled counts as canceled, as in Flink.
-	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 1).AttemptID(), State: jobgraph.ExecutionStateFailed, Err: errors.New("interrupted")}))
+	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 1).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(errors.New("interrupted"))}))
 	assert.Equal(t, jobgraph.JobStatusFailed, h.s.JobStatus())
 	assert.Same(t, errBoom, h.s.RootCause())
 	assert.Equal(t, map[jobgraph.ExecutionState]int{jobgraph.ExecutionStateCanceled: 2}, h.countStates())
@@ -605,7 +608,7 @@ func TestFailedTaskSlotIsNotReusedByACanceledBulk(t *testing.T) {
 	h.s.StartScheduling()
 	h.offer(te1, 1)
 	require.Equal(t, []string{"v (1/2)"}, h.deployer.deployedNames())
-	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Err: errBoom}))
+	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(errBoom)}))
 	assert.Equal(t, jobgraph.JobStatusFailed, h.s.JobStatus())
 	assert.Len(t, h.deployer.deployed, 1)
 	assert.Empty(t, h.deployer.canceled)
@@ -627,7 +630,7 @@ func TestPartitionsLeftAreReleasedAtTheEnd(t *testing.T) {
 	require.Equal(t, []string{"a (1/1)", "b (1/1)"}, h.deployer.deployedNames())
 	assert.Equal(t, te1, h.deployer.deployed[1].slot.TaskExecutor, "b reuses a's slot")
 	assert.Empty(t, h.deployer.released)
-	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("b", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Err: errBoom}))
+	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("b", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(errBoom)}))
 	assert.Equal(t, jobgraph.JobStatusFailed, h.s.JobStatus())
 	assert.Equal(t, []releaseCall{{te1, []rpc.ResultPartitionID{{
 		PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: a.Results[0].ID},
@@ -672,7 +675,7 @@ func TestUnexpectedReports(t *testing.T) {
 		h := newHarness(t, g, Config{})
 		h.s.StartScheduling()
 		h.offer(te1, 1)
-		require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: "out of memory"}))
+		require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: h.exec("v", 0).AttemptID(), State: jobgraph.ExecutionStateFailed, Failure: &jobgraph.ErrorInfo{Message: "out of memory"}}))
 		assert.EqualError(t, h.s.RootCause(), "task v (1/1) (attempt 0) on taskexecutor-1 failed: out of memory")
 	})
 }

@@ -40,6 +40,14 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 )
 
+// The sentinels that may travel in a gateway message (see jobgraph.RegisterErrorCode).
+func init() {
+	jobgraph.RegisterErrorCode("slotpool.no-resource-available", ErrNoResourceAvailable)
+	jobgraph.RegisterErrorCode("slotpool.request-canceled", ErrRequestCanceled)
+	jobgraph.RegisterErrorCode("slotpool.pool-closed", ErrPoolClosed)
+	jobgraph.RegisterErrorCode("slotpool.idle-slot", ErrIdleSlot)
+}
+
 // NoResourceAvailableError is the error of a slot request that timed out. It matches
 // ErrNoResourceAvailable.
 type NoResourceAvailableError struct {

@@ -127,15 +127,15 @@ func (f *fakeJobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMaster
 	return accepted, nil
 }
 
-func (f *fakeJobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause error) error {
+func (f *fakeJobMaster) FailSlot(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error {
 	return nil
 }
 
-func (f *fakeJobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause error) error {
+func (f *fakeJobMaster) DisconnectTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
 	return nil
 }
 
-func (f *fakeJobMaster) DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause error) error {
+func (f *fakeJobMaster) DisconnectResourceManager(ctx context.Context, token jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error {
 	return nil
 }
 
@@ -212,19 +212,19 @@ func (f *fakeResourceManager) NotifySlotAvailable(ctx context.Context, taskExecu
 	return nil
 }
 
-func (f *fakeResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause error) error {
+func (f *fakeResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
 	return nil
 }
 
-func (f *fakeResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) error {
-	return nil
+func (f *fakeResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) (jobgraph.ResourceManagerID, error) {
+	return f.id, nil
 }
 
 func (f *fakeResourceManager) DeclareRequiredResources(ctx context.Context, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
 	return nil
 }
 
-func (f *fakeResourceManager) DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error {
+func (f *fakeResourceManager) DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
 	return nil
 }
 

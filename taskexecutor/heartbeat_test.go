@@ -168,8 +168,8 @@ func TestSilentJobMasterIsDisconnectedAfterExactlyTheHeartbeatTimeout(t *testing
 		sleep(time.Nanosecond) // 7 s
 		last := c.jms[1].lastState(t, d.ExecutionAttemptID)
 		assert.Equal(t, jobgraph.ExecutionStateFailed, last.State.State)
-		assert.ErrorIs(t, last.State.Err, heartbeat.ErrTimeout)
-		assert.Equal(t, "JobMaster of job "+jobID(1).String()+" disconnected from TaskExecutor te-1: heartbeat of the JobMaster of job "+jobID(1).String()+" timed out after 5s", last.State.Failure)
+		assert.ErrorIs(t, last.State.Failure.Err(), heartbeat.ErrTimeout)
+		assert.Equal(t, "JobMaster of job "+jobID(1).String()+" disconnected from TaskExecutor te-1: heartbeat of the JobMaster of job "+jobID(1).String()+" timed out after 5s", last.State.Failure.Message)
 		r, err = c.te.SlotReport(ctx)
 		require.NoError(t, err)
 		assert.True(t, r.Slots[0].JobID.IsZero(), "job 1's slot is free")

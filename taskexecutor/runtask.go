@@ -184,10 +184,7 @@ func (t *task) report(state jobgraph.ExecutionState, err error) {
 		return
 	}
 	msg := rpc.TaskExecutionState{ExecutionAttemptID: t.attempt, State: state}
-	if err != nil {
-		msg.Err = err
-		msg.Failure = err.Error()
-	}
+	msg.Failure = rpc.Failure(err)
 	if t.jm == nil {
 		jm, cerr := rpc.Connect[rpc.JobMasterGateway](te.ctx, te.rpc, t.jmAddress)
 		if cerr != nil {

@@ -39,9 +39,28 @@ var (
 	// Flink: SlotOccupiedException.
 	ErrSlotOccupied = errors.New("slot occupied")
 	// ErrUnknownInvokable: a task names task code that is not in the Registry. A task failing
-	// this way is reported FAILED with an *UnknownInvokableError.
+	// this way fails with an *UnknownInvokableError, reported FAILED with a failure that matches
+	// ErrUnknownInvokable.
 	ErrUnknownInvokable = errors.New("task code not registered")
 )
+
+// The sentinels that may travel in a gateway message or a task's failure (see
+// jobgraph.RegisterErrorCode), the shuffle's included.
+func init() {
+	for code, err := range map[string]error{
+		"taskexecutor.closed":             ErrClosed,
+		"taskexecutor.killed":             ErrKilled,
+		"taskexecutor.task-not-found":     ErrTaskNotFound,
+		"taskexecutor.slot-not-found":     ErrSlotNotFound,
+		"taskexecutor.slot-occupied":      ErrSlotOccupied,
+		"taskexecutor.unknown-invokable":  ErrUnknownInvokable,
+		"taskexecutor.producer-failed":    ErrProducerFailed,
+		"taskexecutor.partition-released": ErrPartitionReleased,
+		"taskexecutor.partition-lost":     ErrPartitionLost,
+	} {
+		jobgraph.RegisterErrorCode(code, err)
+	}
+}
 
 // UnknownInvokableError is the failure of a task whose task code (JobVertex.Invokable) is not
 // registered on the TaskExecutor it was deployed to. errors.Is(err, ErrUnknownInvokable).
@@ -437,12 +456,17 @@ func (te *TaskExecutor) spawn(fn func()) {
 
 // RequestSlot allocates slot for job and offers it to the job's JobMaster. Asking again for the
 // same slot and allocation is a no-op; a slot allocated to another allocation fails with
-// ErrSlotOccupied. The offer happens off the loop: a slot the JobMaster declines (or that cannot
+// ErrSlotOccupied. A request whose rm is not the ResourceManagerID the TaskExecutor registered
+// with fails with an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and allocates nothing; one
+// arriving before the registration's answer adopts rm. The offer happens off the loop: a slot the JobMaster declines (or that cannot
 // be offered) is freed again and the ResourceManager told.
 func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
 	return te.call(ctx, func() error {
 		if slotID.ResourceID != te.id {
 			return fmt.Errorf("TaskExecutor %s: asked for slot %d of TaskExecutor %s: %w", te.id, slotID.SlotNumber, slotID.ResourceID, ErrSlotNotFound)
+		}
+		if !te.rmID.IsZero() && rm != te.rmID {
+			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: te.rmID.String(), Got: rm.String()}
 		}
 		n := slotID.SlotNumber
 		if n < 0 || n >= len(te.slots) {
@@ -465,7 +489,9 @@ func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job 
 		*s = slot{state: slotAllocated, allocation: allocation, job: job, profile: profile,
 			tasks: make(map[jobgraph.ExecutionAttemptID]*task)}
 		te.allocations[allocation] = n
-		if rm != (jobgraph.ResourceManagerID{}) && te.rmID == (jobgraph.ResourceManagerID{}) {
+		if te.rmID.IsZero() {
+			// The request raced ahead of RegisterTaskExecutor's answer: its token is the one
+			// registration returns.
 			te.rmID = rm
 		}
 		jc := te.jobs[job]
@@ -695,13 +721,13 @@ func (te *TaskExecutor) CancelTask(ctx context.Context, attempt jobgraph.Executi
 // FreeSlot frees the slot of allocation: its tasks are canceled (and reported CANCELED), and
 // once they have returned the slot is free and the ResourceManager told. An unknown allocation
 // is not an error (the slot is free already).
-func (te *TaskExecutor) FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause error) error {
+func (te *TaskExecutor) FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error {
 	return te.call(ctx, func() error {
 		n, ok := te.allocations[allocation]
 		if !ok {
 			return nil
 		}
-		te.log.Debug("freeing slot", "slot", n, "allocation", allocation.String(), "cause", cause)
+		te.log.Debug("freeing slot", "slot", n, "allocation", allocation.String(), "cause", cause.Err())
 		te.freeSlot(n, nil)
 		return nil
 	})
@@ -721,10 +747,15 @@ func (te *TaskExecutor) ReleasePartitions(ctx context.Context, job jobgraph.JobI
 
 // DisconnectJobMaster drops the job's JobMaster: the job's tasks fail with cause (reported
 // FAILED, as far as the JobMaster still listens), its slots are freed, and the partitions the job
-// produced here are released, except finished BLOCKING_PERSISTENT ones.
-func (te *TaskExecutor) DisconnectJobMaster(ctx context.Context, job jobgraph.JobID, cause error) error {
+// produced here are released, except finished BLOCKING_PERSISTENT ones. Fenced: when the job's
+// slots were requested for another JobMasterID than token (a newer leader session), it fails with
+// an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and changes nothing.
+func (te *TaskExecutor) DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
 	return te.call(ctx, func() error {
-		te.disconnectJobMaster(job, cause)
+		if jc := te.jobs[job]; jc != nil && jc.token != token {
+			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (job " + job.String() + ")", Expected: jc.token.String(), Got: token.String()}
+		}
+		te.disconnectJobMaster(job, cause.Err())
 		return nil
 	})
 }

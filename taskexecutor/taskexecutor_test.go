@@ -119,6 +119,21 @@ func TestRequestSlotIsIdempotentAndRefusesAnOccupiedSlot(t *testing.T) {
 		assert.ErrorIs(t, err, ErrSlotNotFound)
 		err = te.RequestSlot(ctx, rpc.SlotID{ResourceID: "te-1", SlotNumber: 1}, jobID(1), allocID(3), jobgraph.ResourceProfile{CPUCores: 2}, jmAddr, jmToken(1), rmToken(9))
 		assert.EqualError(t, err, "TaskExecutor te-1: slot 1 offers {cpu=1}, less than the {cpu=2} asked for")
+
+		// A request from another ResourceManager than the one te-1 registered with (rmToken(9))
+		// is fenced off and allocates nothing: slot 1 stays free for the current one.
+		err = te.RequestSlot(ctx, rpc.SlotID{ResourceID: "te-1", SlotNumber: 1}, jobID(1), allocID(3), jobgraph.ResourceProfile{}, jmAddr, jmToken(1), rmToken(8))
+		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+		var fe *rpc.FencingError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, rmToken(9).String(), fe.Expected)
+		assert.Equal(t, rmToken(8).String(), fe.Got)
+		synctest.Wait()
+		assert.Len(t, c.jm.offers, 1, "nothing offered")
+		r, err := te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.True(t, r.Slots[1].AllocationID.IsZero(), "slot 1 is still free")
+		require.NoError(t, te.RequestSlot(ctx, rpc.SlotID{ResourceID: "te-1", SlotNumber: 1}, jobID(1), allocID(3), jobgraph.ResourceProfile{}, jmAddr, jmToken(1), rmToken(9)))
 	})
 }
 
@@ -322,8 +337,8 @@ func TestFailingTaskReportsFailedWithItsError(t *testing.T) {
 			jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning, jobgraph.ExecutionStateFailed,
 		}, c.jm.statesOf(a))
 		last := c.jm.lastState(t, a)
-		assert.Same(t, boom, last.State.Err)
-		assert.Equal(t, "boom: bad record 17", last.State.Failure)
+		assert.Equal(t, &jobgraph.ErrorInfo{Message: "boom: bad record 17"}, last.State.Failure, "plain data: the text, no codes")
+		assert.Equal(t, "boom: bad record 17", last.State.Failure.Message)
 		assert.Equal(t, jmToken(1), last.Token)
 	})
 }
@@ -339,7 +354,7 @@ func TestPanickingTaskFails(t *testing.T) {
 		synctest.Wait()
 		last := c.jm.lastState(t, attemptID(1, 0, 0))
 		assert.Equal(t, jobgraph.ExecutionStateFailed, last.State.State)
-		assert.Contains(t, last.State.Failure, `task code "panic" of v1 (1/2) panicked: nil map`)
+		assert.Contains(t, last.State.Failure.Message, `task code "panic" of v1 (1/2) panicked: nil map`)
 	})
 }
 
@@ -394,11 +409,9 @@ func TestMissingTaskCodeFailsTheTaskNamingIt(t *testing.T) {
 		a := attemptID(1, 0, 0)
 		assert.Equal(t, []jobgraph.ExecutionState{jobgraph.ExecutionStateFailed}, c.jm.statesOf(a))
 		last := c.jm.lastState(t, a)
-		assert.Equal(t, `task code "foo" is not registered on TaskExecutor te-1 (registered: a, b)`, last.State.Failure)
-		assert.ErrorIs(t, last.State.Err, ErrUnknownInvokable)
-		var ue *UnknownInvokableError
-		require.ErrorAs(t, last.State.Err, &ue)
-		assert.Equal(t, UnknownInvokableError{Name: "foo", TaskExecutor: "te-1", Registered: []string{"a", "b"}}, *ue)
+		assert.Equal(t, `task code "foo" is not registered on TaskExecutor te-1 (registered: a, b)`, last.State.Failure.Message)
+		assert.Equal(t, []string{"taskexecutor.unknown-invokable"}, last.State.Failure.Codes)
+		assert.ErrorIs(t, last.State.Failure.Err(), ErrUnknownInvokable, "the sentinel matches on the JobMaster's side")
 
 		// Its partition is failed, so a reader does not wait for it forever.
 		g, err := c.shuffle.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{
@@ -433,8 +446,7 @@ func TestCrashTaskFailsTheTaskWithTheError(t *testing.T) {
 		synctest.Wait()
 		last := c.jm.lastState(t, a)
 		assert.Equal(t, jobgraph.ExecutionStateFailed, last.State.State)
-		assert.Same(t, crash, last.State.Err)
-		assert.Equal(t, "disk on fire", last.State.Failure)
+		assert.Equal(t, "disk on fire", last.State.Failure.Message)
 		assert.ErrorIs(t, te.CrashTask(a, crash), ErrTaskNotFound)
 	})
 }
@@ -451,7 +463,7 @@ func TestFreeSlotCancelsItsTasksThenTellsTheResourceManager(t *testing.T) {
 		require.NoError(t, te.SubmitTask(ctx, jmToken(1), tdd(1, 0, "wait", allocID(1))))
 		synctest.Wait()
 
-		require.NoError(t, te.FreeSlot(ctx, allocID(1), errors.New("job done")))
+		require.NoError(t, te.FreeSlot(ctx, allocID(1), rpc.Failure(errors.New("job done"))))
 		synctest.Wait()
 		assert.Empty(t, c.rm.notifications(), "the slot is freed only once its task has returned")
 		err := te.SubmitTask(ctx, jmToken(1), tdd(1, 1, "wait", allocID(1)))
@@ -493,15 +505,23 @@ func TestDisconnectJobMasterFailsTasksAndFreesSlots(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, 1, c.shuffle.Len())
 
-		require.NoError(t, te.DisconnectJobMaster(ctx, jobID(1), errors.New("leadership lost")))
+		// An earlier leader's disconnect is fenced off: nothing fails, nothing is freed.
+		err := te.DisconnectJobMaster(ctx, jmToken(7), jobID(1), rpc.Failure(errors.New("old leader closing")))
+		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+		synctest.Wait()
+		assert.Equal(t, []jobgraph.ExecutionState{jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning}, c.jm.statesOf(attemptID(1, 0, 0)))
+		assert.Empty(t, c.rm.notifications(), "no slot freed")
+		assert.Equal(t, 1, c.shuffle.Len(), "no partition released")
+
+		require.NoError(t, te.DisconnectJobMaster(ctx, jmToken(1), jobID(1), rpc.Failure(errors.New("leadership lost"))))
 		synctest.Wait()
 		last := c.jm.lastState(t, attemptID(1, 0, 0))
 		assert.Equal(t, jobgraph.ExecutionStateFailed, last.State.State)
-		assert.Equal(t, "JobMaster of job "+jobID(1).String()+" disconnected from TaskExecutor te-1: leadership lost", last.State.Failure)
+		assert.Equal(t, "JobMaster of job "+jobID(1).String()+" disconnected from TaskExecutor te-1: leadership lost", last.State.Failure.Message)
 		assert.Len(t, c.rm.notifications(), 2)
 		assert.Equal(t, 0, c.shuffle.Len(), "the job's partitions produced here are released")
 
-		err := te.SubmitTask(ctx, jmToken(1), tdd(1, 1, "wait", allocID(1)))
+		err = te.SubmitTask(ctx, jmToken(1), tdd(1, 1, "wait", allocID(1)))
 		assert.ErrorIs(t, err, ErrSlotNotFound)
 	})
 }
@@ -530,7 +550,7 @@ func TestKillStopsAnsweringAndCancelsTasksSilently(t *testing.T) {
 			"CancelTask":                   te.CancelTask(ctx, a),
 			"FreeSlot":                     te.FreeSlot(ctx, allocID(1), nil),
 			"ReleasePartitions":            te.ReleasePartitions(ctx, jobID(1), nil),
-			"DisconnectJobMaster":          te.DisconnectJobMaster(ctx, jobID(1), nil),
+			"DisconnectJobMaster":          te.DisconnectJobMaster(ctx, jmToken(1), jobID(1), nil),
 			"HeartbeatFromJobMaster":       te.HeartbeatFromJobMaster(ctx, "jm"),
 			"HeartbeatFromResourceManager": te.HeartbeatFromResourceManager(ctx, "rm"),
 			"CrashTask":                    te.CrashTask(a, nil),
@@ -667,11 +687,11 @@ func TestProducerFailureReachesTheConsumer(t *testing.T) {
 		require.NoError(t, te.SubmitTask(ctx, jmToken(1), src))
 		synctest.Wait()
 
-		assert.Equal(t, "source broke", c.jm.lastState(t, attemptID(1, 0, 0)).State.Failure)
+		assert.Equal(t, "source broke", c.jm.lastState(t, attemptID(1, 0, 0)).State.Failure.Message)
 		last := c.jm.lastState(t, attemptID(2, 0, 0))
 		assert.Equal(t, jobgraph.ExecutionStateFailed, last.State.State)
-		assert.Equal(t, "result partition "+partitionName(pid)+": producer failed: source broke", last.State.Failure)
-		assert.ErrorIs(t, last.State.Err, ErrProducerFailed)
+		assert.Equal(t, "result partition "+partitionName(pid)+": producer failed: source broke", last.State.Failure.Message)
+		assert.ErrorIs(t, last.State.Failure.Err(), ErrProducerFailed)
 	})
 }
 

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/jobgraph/jobgraph"
 )
 
 const (
@@ -35,6 +37,9 @@ const (
 
 // ErrTimeout is matched (errors.Is) by every *TimeoutError.
 var ErrTimeout = errors.New("heartbeat timed out")
+
+// A heartbeat timeout travels in gateway messages (a disconnect's cause, a task's failure).
+func init() { jobgraph.RegisterErrorCode("heartbeat.timeout", ErrTimeout) }
 
 // TimeoutError is the cause endpoints give when a peer's heartbeat timed out. errors.Is(err,
 // ErrTimeout). Flink: TimeoutException("Heartbeat of TaskManager with id … timed out.").

@@ -1,0 +1,106 @@
+package jobgraph_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+var (
+	errDiskFull = errors.New("disk full")
+	errNoQuota  = errors.New("no quota")
+	errLocal    = errors.New("not registered")
+)
+
+func init() {
+	jobgraph.RegisterErrorCode("test.disk-full", errDiskFull)
+	jobgraph.RegisterErrorCode("test.no-quota", errNoQuota)
+	jobgraph.RegisterErrorCode("test.no-quota", errNoQuota) // the same pair again is a no-op
+}
+
+// lostInput is a failure that names an unreadable input partition, as a TaskExecutor's is.
+type lostInput struct {
+	p jobgraph.IntermediateResultPartitionID
+}
+
+func (e *lostInput) Error() string                                                { return "input lost" }
+func (e *lostInput) UnavailablePartition() jobgraph.IntermediateResultPartitionID { return e.p }
+
+// An ErrorInfo crosses a process boundary (JSON here) and its Err still matches the registered
+// sentinels the original matched, through wrapping, joins and custom Is methods; unregistered ones
+// are not carried.
+func TestErrorInfoCarriesRegisteredSentinelsAcrossJSON(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	orig := fmt.Errorf("task t failed: %w", errors.Join(errNoQuota, fmt.Errorf("write: %w", errDiskFull), errLocal))
+	info := jobgraph.NewErrorInfo(orig, at)
+	assert.Equal(t, []string{"test.disk-full", "test.no-quota"}, info.Codes, "registration order")
+
+	data, err := json.Marshal(info)
+	require.NoError(t, err)
+	var far jobgraph.ErrorInfo
+	require.NoError(t, json.Unmarshal(data, &far))
+	assert.Equal(t, *info, far)
+
+	got := far.Err()
+	assert.EqualError(t, got, orig.Error())
+	assert.ErrorIs(t, got, errDiskFull)
+	assert.ErrorIs(t, got, errNoQuota)
+	assert.NotErrorIs(t, got, errLocal, "an unregistered sentinel does not travel")
+	assert.ErrorIs(t, fmt.Errorf("wrapped again: %w", got), errDiskFull)
+
+	// Serialized again (a second hop), the codes stay.
+	assert.Equal(t, info.Codes, jobgraph.NewErrorInfo(fmt.Errorf("hop: %w", got), at).Codes)
+
+	var nilInfo *jobgraph.ErrorInfo
+	assert.NoError(t, nilInfo.Err())
+	assert.Nil(t, jobgraph.NewErrorInfo(nil, at))
+	assert.Nil(t, jobgraph.ErrorCodes(errLocal))
+}
+
+// A custom Is method counts as a match, as errors.Is has it.
+type isDiskFull struct{}
+
+func (isDiskFull) Error() string        { return "custom" }
+func (isDiskFull) Is(target error) bool { return target == errDiskFull }
+func (isDiskFull) Unwrap() error        { return nil }
+
+func TestErrorCodesFollowCustomIs(t *testing.T) {
+	assert.Equal(t, []string{"test.disk-full"}, jobgraph.ErrorCodes(fmt.Errorf("x: %w", isDiskFull{})))
+}
+
+func TestErrorInfoKeepsTheUnavailablePartition(t *testing.T) {
+	p := jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: jobgraph.NewIntermediateDataSetID(), PartitionIndex: 3}
+	info := jobgraph.NewErrorInfo(fmt.Errorf("read: %w", &lostInput{p}), time.Time{})
+	require.NotNil(t, info.UnavailablePartition)
+	assert.Equal(t, p, *info.UnavailablePartition)
+
+	data, err := json.Marshal(info)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "timestamp", "a zero timestamp is left out")
+	var far jobgraph.ErrorInfo
+	require.NoError(t, json.Unmarshal(data, &far))
+	var pe interface {
+		UnavailablePartition() jobgraph.IntermediateResultPartitionID
+	}
+	require.ErrorAs(t, fmt.Errorf("task failed: %w", far.Err()), &pe)
+	assert.Equal(t, p, pe.UnavailablePartition())
+
+	plain := jobgraph.NewErrorInfo(errors.New("x"), time.Time{}).Err()
+	assert.False(t, errors.As(plain, &pe), "no partition, no method")
+}
+
+func TestRegisterErrorCodeRefusesConflicts(t *testing.T) {
+	assert.PanicsWithValue(t, `jobgraph.RegisterErrorCode("test.disk-full", other): the code is registered for "disk full" already`,
+		func() { jobgraph.RegisterErrorCode("test.disk-full", errors.New("other")) })
+	assert.PanicsWithValue(t, `jobgraph.RegisterErrorCode("test.other", disk full): the sentinel is registered as "test.disk-full" already`,
+		func() { jobgraph.RegisterErrorCode("test.other", errDiskFull) })
+	assert.Panics(t, func() { jobgraph.RegisterErrorCode("", errors.New("x")) })
+	assert.Panics(t, func() { jobgraph.RegisterErrorCode("test.nil", nil) })
+}
