@@ -912,9 +912,10 @@ func (g *inputGate) close() {
 type stopSignal struct {
 	ctx    context.Context // the task's context
 	cancel context.CancelCauseFunc
-	// stopped is set by stop once ctx is canceled: one atomic load per call is all the hot
-	// paths pay. When ctx ends otherwise (its TaskExecutor is closing or was killed) the calls
-	// see it at their next batch or wait (check).
+	// stopped is set by stop just before ctx is canceled, so a task that sees ctx canceled
+	// never gets nil from its next call: one atomic load per call is all the hot paths pay.
+	// When ctx ends otherwise (its TaskExecutor is closing or was killed) the calls see it at
+	// their next batch or wait (check).
 	stopped atomic.Bool
 }
 
@@ -929,15 +930,15 @@ func newStopSignal(parent context.Context) *stopSignal {
 // stop cancels the task's context with why (the first reason wins) and tells its gates and
 // writers. Safe anywhere.
 func (s *stopSignal) stop(why error) {
-	s.cancel(why)
 	s.stopped.Store(true)
+	s.cancel(why)
 }
 
-// err is the task's context's error once stop was called, else nil. Every call of the task API
-// checks it first.
+// err is context.Canceled — what the task's context's Err returns once canceled — once stop
+// was called, else nil. Every call of the task API checks it first.
 func (s *stopSignal) err() error {
 	if s.stopped.Load() {
-		return s.ctx.Err()
+		return context.Canceled
 	}
 	return nil
 }
