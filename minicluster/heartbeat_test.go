@@ -223,7 +223,7 @@ func TestCrashTaskFailsTheJobWithItsError(t *testing.T) {
 
 func TestHeartbeatConfigurationIsChecked(t *testing.T) {
 	_, err := minicluster.New(minicluster.Config{Registry: registry(), HeartbeatInterval: time.Minute})
-	assert.EqualError(t, err, "minicluster: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
+	assert.EqualError(t, err, "minicluster: invalid configuration: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
 	_, err = minicluster.New(minicluster.Config{Registry: registry(), HeartbeatTimeout: -time.Second})
-	assert.EqualError(t, err, "minicluster: heartbeat: heartbeat.interval 0s and heartbeat.timeout -1s must not be negative")
+	assert.EqualError(t, err, "minicluster: invalid configuration: heartbeat: heartbeat.interval 0s and heartbeat.timeout -1s must not be negative")
 }

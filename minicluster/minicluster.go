@@ -1,11 +1,13 @@
 // Package minicluster runs a whole jobgraph cluster in one process: a Dispatcher, a
-// ResourceManager, N TaskExecutors with M slots each, in-memory HA services and the in-process
-// RPC service. It is the embedded default a host program or a test starts with.
-// Flink: org.apache.flink.runtime.minicluster.MiniCluster.
+// ResourceManager, N TaskExecutors with M slots each, HA services (in-memory by default) and an
+// RPC service (in-process by default). It is the embedded default a host program or a test
+// starts with; a test can add, kill and remove TaskExecutors while jobs run and observe a job's
+// slot pool. Flink: org.apache.flink.runtime.minicluster.MiniCluster.
 //
-//	mc, err := minicluster.New(minicluster.Config{TaskExecutors: 2, SlotsPerTaskExecutor: 2, Registry: reg})
-//	if err != nil { ... }
-//	if err := mc.Start(ctx); err != nil { ... }
+//	mc, err := minicluster.Start(ctx, minicluster.Config{TaskExecutors: 2, SlotsPerTaskExecutor: 2, Registry: reg})
+//	if err != nil {
+//		return err
+//	}
 //	defer mc.Close()
 //	res, err := mc.Run(ctx, g) // submit and wait for the JobResult
 package minicluster
@@ -15,22 +17,28 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/resourcemanager"
 	"github.com/jobgraph/jobgraph/rpc"
+	"github.com/jobgraph/jobgraph/scheduler"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
-// Config configures a MiniCluster. Zero values take the defaults named.
+// Config configures a MiniCluster. Zero values take the defaults named; New refuses a negative
+// count or duration and an unknown scheduling strategy with an error matching ErrInvalidConfig
+// that names Flink's option key.
 type Config struct {
-	// TaskExecutors is the number of TaskExecutors, default 1.
+	// TaskExecutors is the number of TaskExecutors Start starts, default 1.
 	// Flink: minicluster.number-of-taskmanagers.
 	TaskExecutors int
 	// SlotsPerTaskExecutor is the number of slots of each, default 1.
@@ -41,11 +49,23 @@ type Config struct {
 	SlotProfile jobgraph.ResourceProfile
 	// Registry holds the task code every TaskExecutor runs. Required.
 	Registry *taskexecutor.Registry
-	// SlotRequestTimeout: slot.request.timeout, default 300 s.
+	// RPC is the transport every endpoint registers on and finds the others through; default a
+	// fresh rpc.NewLocalService(). The cluster registers the ResourceManager under
+	// ResourceManagerAddress, TaskExecutors under "taskexecutor-<n>" and JobMasters under
+	// "jobmaster/<job>/<session>", so two clusters must not share one Service.
+	RPC rpc.Service
+	// HA provides leader election and the plan and result stores; default a fresh
+	// embedded.New(). The cluster closes HA services it created, never the host's.
+	HA ha.Services
+	// SlotRequestTimeout: slot.request.timeout, default 300 s. A job that waits this long for a
+	// slot fails with slotpool.ErrNoResourceAvailable, also when the slots are busy with other
+	// jobs (Flink's PhysicalSlotRequestBulkChecker does the same when the job's pool holds no slot
+	// that could serve it): size it for the backlog a host submits.
 	SlotRequestTimeout time.Duration
 	// IdleSlotTimeout: slot.idle.timeout, default 50 s.
 	IdleSlotTimeout time.Duration
-	// SchedulingStrategy: "region" (default) or "vertexwise".
+	// SchedulingStrategy: "region" (default, scheduler.StrategyRegion) or "vertexwise"
+	// (scheduler.StrategyVertexwise). Flink 1.12: jobmanager.scheduler.scheduling-strategy.
 	SchedulingStrategy string
 	// HeartbeatInterval: heartbeat.interval, default 10 s: how often the ResourceManager and each
 	// JobMaster ask the TaskExecutors (and the ResourceManager the JobMasters) for a heartbeat.
@@ -68,76 +88,101 @@ type Config struct {
 	// JobStoreMaxCapacity: jobstore.max-capacity, default (0) unlimited. See
 	// dispatcher.Config.JobStoreMaxCapacity.
 	JobStoreMaxCapacity int
+	// RunCancelTimeout bounds how long Run waits, once its ctx ended, for the job it canceled to
+	// reach a terminal state; default 60 s. No Flink option: Flink's MiniCluster.executeJobBlocking
+	// leaves the job running.
+	RunCancelTimeout time.Duration
 	// Logger defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
 
-const resourceManagerAddress = "resourcemanager"
+// DefaultRunCancelTimeout is Config.RunCancelTimeout's default.
+const DefaultRunCancelTimeout = 60 * time.Second
 
-// MiniCluster is a cluster in one process. Create it with New, Start it, Close it once; methods
-// are safe for concurrent use after Start.
+// ResourceManagerAddress is where the cluster's ResourceManager is registered on its rpc.Service:
+// a host's own TaskExecutor (taskexecutor.Config.ResourceManagerAddress) registers there.
+const ResourceManagerAddress = "resourcemanager"
+
+var (
+	// ErrInvalidConfig is matched by New's errors for a Config it refuses; the message names the
+	// field and Flink's option key.
+	ErrInvalidConfig = errors.New("minicluster: invalid configuration")
+	// ErrNotStarted is returned by the methods that need a started cluster (SubmitJob, Run,
+	// AddTaskExecutor, …) before Start succeeded.
+	ErrNotStarted = errors.New("minicluster: not started")
+	// ErrClosed is returned by Start, SubmitJob, Run and the TaskExecutor methods after Close.
+	ErrClosed = errors.New("minicluster: closed")
+	// ErrTaskExecutorNotFound is returned by KillTaskExecutor and RemoveTaskExecutor for a
+	// ResourceID that is not one of the cluster's running TaskExecutors.
+	ErrTaskExecutorNotFound = errors.New("minicluster: no such TaskExecutor")
+	// ErrJobNotRunning is returned by SlotPoolStatus for a job that has no JobMaster now (not
+	// submitted, finished, or between leaders).
+	ErrJobNotRunning = errors.New("minicluster: job has no running JobMaster")
+)
+
+// MiniCluster is a cluster in one process. Create it with New and Start it (or both at once with
+// Start), Close it once; methods are safe for concurrent use.
 type MiniCluster struct {
-	cfg           Config
-	log           *slog.Logger
-	rpc           *rpc.LocalService
-	ha            *embedded.Services
-	shuffle       *taskexecutor.Shuffle
-	rm            *resourcemanager.ResourceManager
-	taskExecutors []*taskexecutor.TaskExecutor
-	dispatcher    *dispatcher.StandaloneDispatcher
+	cfg        Config
+	log        *slog.Logger
+	rpc        rpc.Service
+	ha         ha.Services
+	ownHA      bool
+	shuffle    *taskexecutor.Shuffle
+	rm         *resourcemanager.ResourceManager
+	dispatcher dispatcher.Dispatcher
+
+	mu            sync.Mutex
+	state         clusterState
+	taskExecutors []*taskexecutor.TaskExecutor // running, in start order
+	nextTE        int                          // number of the next TaskExecutor
+	jobMasters    map[jobgraph.JobID]*trackedJobMaster
+	// closing counts KillTaskExecutor and RemoveTaskExecutor calls releasing a TaskExecutor the
+	// cluster no longer lists; Close waits for them.
+	closing sync.WaitGroup
 }
 
-// New checks cfg and builds the cluster's components; nothing runs until Start.
+type clusterState int
+
+const (
+	created clusterState = iota
+	starting
+	running
+	closed
+)
+
+// New checks cfg and builds the cluster's ResourceManager and Dispatcher; nothing runs until
+// Start. Errors: ErrInvalidConfig (naming the field and option key); a missing Registry.
 func New(cfg Config) (*MiniCluster, error) {
-	if cfg.Registry == nil {
-		return nil, errors.New("minicluster: Config.Registry is required (the task code TaskExecutors run)")
+	if err := validate(&cfg); err != nil {
+		return nil, err
 	}
-	if cfg.TaskExecutors < 0 || cfg.SlotsPerTaskExecutor < 0 {
-		return nil, fmt.Errorf("minicluster: %d TaskExecutors × %d slots: negative", cfg.TaskExecutors, cfg.SlotsPerTaskExecutor)
-	}
-	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
-		return nil, fmt.Errorf("minicluster: %w", err)
-	}
-	cfg.TaskExecutors = max(cfg.TaskExecutors, 1)
-	cfg.SlotsPerTaskExecutor = max(cfg.SlotsPerTaskExecutor, 1)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	mc := &MiniCluster{cfg: cfg, log: log, rpc: rpc.NewLocalService(), ha: embedded.New(), shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{})}
+	mc := &MiniCluster{cfg: cfg, log: log, rpc: cfg.RPC, ha: cfg.HA, shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{}),
+		jobMasters: make(map[jobgraph.JobID]*trackedJobMaster)}
+	if mc.rpc == nil {
+		mc.rpc = rpc.NewLocalService()
+	}
+	if mc.ha == nil {
+		mc.ha, mc.ownHA = embedded.New(), true
+	}
 	rm, err := resourcemanager.New(resourcemanager.Config{
-		Address:           resourceManagerAddress,
+		Address:           ResourceManagerAddress,
 		RPC:               mc.rpc,
 		Logger:            log,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		HeartbeatTimeout:  cfg.HeartbeatTimeout,
 	})
 	if err != nil {
-		return nil, err
+		return nil, mc.abandon(err)
 	}
 	mc.rm = rm
-	for i := range cfg.TaskExecutors {
-		te, err := taskexecutor.New(taskexecutor.Config{
-			ResourceID:             jobgraph.ResourceID(fmt.Sprintf("taskexecutor-%d", i)),
-			Address:                fmt.Sprintf("taskexecutor-%d", i),
-			NumSlots:               cfg.SlotsPerTaskExecutor,
-			SlotProfile:            cfg.SlotProfile,
-			Registry:               cfg.Registry,
-			RPC:                    mc.rpc,
-			ResourceManagerAddress: resourceManagerAddress,
-			Shuffle:                mc.shuffle,
-			Logger:                 log,
-			HeartbeatInterval:      cfg.HeartbeatInterval,
-			HeartbeatTimeout:       cfg.HeartbeatTimeout,
-		})
-		if err != nil {
-			return nil, err
-		}
-		mc.taskExecutors = append(mc.taskExecutors, te)
-	}
 	jmConfig := jobmaster.Config{
 		RPC:                    mc.rpc,
-		ResourceManagerAddress: resourceManagerAddress,
+		ResourceManagerAddress: ResourceManagerAddress,
 		SlotRequestTimeout:     cfg.SlotRequestTimeout,
 		IdleSlotTimeout:        cfg.IdleSlotTimeout,
 		SchedulingStrategy:     cfg.SchedulingStrategy,
@@ -154,46 +199,273 @@ func New(cfg Config) (*MiniCluster, error) {
 		JobStoreExpiration:  cfg.JobStoreExpiration,
 		JobStoreMaxCapacity: cfg.JobStoreMaxCapacity,
 		JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
-			return jobmaster.NewFactory(g, jmConfig)
+			f, err := jobmaster.NewFactory(g, jmConfig)
+			if err != nil {
+				return nil, err
+			}
+			return trackingFactory{f, mc}, nil
 		}),
 	})
 	if err != nil {
-		return nil, err
+		rm.Close()
+		return nil, mc.abandon(err)
 	}
 	mc.dispatcher = d
 	return mc, nil
 }
 
-// Start starts the ResourceManager and the TaskExecutors (which register with it).
-func (mc *MiniCluster) Start(ctx context.Context) error {
-	if err := mc.rm.Start(ctx); err != nil {
-		return fmt.Errorf("minicluster: starting the ResourceManager: %w", err)
+// abandon releases what New built before failing with err.
+func (mc *MiniCluster) abandon(err error) error {
+	if mc.ownHA {
+		return errors.Join(err, mc.ha.Close())
 	}
-	for _, te := range mc.taskExecutors {
-		if err := te.Start(ctx); err != nil {
-			return fmt.Errorf("minicluster: starting a TaskExecutor: %w", err)
-		}
+	return err
+}
+
+// validate refuses what the components would otherwise accept and fail every job with, and fills
+// in the defaults of the cluster's own fields.
+func validate(cfg *Config) error {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case cfg.Registry == nil:
+		return invalid("Config.Registry is required (the task code TaskExecutors run)")
+	case cfg.TaskExecutors < 0:
+		return invalid("TaskExecutors (minicluster.number-of-taskmanagers) is %d, negative", cfg.TaskExecutors)
+	case cfg.SlotsPerTaskExecutor < 0:
+		return invalid("SlotsPerTaskExecutor (taskmanager.numberOfTaskSlots) is %d, negative", cfg.SlotsPerTaskExecutor)
+	case cfg.SlotRequestTimeout < 0:
+		return invalid("SlotRequestTimeout (slot.request.timeout) is %v, negative", cfg.SlotRequestTimeout)
+	case cfg.IdleSlotTimeout < 0:
+		return invalid("IdleSlotTimeout (slot.idle.timeout) is %v, negative", cfg.IdleSlotTimeout)
+	case cfg.SchedulingStrategy != "" && cfg.SchedulingStrategy != scheduler.StrategyRegion && cfg.SchedulingStrategy != scheduler.StrategyVertexwise:
+		return fmt.Errorf("%w: SchedulingStrategy (jobmanager.scheduler.scheduling-strategy) %q: %w; want %q or %q",
+			ErrInvalidConfig, cfg.SchedulingStrategy, scheduler.ErrUnknownStrategy, scheduler.StrategyRegion, scheduler.StrategyVertexwise)
+	case cfg.ExceptionHistorySize < 0:
+		return invalid("ExceptionHistorySize (web.exception-history-size) is %d, negative", cfg.ExceptionHistorySize)
+	case cfg.JobStoreMaxCapacity < 0:
+		return invalid("JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative", cfg.JobStoreMaxCapacity)
+	case cfg.RunCancelTimeout < 0:
+		return invalid("RunCancelTimeout is %v, negative", cfg.RunCancelTimeout)
+	}
+	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	cfg.TaskExecutors = max(cfg.TaskExecutors, 1)
+	cfg.SlotsPerTaskExecutor = max(cfg.SlotsPerTaskExecutor, 1)
+	if cfg.RunCancelTimeout == 0 {
+		cfg.RunCancelTimeout = DefaultRunCancelTimeout
 	}
 	return nil
 }
 
-// Dispatcher returns the cluster's Dispatcher.
-func (mc *MiniCluster) Dispatcher() *dispatcher.StandaloneDispatcher { return mc.dispatcher }
+// Start builds a cluster with New and starts it; on failure nothing is left running.
+func Start(ctx context.Context, cfg Config) (*MiniCluster, error) {
+	mc, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := mc.Start(ctx); err != nil {
+		return nil, errors.Join(err, mc.Close())
+	}
+	return mc, nil
+}
 
-// ResourceManager returns the cluster's ResourceManager.
+// Start starts the ResourceManager and Config.TaskExecutors TaskExecutors, which register with
+// it. It may be called once; it fails with ErrClosed after Close. Flink: MiniCluster.start.
+func (mc *MiniCluster) Start(ctx context.Context) error {
+	mc.mu.Lock()
+	switch mc.state {
+	case closed:
+		mc.mu.Unlock()
+		return ErrClosed
+	case starting, running:
+		mc.mu.Unlock()
+		return errors.New("minicluster: already started")
+	}
+	mc.state = starting
+	mc.mu.Unlock()
+	if err := mc.rm.Start(ctx); err != nil {
+		return fmt.Errorf("minicluster: starting the ResourceManager: %w", err)
+	}
+	for range mc.cfg.TaskExecutors {
+		if _, err := mc.startTaskExecutor(ctx); err != nil {
+			return err
+		}
+	}
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if mc.state == closed {
+		return ErrClosed
+	}
+	mc.state = running
+	return nil
+}
+
+// startTaskExecutor builds, lists and starts one more TaskExecutor.
+func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.TaskExecutor, error) {
+	mc.mu.Lock()
+	if mc.state == closed {
+		mc.mu.Unlock()
+		return nil, ErrClosed
+	}
+	n := mc.nextTE
+	mc.nextTE++
+	te, err := taskexecutor.New(taskexecutor.Config{
+		ResourceID:             jobgraph.ResourceID(fmt.Sprintf("taskexecutor-%d", n)),
+		Address:                fmt.Sprintf("taskexecutor-%d", n),
+		NumSlots:               mc.cfg.SlotsPerTaskExecutor,
+		SlotProfile:            mc.cfg.SlotProfile,
+		Registry:               mc.cfg.Registry,
+		RPC:                    mc.rpc,
+		ResourceManagerAddress: ResourceManagerAddress,
+		Shuffle:                mc.shuffle,
+		Logger:                 mc.log,
+		HeartbeatInterval:      mc.cfg.HeartbeatInterval,
+		HeartbeatTimeout:       mc.cfg.HeartbeatTimeout,
+	})
+	if err != nil {
+		mc.mu.Unlock()
+		return nil, fmt.Errorf("minicluster: creating TaskExecutor %d: %w", n, err)
+	}
+	// Listed before it starts, so that Close releases it whatever happens next.
+	mc.taskExecutors = append(mc.taskExecutors, te)
+	mc.mu.Unlock()
+	if err := te.Start(ctx); err != nil {
+		return nil, fmt.Errorf("minicluster: starting TaskExecutor %s: %w", te.ResourceID(), err)
+	}
+	return te, nil
+}
+
+// usable says why the cluster cannot take jobs or TaskExecutors now: ErrNotStarted, ErrClosed,
+// or nil.
+func (mc *MiniCluster) usable() error {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	switch mc.state {
+	case created, starting:
+		return ErrNotStarted
+	case closed:
+		return ErrClosed
+	}
+	return nil
+}
+
+// AddTaskExecutor starts one more TaskExecutor with Config.SlotsPerTaskExecutor slots of
+// Config.SlotProfile, registered with the ResourceManager, and returns it; the cluster owns it
+// and releases it on Close. Errors: ErrNotStarted, ErrClosed, or why the TaskExecutor did not
+// start (it is released at Close all the same). Flink: MiniCluster.startTaskManager.
+func (mc *MiniCluster) AddTaskExecutor(ctx context.Context) (*taskexecutor.TaskExecutor, error) {
+	if err := mc.usable(); err != nil {
+		return nil, err
+	}
+	return mc.startTaskExecutor(ctx)
+}
+
+// take unlists the running TaskExecutor id and counts its release in mc.closing.
+func (mc *MiniCluster) take(id jobgraph.ResourceID) (*taskexecutor.TaskExecutor, error) {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	switch mc.state {
+	case created, starting:
+		return nil, ErrNotStarted
+	case closed:
+		return nil, ErrClosed
+	}
+	i := slices.IndexFunc(mc.taskExecutors, func(te *taskexecutor.TaskExecutor) bool { return te.ResourceID() == id })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: %s", ErrTaskExecutorNotFound, id)
+	}
+	te := mc.taskExecutors[i]
+	mc.taskExecutors = slices.Delete(mc.taskExecutors, i, i+1)
+	mc.closing.Add(1)
+	return te, nil
+}
+
+// KillTaskExecutor makes TaskExecutor id die as a crashed process does: no goodbye to the
+// ResourceManager or the JobMasters, which notice it only when its heartbeats stop
+// (heartbeat.timeout); its tasks are canceled without reporting and its partitions are lost.
+// It returns once every goroutine of the TaskExecutor has ended (a task that ignores its
+// context holds it up). Errors: ErrTaskExecutorNotFound, ErrNotStarted, ErrClosed.
+// Flink: MiniCluster.terminateTaskManager of a process that is then killed; here nothing is left.
+func (mc *MiniCluster) KillTaskExecutor(id jobgraph.ResourceID) error {
+	te, err := mc.take(id)
+	if err != nil {
+		return err
+	}
+	defer mc.closing.Done()
+	te.Kill()
+	te.Close()
+	mc.log.Info("killed TaskExecutor", "taskExecutor", id)
+	return nil
+}
+
+// ErrTaskExecutorRemoved is the cause the ResourceManager and the JobMasters are given for a
+// TaskExecutor RemoveTaskExecutor took away.
+var ErrTaskExecutorRemoved = errors.New("TaskExecutor removed from the MiniCluster")
+
+// The removal crosses the gateways as plain data; registered, it still matches errors.Is in the
+// JobResult's RootCause.
+func init() { jobgraph.RegisterErrorCode("minicluster.task-executor-removed", ErrTaskExecutorRemoved) }
+
+// RemoveTaskExecutor shuts TaskExecutor id down and says goodbye: once its tasks and goroutines
+// have ended, the ResourceManager forgets it and its slots, and every JobMaster of the cluster is
+// told at once (its tasks there fail with ErrTaskExecutorRemoved, and restart as the job's restart
+// strategy says), rather than after heartbeat.timeout as for KillTaskExecutor. Errors:
+// ErrTaskExecutorNotFound, ErrNotStarted, ErrClosed, or ctx's. Flink: MiniCluster.terminateTaskManager
+// (there the TaskExecutor disconnects itself in onStop; here the cluster does it for it).
+func (mc *MiniCluster) RemoveTaskExecutor(ctx context.Context, id jobgraph.ResourceID) error {
+	te, err := mc.take(id)
+	if err != nil {
+		return err
+	}
+	defer mc.closing.Done()
+	te.Close()
+	cause := jobgraph.NewErrorInfo(fmt.Errorf("%s: %w", id, ErrTaskExecutorRemoved), time.Now())
+	errs := []error{mc.rm.DisconnectTaskExecutor(ctx, id, cause)}
+	for _, jm := range mc.runningJobMasters() {
+		err := jm.Gateway().DisconnectTaskExecutor(ctx, jm.token, id, cause)
+		if err != nil && !errors.Is(err, ctx.Err()) {
+			// The JobMaster may have ended meanwhile; its job no longer needs telling.
+			mc.log.Debug("telling a JobMaster of a removed TaskExecutor", "taskExecutor", id, "job", jm.job, "error", err)
+			continue
+		}
+		errs = append(errs, err)
+	}
+	mc.log.Info("removed TaskExecutor", "taskExecutor", id)
+	return errors.Join(errs...)
+}
+
+// Dispatcher returns the cluster's Dispatcher.
+func (mc *MiniCluster) Dispatcher() dispatcher.Dispatcher { return mc.dispatcher }
+
+// ResourceManager returns the cluster's ResourceManager, registered at ResourceManagerAddress.
 func (mc *MiniCluster) ResourceManager() *resourcemanager.ResourceManager { return mc.rm }
 
-// TaskExecutors returns the cluster's TaskExecutors (to kill one in a test, say).
-func (mc *MiniCluster) TaskExecutors() []*taskexecutor.TaskExecutor { return mc.taskExecutors }
+// TaskExecutors returns the cluster's running TaskExecutors in start order: those Start and
+// AddTaskExecutor started, less those KillTaskExecutor and RemoveTaskExecutor took away.
+func (mc *MiniCluster) TaskExecutors() []*taskexecutor.TaskExecutor {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return slices.Clone(mc.taskExecutors)
+}
 
-// RPC returns the cluster's in-process RPC service, where every endpoint is registered.
-func (mc *MiniCluster) RPC() *rpc.LocalService { return mc.rpc }
+// RPC returns the cluster's RPC service, where every endpoint is registered.
+func (mc *MiniCluster) RPC() rpc.Service { return mc.rpc }
 
-// HA returns the cluster's in-memory HA services.
-func (mc *MiniCluster) HA() *embedded.Services { return mc.ha }
+// HA returns the cluster's HA services.
+func (mc *MiniCluster) HA() ha.Services { return mc.ha }
 
 // SubmitJob submits g to the Dispatcher; see dispatcher.Dispatcher.SubmitJob for the errors.
+// Before Start it fails with ErrNotStarted, after Close with ErrClosed; a nil g is refused.
 func (mc *MiniCluster) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
+	if g == nil {
+		return errors.New("minicluster: SubmitJob of a nil JobGraph")
+	}
+	if err := mc.usable(); err != nil {
+		return err
+	}
 	return mc.dispatcher.SubmitJob(ctx, g)
 }
 
@@ -217,22 +489,128 @@ func (mc *MiniCluster) RequestJobStatus(ctx context.Context, id jobgraph.JobID) 
 	return mc.dispatcher.RequestJobStatus(ctx, id)
 }
 
-// Run submits g and waits for its result (or ctx). A job that ends other than FINISHED is not an
-// error here: look at the result's Status and RootCause.
+// Run submits g and waits for its result. A job that ends other than FINISHED is not an error
+// here: look at the result's Status and RootCause. Errors: those of SubmitJob (ErrNotStarted,
+// ErrClosed, a nil or invalid g, a duplicate).
+//
+// Run owns the job it submitted: when ctx ends first, Run cancels the job, waits up to
+// Config.RunCancelTimeout for it to reach a terminal state, and returns ctx's error joined with
+// what became of the job — its final status (with the result, CANCELED normally) or that it was
+// still not terminal after the bound (with a nil result). Flink's MiniCluster.executeJobBlocking
+// leaves the job running instead.
 func (mc *MiniCluster) Run(ctx context.Context, g *jobgraph.JobGraph) (*jobgraph.JobResult, error) {
 	if err := mc.SubmitJob(ctx, g); err != nil {
 		return nil, err
 	}
-	return mc.RequestJobResult(ctx, g.JobID)
+	res, err := mc.RequestJobResult(ctx, g.JobID)
+	if err == nil || ctx.Err() == nil {
+		return res, err
+	}
+	return mc.cancelOwned(ctx.Err(), g.JobID)
 }
 
-// Close shuts the cluster down: running jobs end SUSPENDED, then the TaskExecutors, the
-// ResourceManager and the HA services stop. No goroutine of the cluster is left afterwards.
+// cancelOwned cancels the job Run submitted once Run's context ended with cause, and waits for
+// its result within Config.RunCancelTimeout.
+func (mc *MiniCluster) cancelOwned(cause error, id jobgraph.JobID) (*jobgraph.JobResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), mc.cfg.RunCancelTimeout)
+	defer cancel()
+	cancelErr := mc.CancelJob(ctx, id) // fails when the job is terminal already; the result says
+	res, err := mc.RequestJobResult(ctx, id)
+	if err != nil {
+		return nil, errors.Join(cause, fmt.Errorf("minicluster: job %s not terminal %v after canceling it (%v): %w", id, mc.cfg.RunCancelTimeout, cancelErr, err))
+	}
+	return res, errors.Join(cause, fmt.Errorf("minicluster: job %s ended %s after Run's context ended", id, res.Status))
+}
+
+// SlotPoolStatus returns a snapshot of the slot pool of the job's current JobMaster: allocated,
+// free and pending slots, taken on the JobMaster's loop. Errors: ErrJobNotRunning when the job
+// has no JobMaster now; ctx's; the JobMaster's when it closes meanwhile.
+func (mc *MiniCluster) SlotPoolStatus(ctx context.Context, id jobgraph.JobID) (jobmaster.SlotPoolStatus, error) {
+	mc.mu.Lock()
+	t := mc.jobMasters[id]
+	mc.mu.Unlock()
+	if t == nil {
+		return jobmaster.SlotPoolStatus{}, fmt.Errorf("%w: %s", ErrJobNotRunning, id)
+	}
+	jm, ok := t.JobMaster.(interface {
+		SlotPoolStatus(context.Context) (jobmaster.SlotPoolStatus, error)
+	})
+	if !ok {
+		return jobmaster.SlotPoolStatus{}, fmt.Errorf("minicluster: the JobMaster of job %s (%T) has no SlotPoolStatus", id, t.JobMaster)
+	}
+	return jm.SlotPoolStatus(ctx)
+}
+
+// runningJobMasters lists the JobMasters now running.
+func (mc *MiniCluster) runningJobMasters() []*trackedJobMaster {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	out := make([]*trackedJobMaster, 0, len(mc.jobMasters))
+	for _, t := range mc.jobMasters {
+		out = append(out, t)
+	}
+	return out
+}
+
+// trackingFactory records each JobMaster it creates in the cluster until the JobMaster is closed,
+// so that the cluster can observe its slot pool and tell it of a removed TaskExecutor.
+type trackingFactory struct {
+	jobmaster.JobMasterServiceFactory
+	mc *MiniCluster
+}
+
+func (f trackingFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
+	jm, err := f.JobMasterServiceFactory.Create(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	t := &trackedJobMaster{JobMaster: jm, mc: f.mc, job: f.JobID(), token: token}
+	f.mc.mu.Lock()
+	f.mc.jobMasters[t.job] = t
+	f.mc.mu.Unlock()
+	return t, nil
+}
+
+// trackedJobMaster is a JobMaster the cluster lists while it runs.
+type trackedJobMaster struct {
+	jobmaster.JobMaster
+	mc    *MiniCluster
+	job   jobgraph.JobID
+	token jobgraph.JobMasterID
+}
+
+func (t *trackedJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
+	t.mc.mu.Lock()
+	if t.mc.jobMasters[t.job] == t {
+		delete(t.mc.jobMasters, t.job)
+	}
+	t.mc.mu.Unlock()
+	return t.JobMaster.Close()
+}
+
+// Close shuts the cluster down: running jobs end SUSPENDED, then every TaskExecutor the cluster
+// started (killed and removed ones included), the ResourceManager and HA services the cluster
+// created stop. No goroutine of the cluster is left afterwards. Closing twice returns nil.
 func (mc *MiniCluster) Close() error {
+	mc.mu.Lock()
+	if mc.state == closed {
+		mc.mu.Unlock()
+		return nil
+	}
+	mc.state = closed
+	mc.mu.Unlock()
 	err := mc.dispatcher.Close()
-	for _, te := range mc.taskExecutors {
+	mc.mu.Lock()
+	tes := mc.taskExecutors
+	mc.taskExecutors = nil
+	mc.mu.Unlock()
+	for _, te := range tes {
 		te.Close()
 	}
+	mc.closing.Wait()
 	mc.rm.Close()
-	return errors.Join(err, mc.ha.Close())
+	if mc.ownHA {
+		err = errors.Join(err, mc.ha.Close())
+	}
+	return err
 }
