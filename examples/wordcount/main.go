@@ -130,8 +130,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, f := range files {
 		bytes += f.Size
 	}
-	fmt.Fprintf(stdout, "wordcount: %d .go files, %.1f MB below %s; parallelism %d on %d TaskExecutors × %d slots\n",
-		len(files), float64(bytes)/1e6, o.input, o.parallelism, o.taskExecutors, o.slots)
+	fmt.Fprintf(stdout, "wordcount: %d .go files, %.1f MB below %s; parallelism %d on %s × %s\n",
+		len(files), float64(bytes)/1e6, o.input, o.parallelism, count(o.taskExecutors, "TaskExecutor"), count(o.slots, "slot"))
 
 	start := time.Now()
 	log := &statusLog{start: start, w: stdout}
@@ -241,4 +241,12 @@ func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog
 	}
 	counts, _ := wc.TakeResult(g.JobID)
 	return res, archived, counts, nil
+}
+
+// count spells n things: "1 slot", "2 slots".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
