@@ -216,3 +216,58 @@ func TestClone(t *testing.T) {
 	_, err = bad.Clone()
 	require.Error(t, err)
 }
+
+// Decode refuses a key given twice in any object, naming the key and the object's path;
+// encoding/json alone would keep the last value silently. Keys match fields case-insensitively,
+// so "name" and "Name" are the same key.
+func TestDecodeRejectsDuplicateKeys(t *testing.T) {
+	valid, err := json.Marshal(richGraph())
+	require.NoError(t, err)
+	replace := func(old, new string) string {
+		t.Helper()
+		require.Contains(t, string(valid), old)
+		return strings.Replace(string(valid), old, new, 1)
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"top level", `{"jobId":"00000000000000000000000000000001","name":"a","name":"b"}`,
+			`jobgraph: decode: duplicate key "name" in $`},
+		{"top level, case folded", `{"name":"a","jobId":"00000000000000000000000000000001","NAME":"b"}`,
+			`jobgraph: decode: duplicate key "NAME" in $`},
+		{"vertex", replace(`"parallelism":4,`, `"parallelism":4,"parallelism":1,`),
+			`jobgraph: decode: duplicate key "parallelism" in $.vertices[0]`},
+		{"edge of the second vertex", replace(`"shipStrategy":"REBALANCE"`, `"shipStrategy":"REBALANCE","Target":"00000000000000000000000000000001"`),
+			`jobgraph: decode: duplicate key "Target" in $.vertices[1].inputs[0]`},
+		{"data set", replace(`"resultType":"PIPELINED_BOUNDED"`, `"resultType":"PIPELINED_BOUNDED","id":"00000000000000000000000000000063"`),
+			`jobgraph: decode: duplicate key "id" in $.vertices[0].results[0]`},
+		{"resources", replace(`"cpuCores":`, `"cpuCores":1,"cpuCores":`), `jobgraph: decode: duplicate key "cpuCores" in $.vertices[0].resources`},
+		{"checkpointing", replace(`"interval":10000000000`, `"interval":10000000000,"interval":1`),
+			`jobgraph: decode: duplicate key "interval" in $.checkpointing`},
+		{"the vertices array twice", `{"vertices":[],"vertices":[]}`, `jobgraph: decode: duplicate key "vertices" in $`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g *jobgraph.JobGraph
+			require.NotPanics(t, func() { g, err = jobgraph.Decode([]byte(tc.in)) })
+			assert.Nil(t, g)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+	// The same key in different objects is no duplicate.
+	_, err = jobgraph.Decode(valid)
+	require.NoError(t, err)
+}
+
+// Strings from the input are cut in decode errors: a 1 MB ID or enumeration name gives a short
+// message.
+func TestDecodeErrorsAreShort(t *testing.T) {
+	long := strings.Repeat("z", 1<<20)
+	cut := strings.Repeat("z", 64) + "…(1048576 bytes)"
+	for _, tc := range []struct{ in, want string }{
+		{`{"jobId":"` + long + `"}`, `jobgraph: decode: jobgraph: JobID "` + cut + `": want 32 hexadecimal characters, got 1048576 characters`},
+		{`{"type":"` + long + `"}`, `jobgraph: decode: jobgraph: unknown JobType "` + cut + `" (want one of [STREAMING BATCH])`},
+	} {
+		_, err := jobgraph.Decode([]byte(tc.in))
+		assert.EqualError(t, err, tc.want)
+	}
+	_, err := jobgraph.ParseExecutionAttemptID(long)
+	assert.EqualError(t, err, `jobgraph: ExecutionAttemptID "`+cut+`": want <executionGraph>_<vertex>_<subtask>_<attempt>`)
+}

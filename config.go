@@ -237,7 +237,7 @@ func (c RestartStrategyConfig) Validate() error {
 			return fmt.Errorf("restart-strategy.exponential-delay.attempts-before-reset-backoff %d is below 1", c.ExponentialDelayAttemptsBeforeResetBackoff)
 		}
 	default:
-		return fmt.Errorf("restart-strategy.type %q is not one of none, fixed-delay, failure-rate, exponential-delay", string(c.Type))
+		return fmt.Errorf("restart-strategy.type %q is not one of none, fixed-delay, failure-rate, exponential-delay", Truncate(string(c.Type)))
 	}
 	return nil
 }
@@ -259,5 +259,5 @@ func (f FailoverStrategy) validate() error {
 	case "", FailoverRegion, FailoverFull:
 		return nil
 	}
-	return fmt.Errorf("jobmanager.execution.failover-strategy %q is not one of region, full", string(f))
+	return fmt.Errorf("jobmanager.execution.failover-strategy %q is not one of region, full", Truncate(string(f)))
 }

@@ -24,7 +24,7 @@ func (e enum[T]) parse(s string) (T, error) {
 	if i := slices.Index(e.names, s); i >= 0 {
 		return T(i), nil
 	}
-	return 0, fmt.Errorf("jobgraph: unknown %s %q (want one of %v)", e.kind, s, e.names)
+	return 0, fmt.Errorf("jobgraph: unknown %s %q (want one of %v)", e.kind, Truncate(s), e.names)
 }
 
 func (e enum[T]) marshal(v T) ([]byte, error) {

@@ -23,10 +23,10 @@ func formatAbstractID(b [16]byte) string { return hex.EncodeToString(b[:]) }
 func parseAbstractID(kind, s string) ([16]byte, error) {
 	var b [16]byte
 	if len(s) != 32 {
-		return b, fmt.Errorf("jobgraph: %s %q: want 32 hexadecimal characters, got %d characters", kind, s, len(s))
+		return b, fmt.Errorf("jobgraph: %s %q: want 32 hexadecimal characters, got %d characters", kind, Truncate(s), len(s))
 	}
 	if _, err := hex.Decode(b[:], []byte(s)); err != nil {
-		return [16]byte{}, fmt.Errorf("jobgraph: %s %q: not hexadecimal: %w", kind, s, err)
+		return [16]byte{}, fmt.Errorf("jobgraph: %s %q: not hexadecimal: %w", kind, Truncate(s), err)
 	}
 	return b, nil
 }
@@ -227,7 +227,7 @@ func ParseExecutionAttemptID(s string) (ExecutionAttemptID, error) {
 	var id ExecutionAttemptID
 	parts := strings.Split(s, "_")
 	if len(parts) != 4 {
-		return id, fmt.Errorf("jobgraph: ExecutionAttemptID %q: want <executionGraph>_<vertex>_<subtask>_<attempt>", s)
+		return id, fmt.Errorf("jobgraph: ExecutionAttemptID %q: want <executionGraph>_<vertex>_<subtask>_<attempt>", Truncate(s))
 	}
 	var err error
 	if id.ExecutionGraphID, err = ParseExecutionGraphID(parts[0]); err != nil {
@@ -237,10 +237,10 @@ func ParseExecutionAttemptID(s string) (ExecutionAttemptID, error) {
 		return id, err
 	}
 	if id.ExecutionVertexID.Subtask, err = strconv.Atoi(parts[2]); err != nil || id.ExecutionVertexID.Subtask < 0 {
-		return id, fmt.Errorf("jobgraph: ExecutionAttemptID %q: bad subtask index %q", s, parts[2])
+		return id, fmt.Errorf("jobgraph: ExecutionAttemptID %q: bad subtask index %q", Truncate(s), Truncate(parts[2]))
 	}
 	if id.AttemptNumber, err = strconv.Atoi(parts[3]); err != nil || id.AttemptNumber < 0 {
-		return id, fmt.Errorf("jobgraph: ExecutionAttemptID %q: bad attempt number %q", s, parts[3])
+		return id, fmt.Errorf("jobgraph: ExecutionAttemptID %q: bad attempt number %q", Truncate(s), Truncate(parts[3]))
 	}
 	return id, nil
 }

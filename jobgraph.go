@@ -51,8 +51,15 @@ type JobVertex struct {
 	// Resources is the minimum the vertex needs per subtask; the zero value is UNKNOWN (any slot).
 	Resources ResourceProfile `json:"resources,omitzero"`
 	// SlotSharingGroup: subtasks of vertices with the same non-empty group name may share one
-	// slot (one subtask of each vertex per slot). Empty: the vertex is alone in its own group,
-	// as Flink's JobVertex is when no group was set.
+	// slot (one subtask of each vertex per slot), so a group needs as many slots as its largest
+	// parallelism. AddVertex sets DefaultSlotSharingGroup ("default"), as Flink's DataStream API
+	// puts every operator whose program names no group in "default"; WithoutSlotSharingGroup or
+	// WithSlotSharingGroup change it. Empty: the vertex is alone in its own group (a slot per
+	// subtask), as Flink's runtime JobVertex is when no group was set; this is the zero value,
+	// so a JobVertex built as a struct literal or decoded from JSON without the field has no group.
+	// The JSON form holds the group as set: an empty group is left out, and an absent, empty or
+	// null "slotSharingGroup" decodes as empty (Decode applies no default), so a graph decodes to
+	// the groups it was encoded with.
 	SlotSharingGroup string `json:"slotSharingGroup,omitempty"`
 	// CoLocationGroup: subtask i of every vertex in the same non-empty group runs in the same
 	// slot. Co-located vertices need the same parallelism and the same SlotSharingGroup.
@@ -88,6 +95,12 @@ type JobEdge struct {
 	ShipStrategy string `json:"shipStrategy,omitempty"`
 }
 
+// DefaultSlotSharingGroup is the slot-sharing group AddVertex puts a vertex in. Flink:
+// StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP, the group of every operator whose DataStream
+// program sets none. A job whose vertices all share it needs as many slots as its largest
+// parallelism.
+const DefaultSlotSharingGroup = "default"
+
 // MaxMaxParallelism is the largest max parallelism Flink allows (1 << 15).
 // Flink: KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM.
 const MaxMaxParallelism = 1 << 15
@@ -115,22 +128,28 @@ func (v *JobVertex) EffectiveMaxParallelism() int {
 	return DefaultMaxParallelism(v.Parallelism)
 }
 
-// New returns an empty JobGraph with a random JobID.
+// New returns an empty JobGraph with a random JobID. Names longer than MaxNameLength bytes fail
+// Validate.
 func New(name string, jobType JobType) *JobGraph {
 	return &JobGraph{JobID: NewJobID(), Name: name, Type: jobType}
 }
 
-// AddVertex appends a vertex with a random ID running the task code registered as invokable,
-// and returns it for further settings.
+// AddVertex appends a vertex with a random ID running the task code registered as invokable, in
+// the slot-sharing group DefaultSlotSharingGroup, and returns it for further settings (e.g.
+// WithoutSlotSharingGroup). It checks nothing: Validate does.
 func (g *JobGraph) AddVertex(name, invokable string, parallelism int) *JobVertex {
-	v := &JobVertex{ID: NewJobVertexID(), Name: name, Invokable: invokable, Parallelism: parallelism}
+	v := &JobVertex{ID: NewJobVertexID(), Name: name, Invokable: invokable, Parallelism: parallelism,
+		SlotSharingGroup: DefaultSlotSharingGroup}
 	g.Vertices = append(g.Vertices, v)
 	return v
 }
 
 // Connect makes producer emit a new data set of the given result type and consumer read it with
 // the given pattern, as Flink's JobVertex.connectNewDataSetAsInput does. The new data set is
-// producer's last output and the edge is consumer's last input.
+// producer's last output and the edge is consumer's last input. Both vertices must be vertices of
+// g; Connect checks nothing, and Validate fails a graph where they are not: a consumer of another
+// graph leaves the data set unread here (RuleUnreadDataSet), a producer of another graph leaves
+// the input dangling (RuleDanglingEdge).
 func (g *JobGraph) Connect(producer, consumer *JobVertex, pattern DistributionPattern, resultType ResultPartitionType) *JobEdge {
 	ds := &IntermediateDataSet{ID: NewIntermediateDataSetID(), ResultType: resultType}
 	producer.Results = append(producer.Results, ds)
@@ -138,15 +157,19 @@ func (g *JobGraph) Connect(producer, consumer *JobVertex, pattern DistributionPa
 }
 
 // ConnectDataSet makes consumer read an existing data set too (a data set with several
-// consumers), and returns the new edge, consumer's last input.
+// consumers), and returns the new edge, consumer's last input. The data set must be produced by
+// a vertex of g and consumer must be one (see Connect).
 func (g *JobGraph) ConnectDataSet(ds *IntermediateDataSet, consumer *JobVertex, pattern DistributionPattern) *JobEdge {
 	e := &JobEdge{Source: ds.ID, Target: consumer.ID, DistributionPattern: pattern}
 	consumer.Inputs = append(consumer.Inputs, e)
 	return e
 }
 
-// Vertex returns the vertex with the given ID, or nil.
+// Vertex returns the vertex with the given ID, or nil (also for a nil g).
 func (g *JobGraph) Vertex(id JobVertexID) *JobVertex {
+	if g == nil {
+		return nil
+	}
 	for _, v := range g.Vertices {
 		if v != nil && v.ID == id {
 			return v
@@ -155,8 +178,11 @@ func (g *JobGraph) Vertex(id JobVertexID) *JobVertex {
 	return nil
 }
 
-// VertexByName returns the first vertex with the given name, or nil.
+// VertexByName returns the first vertex with the given name, or nil (also for a nil g).
 func (g *JobGraph) VertexByName(name string) *JobVertex {
+	if g == nil {
+		return nil
+	}
 	for _, v := range g.Vertices {
 		if v != nil && v.Name == name {
 			return v
@@ -168,6 +194,9 @@ func (g *JobGraph) VertexByName(name string) *JobVertex {
 // Producers maps every data set of the graph to the vertex producing it.
 func (g *JobGraph) Producers() map[IntermediateDataSetID]*JobVertex {
 	m := make(map[IntermediateDataSetID]*JobVertex)
+	if g == nil {
+		return m
+	}
 	for _, v := range g.Vertices {
 		if v == nil {
 			continue
@@ -181,9 +210,12 @@ func (g *JobGraph) Producers() map[IntermediateDataSetID]*JobVertex {
 	return m
 }
 
-// NumEdges is the number of JobEdges (inputs over all vertices).
+// NumEdges is the number of JobEdges (inputs over all vertices); 0 for a nil g.
 func (g *JobGraph) NumEdges() int {
 	n := 0
+	if g == nil {
+		return 0
+	}
 	for _, v := range g.Vertices {
 		if v != nil {
 			n += len(v.Inputs)
@@ -192,9 +224,12 @@ func (g *JobGraph) NumEdges() int {
 	return n
 }
 
-// NumTasks is the sum of the vertices' parallelism.
+// NumTasks is the sum of the vertices' parallelism; 0 for a nil g.
 func (g *JobGraph) NumTasks() int {
 	n := 0
+	if g == nil {
+		return 0
+	}
 	for _, v := range g.Vertices {
 		if v != nil {
 			n += v.Parallelism
@@ -209,8 +244,13 @@ func (v *JobVertex) WithMaxParallelism(n int) *JobVertex { v.MaxParallelism = n;
 // WithResources sets the per-subtask ResourceProfile and returns v.
 func (v *JobVertex) WithResources(p ResourceProfile) *JobVertex { v.Resources = p; return v }
 
-// WithSlotSharingGroup sets SlotSharingGroup and returns v.
+// WithSlotSharingGroup sets SlotSharingGroup and returns v; "" takes v out of every group, as
+// WithoutSlotSharingGroup does. Flink: SingleOutputStreamOperator.slotSharingGroup.
 func (v *JobVertex) WithSlotSharingGroup(name string) *JobVertex { v.SlotSharingGroup = name; return v }
+
+// WithoutSlotSharingGroup takes v out of every slot-sharing group (SlotSharingGroup ""): each of
+// its subtasks needs a slot of its own, shared with no other vertex. It returns v.
+func (v *JobVertex) WithoutSlotSharingGroup() *JobVertex { v.SlotSharingGroup = ""; return v }
 
 // WithCoLocationGroup sets CoLocationGroup and returns v.
 func (v *JobVertex) WithCoLocationGroup(name string) *JobVertex { v.CoLocationGroup = name; return v }
@@ -221,7 +261,7 @@ func (v *JobVertex) WithConfig(config []byte) *JobVertex { v.Config = config; re
 // TopologicalOrder returns the vertices so that every producer comes before its consumers; among
 // vertices that are free to go next, insertion order decides, so the result is deterministic.
 // It returns a *ValidationError (RuleCycle, or RuleDanglingEdge for an input whose data set no
-// vertex produces) when there is no such order.
+// vertex produces; RuleNilGraph, RuleNilEntry for nil parts) when there is no such order.
 func (g *JobGraph) TopologicalOrder() ([]*JobVertex, error) {
 	if err := g.checkNil(); err != nil {
 		return nil, err
@@ -238,7 +278,7 @@ func (g *JobGraph) TopologicalOrder() ([]*JobVertex, error) {
 			p, ok := producers[e.Source]
 			if !ok {
 				return nil, &ValidationError{Rule: RuleDanglingEdge, Vertex: v.ID, VertexName: v.Name, DataSet: e.Source,
-					Detail: "input reads data set " + e.Source.String() + ", which no vertex of the graph produces"}
+					Detail: "input reads data set " + e.Source.String() + ", which no vertex of the graph produces (is its producer a vertex of another graph?)"}
 			}
 			indegree[i]++
 			consumers[index[p]] = append(consumers[index[p]], i)

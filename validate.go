@@ -3,6 +3,7 @@ package jobgraph
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -13,6 +14,7 @@ var ErrInvalidJobGraph = errors.New("invalid job graph")
 type Rule string
 
 const (
+	RuleNilGraph       Rule = "nil-graph"       // the *JobGraph is nil
 	RuleEmptyGraph     Rule = "empty-graph"     // the graph has no vertices
 	RuleMissingID      Rule = "missing-id"      // a job, vertex or data set ID is zero
 	RuleDuplicateID    Rule = "duplicate-id"    // two vertices, or two data sets, share an ID
@@ -27,10 +29,58 @@ const (
 	RuleResources      Rule = "resources"       // a negative resource
 	RuleConfiguration  Rule = "configuration"   // checkpointing, restart or failover settings out of range
 	RuleEnumValue      Rule = "enum-value"      // a JobType, pattern or result type outside its range
+	RuleUnreadDataSet  Rule = "unread-data-set" // a data set no vertex of the graph reads (e.g. Connect to a vertex of another graph)
+	RuleNameLength     Rule = "name-length"     // a name or other string field longer than MaxNameLength bytes
 )
 
+// MaxNameLength is the longest name, in bytes, Validate accepts for the job, a vertex, its task
+// code (Invokable), its slot-sharing and co-location groups, an edge's ShipStrategy and the
+// savepoint path (RuleNameLength). Flink sets no limit on these in a JobGraph (it cuts operator
+// names to 80 characters in metric scopes only, TaskMetricGroup.METRICS_OPERATOR_NAME_MAX_LENGTH);
+// we refuse absurd ones (a 100 MB name would be copied into every log line, archive and
+// message) and keep room for the long vertex names Flink's SQL planner chains together.
+const MaxNameLength = 64 << 10
+
+// truncateRunes is how many runes of a string Truncate keeps.
+const truncateRunes = 64
+
+// Truncate returns s as error messages and logs show it: s itself when it has at most 64 runes,
+// else its first 64 runes followed by "…(N bytes)", N being len(s), so an error stays short
+// whatever it names. Every error of this package that quotes a name or another input string
+// (vertex and job names, group names, unknown enumeration names, malformed IDs, JSON keys)
+// passes it through Truncate; the fields of a ValidationError keep the whole name. Safe for
+// any string, valid UTF-8 or not; it allocates only when it cuts.
+func Truncate(s string) string {
+	if len(s) <= truncateRunes {
+		return s // at most 64 bytes, so at most 64 runes
+	}
+	n, cut := 0, -1
+	for i := range s {
+		if n == truncateRunes {
+			cut = i
+			break
+		}
+		n++
+	}
+	if cut < 0 {
+		return s
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// checkNameLength reports the first of the named strings longer than MaxNameLength.
+func checkNameLength(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if n := len(fields[i+1]); n > MaxNameLength {
+			return fmt.Errorf("%s is %d bytes, above the limit of %d (MaxNameLength): %q", fields[i], n, MaxNameLength, Truncate(fields[i+1]))
+		}
+	}
+	return nil
+}
+
 // ValidationError says which rule a JobGraph broke and where. errors.Is(err, ErrInvalidJobGraph)
-// holds for every ValidationError.
+// holds for every ValidationError. VertexName holds the whole name; Error shows it through
+// Truncate, and Detail quotes names only through Truncate, so a message stays short.
 type ValidationError struct {
 	Rule Rule
 	// Vertex and VertexName name the offending vertex, when there is one.
@@ -47,7 +97,7 @@ func (e *ValidationError) Error() string {
 	b.WriteString("invalid job graph: ")
 	b.WriteString(string(e.Rule))
 	if !e.Vertex.IsZero() || e.VertexName != "" {
-		fmt.Fprintf(&b, ": vertex %q (%s)", e.VertexName, e.Vertex)
+		fmt.Fprintf(&b, ": vertex %q (%s)", Truncate(e.VertexName), e.Vertex)
 	}
 	if !e.DataSet.IsZero() {
 		fmt.Fprintf(&b, ": data set %s", e.DataSet)
@@ -63,9 +113,14 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalidJobGraph }
 
 // Validate checks the graph and returns the first broken rule as a *ValidationError, or nil.
-// Rules are checked graph-wide first (empty, IDs, settings), then per vertex in insertion order,
-// then across vertices (edges, cycles, co-location), so the result is deterministic.
+// Rules are checked graph-wide first (nil, empty, IDs, settings, name lengths), then per vertex
+// in insertion order, then across vertices (edges, unread data sets, cycles, co-location), so
+// the result is deterministic. A nil g gives RuleNilGraph. It may be called from any goroutine
+// as long as nothing mutates g meanwhile; it does not change g.
 func (g *JobGraph) Validate() error {
+	if g == nil {
+		return errNilGraph()
+	}
 	if len(g.Vertices) == 0 {
 		return &ValidationError{Rule: RuleEmptyGraph, Detail: "the job graph has no vertices"}
 	}
@@ -80,6 +135,9 @@ func (g *JobGraph) Validate() error {
 			return &ValidationError{Rule: RuleConfiguration, Detail: err.Error()}
 		}
 	}
+	if err := checkNameLength("the job name", g.Name, "the savepoint path (execution.savepoint.path)", g.SavepointRestore.Path); err != nil {
+		return &ValidationError{Rule: RuleNameLength, Detail: err.Error()}
+	}
 
 	if err := g.checkNil(); err != nil {
 		return err
@@ -92,7 +150,7 @@ func (g *JobGraph) Validate() error {
 		}
 		if prev, dup := vertices[v.ID]; dup {
 			return &ValidationError{Rule: RuleDuplicateID, Vertex: v.ID, VertexName: v.Name,
-				Detail: fmt.Sprintf("vertex ID already used by vertex %q", prev.Name)}
+				Detail: fmt.Sprintf("vertex ID already used by vertex %q", Truncate(prev.Name))}
 		}
 		vertices[v.ID] = v
 		for _, ds := range v.Results {
@@ -101,12 +159,13 @@ func (g *JobGraph) Validate() error {
 			}
 			if prev, dup := dataSets[ds.ID]; dup {
 				return &ValidationError{Rule: RuleDuplicateID, Vertex: v.ID, VertexName: v.Name, DataSet: ds.ID,
-					Detail: fmt.Sprintf("data set ID already produced by vertex %q", prev.Name)}
+					Detail: fmt.Sprintf("data set ID already produced by vertex %q", Truncate(prev.Name))}
 			}
 			dataSets[ds.ID] = v
 		}
 	}
 
+	read := make(map[IntermediateDataSetID]bool, len(dataSets))
 	for _, v := range g.Vertices {
 		for _, e := range v.Inputs {
 			if e.Target != v.ID {
@@ -115,7 +174,18 @@ func (g *JobGraph) Validate() error {
 			}
 			if _, ok := dataSets[e.Source]; !ok {
 				return &ValidationError{Rule: RuleDanglingEdge, Vertex: v.ID, VertexName: v.Name, DataSet: e.Source,
-					Detail: "input reads a data set that no vertex of the graph produces"}
+					Detail: "input reads a data set that no vertex of the graph produces (is its producer a vertex of another graph?)"}
+			}
+			read[e.Source] = true
+		}
+	}
+	// A data set nobody reads would block a pipelined producer forever and throw away a blocking
+	// one's output; it is what Connect leaves behind when the consumer belongs to another graph.
+	for _, v := range g.Vertices {
+		for i, ds := range v.Results {
+			if !read[ds.ID] {
+				return &ValidationError{Rule: RuleUnreadDataSet, Vertex: v.ID, VertexName: v.Name, DataSet: ds.ID,
+					Detail: fmt.Sprintf("result #%d is read by no vertex of the graph (was it connected to a vertex of another graph?)", i)}
 			}
 		}
 	}
@@ -140,6 +210,15 @@ func (v *JobVertex) validate() error {
 		return fail(RuleParallelism, "parallelism %d is above the max parallelism %d", v.Parallelism, v.EffectiveMaxParallelism())
 	case v.Invokable == "":
 		return fail(RuleInvokable, "the vertex names no task code (Invokable is empty)")
+	}
+	if err := checkNameLength("the vertex name", v.Name, "the task code name (Invokable)", v.Invokable,
+		"the slot-sharing group", v.SlotSharingGroup, "the co-location group", v.CoLocationGroup); err != nil {
+		return fail(RuleNameLength, "%v", err)
+	}
+	for i, e := range v.Inputs {
+		if err := checkNameLength(fmt.Sprintf("the ship strategy of input #%d", i), e.ShipStrategy); err != nil {
+			return fail(RuleNameLength, "%v", err)
+		}
 	}
 	if err := v.Resources.validate(); err != nil {
 		return fail(RuleResources, "%v", err)
@@ -170,12 +249,12 @@ func (g *JobGraph) validateCoLocation() error {
 		}
 		if v.Parallelism != f.Parallelism {
 			return &ValidationError{Rule: RuleCoLocation, Vertex: v.ID, VertexName: v.Name,
-				Detail: fmt.Sprintf("parallelism %d differs from %d of vertex %q in co-location group %q", v.Parallelism, f.Parallelism, f.Name, v.CoLocationGroup)}
+				Detail: fmt.Sprintf("parallelism %d differs from %d of vertex %q in co-location group %q", v.Parallelism, f.Parallelism, Truncate(f.Name), Truncate(v.CoLocationGroup))}
 		}
 		if v.SlotSharingGroup != f.SlotSharingGroup || v.SlotSharingGroup == "" {
 			return &ValidationError{Rule: RuleCoLocation, Vertex: v.ID, VertexName: v.Name,
 				Detail: fmt.Sprintf("co-location group %q needs all its vertices in one named slot-sharing group; %q is in %q, %q in %q",
-					v.CoLocationGroup, v.Name, v.SlotSharingGroup, f.Name, f.SlotSharingGroup)}
+					Truncate(v.CoLocationGroup), Truncate(v.Name), Truncate(v.SlotSharingGroup), Truncate(f.Name), Truncate(f.SlotSharingGroup))}
 		}
 	}
 	return nil

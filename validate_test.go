@@ -3,6 +3,7 @@ package jobgraph_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,7 +125,7 @@ func TestValidateIssueScenarios(t *testing.T) {
 		assert.Equal(t, sink.ID, ve.Vertex)
 		assert.Equal(t, "sink", ve.VertexName)
 		assert.Equal(t, orphan.ID, ve.DataSet)
-		assert.Equal(t, fmt.Sprintf(`invalid job graph: dangling-edge: vertex "sink" (%s): data set %s: input reads a data set that no vertex of the graph produces`,
+		assert.Equal(t, fmt.Sprintf(`invalid job graph: dangling-edge: vertex "sink" (%s): data set %s: input reads a data set that no vertex of the graph produces (is its producer a vertex of another graph?)`,
 			sink.ID, orphan.ID), ve.Error())
 	})
 	t.Run("duplicate vertex ID", func(t *testing.T) {
@@ -228,8 +229,8 @@ func TestValidateRules(t *testing.T) {
 	})
 	t.Run("co-located vertices without a slot-sharing group", func(t *testing.T) {
 		g := jobgraph.New("coloc", jobgraph.Streaming)
-		g.AddVertex("head", "run", 2).WithCoLocationGroup("iter")
-		tail := g.AddVertex("tail", "run", 2).WithCoLocationGroup("iter")
+		g.AddVertex("head", "run", 2).WithoutSlotSharingGroup().WithCoLocationGroup("iter")
+		tail := g.AddVertex("tail", "run", 2).WithoutSlotSharingGroup().WithCoLocationGroup("iter")
 		ve := requireValidationError(t, g.Validate(), jobgraph.RuleCoLocation)
 		assert.Equal(t, tail.ID, ve.Vertex)
 		assert.Equal(t, "tail", ve.VertexName)
@@ -408,4 +409,170 @@ func TestValidationErrorFormatting(t *testing.T) {
 	assert.Equal(t, `invalid job graph: dangling-edge: vertex "v" (00000000000000000000000000000000): data set 00000000000000000000000000000005: d`, e.Error())
 	assert.True(t, errors.Is(e, jobgraph.ErrInvalidJobGraph))
 	assert.False(t, errors.Is(e, errors.New("invalid job graph")))
+}
+
+// Validate of a nil graph is an error, not a panic; so are the other methods a host may call on
+// one before submitting.
+func TestValidateNilGraph(t *testing.T) {
+	var g *jobgraph.JobGraph
+	var err error
+	require.NotPanics(t, func() { err = g.Validate() })
+	ve := requireValidationError(t, err, jobgraph.RuleNilGraph)
+	assert.True(t, ve.Vertex.IsZero())
+	assert.Equal(t, "invalid job graph: nil-graph: the job graph is nil", err.Error())
+
+	require.NotPanics(t, func() { _, err = g.TopologicalOrder() })
+	requireValidationError(t, err, jobgraph.RuleNilGraph)
+	var c *jobgraph.JobGraph
+	require.NotPanics(t, func() { c, err = g.Clone() })
+	requireValidationError(t, err, jobgraph.RuleNilGraph)
+	assert.Nil(t, c)
+	require.NotPanics(t, func() {
+		assert.Nil(t, g.Vertex(vid(1)))
+		assert.Nil(t, g.VertexByName("x"))
+		assert.Empty(t, g.Producers())
+		assert.Equal(t, 0, g.NumEdges())
+		assert.Equal(t, 0, g.NumTasks())
+	})
+}
+
+// Connect across graphs: the producer's graph has a data set that none of its vertices reads
+// (the edge went to the other graph), the consumer's graph an input that none of its vertices
+// produces. Each Validate names the vertex of its own graph and the rule.
+func TestValidateConnectToAVertexOfAnotherGraph(t *testing.T) {
+	for _, rt := range []jobgraph.ResultPartitionType{jobgraph.Pipelined, jobgraph.Blocking} {
+		t.Run(rt.String(), func(t *testing.T) {
+			g := jobgraph.New("mine", jobgraph.Streaming)
+			src := g.AddVertex("src", "source", 1)
+			g.AddVertex("sink", "sink", 1)
+			other := jobgraph.New("other", jobgraph.Streaming)
+			foreign := other.AddVertex("foreign", "sink", 1)
+			g.Connect(src, foreign, jobgraph.AllToAll, rt)
+			ds := src.Results[0].ID
+
+			ve := requireValidationError(t, g.Validate(), jobgraph.RuleUnreadDataSet)
+			assert.Equal(t, src.ID, ve.Vertex)
+			assert.Equal(t, "src", ve.VertexName)
+			assert.Equal(t, ds, ve.DataSet)
+			assert.Equal(t, fmt.Sprintf(`invalid job graph: unread-data-set: vertex "src" (%s): data set %s: `+
+				`result #0 is read by no vertex of the graph (was it connected to a vertex of another graph?)`, src.ID, ds), ve.Error())
+
+			ve = requireValidationError(t, other.Validate(), jobgraph.RuleDanglingEdge)
+			assert.Equal(t, foreign.ID, ve.Vertex)
+			assert.Equal(t, "foreign", ve.VertexName)
+			assert.Equal(t, ds, ve.DataSet)
+		})
+	}
+	t.Run("producer of another graph", func(t *testing.T) {
+		g := jobgraph.New("mine", jobgraph.Batch)
+		sink := g.AddVertex("sink", "sink", 1)
+		other := jobgraph.New("other", jobgraph.Batch)
+		foreign := other.AddVertex("foreign", "source", 1)
+		g.Connect(foreign, sink, jobgraph.AllToAll, jobgraph.Blocking)
+		ve := requireValidationError(t, g.Validate(), jobgraph.RuleDanglingEdge)
+		assert.Equal(t, sink.ID, ve.Vertex)
+		assert.Equal(t, "input reads a data set that no vertex of the graph produces (is its producer a vertex of another graph?)", ve.Detail)
+		ve = requireValidationError(t, other.Validate(), jobgraph.RuleUnreadDataSet)
+		assert.Equal(t, foreign.ID, ve.Vertex)
+	})
+	t.Run("one of two results unread", func(t *testing.T) {
+		g, _, mid, _ := pipeline()
+		mid.Results = append(mid.Results, &jobgraph.IntermediateDataSet{ID: dsid(77), ResultType: jobgraph.Blocking})
+		ve := requireValidationError(t, g.Validate(), jobgraph.RuleUnreadDataSet)
+		assert.Equal(t, mid.ID, ve.Vertex)
+		assert.Equal(t, dsid(77), ve.DataSet)
+		assert.Equal(t, "result #1 is read by no vertex of the graph (was it connected to a vertex of another graph?)", ve.Detail)
+	})
+}
+
+func TestTruncate(t *testing.T) {
+	a64 := strings.Repeat("a", 64)
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"src", "src"},
+		{a64, a64},
+		{a64 + "b", a64 + "…(65 bytes)"},
+		{strings.Repeat("é", 64), strings.Repeat("é", 64)}, // 128 bytes, 64 runes: kept
+		{strings.Repeat("é", 100), strings.Repeat("é", 64) + "…(200 bytes)"},
+		{strings.Repeat("\xff", 70), strings.Repeat("\xff", 64) + "…(70 bytes)"}, // invalid UTF-8: a byte a rune
+		{strings.Repeat("x", 100<<20), strings.Repeat("x", 64) + "…(104857600 bytes)"},
+	} {
+		assert.Equal(t, tc.want, jobgraph.Truncate(tc.in), "input of %d bytes", len(tc.in))
+	}
+}
+
+// A 100 MB vertex name fails Validate with a short message; every name-like field has the same
+// limit (MaxNameLength bytes, inclusive), and names quoted in other rules' messages are cut.
+func TestValidateNameLength(t *testing.T) {
+	huge := strings.Repeat("n", 100<<20)
+	g, _, mid, _ := pipeline()
+	mid.Name = huge
+	ve := requireValidationError(t, g.Validate(), jobgraph.RuleNameLength)
+	assert.Equal(t, mid.ID, ve.Vertex)
+	assert.Equal(t, huge, ve.VertexName, "the field keeps the whole name")
+	short := strings.Repeat("n", 64) + "…(104857600 bytes)"
+	assert.Equal(t, fmt.Sprintf(`invalid job graph: name-length: vertex %q (%s): the vertex name is 104857600 bytes, above the limit of 65536 (MaxNameLength): %q`,
+		short, mid.ID, short), ve.Error())
+	assert.Less(t, len(ve.Error()), 400)
+
+	assert.Equal(t, 65536, jobgraph.MaxNameLength)
+	atLimit := strings.Repeat("v", jobgraph.MaxNameLength)
+	for _, tc := range []struct {
+		name   string
+		set    func(g *jobgraph.JobGraph, v *jobgraph.JobVertex, s string)
+		detail string // the message's prefix for a name one byte over
+	}{
+		{"job name", func(g *jobgraph.JobGraph, _ *jobgraph.JobVertex, s string) { g.Name = s }, "the job name is 65537 bytes"},
+		{"savepoint path", func(g *jobgraph.JobGraph, _ *jobgraph.JobVertex, s string) { g.SavepointRestore.Path = s },
+			"the savepoint path (execution.savepoint.path) is 65537 bytes"},
+		{"vertex name", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.Name = s }, "the vertex name is 65537 bytes"},
+		{"invokable", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.Invokable = s }, "the task code name (Invokable) is 65537 bytes"},
+		{"slot-sharing group", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.SlotSharingGroup = s },
+			"the slot-sharing group is 65537 bytes"},
+		{"co-location group", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.CoLocationGroup = s },
+			"the co-location group is 65537 bytes"},
+		{"ship strategy", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.Inputs[0].ShipStrategy = s },
+			"the ship strategy of input #0 is 65537 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _, mid, _ := pipeline()
+			tc.set(g, mid, atLimit)
+			require.NoError(t, g.Validate(), "exactly MaxNameLength bytes is accepted")
+			g, _, mid, _ = pipeline()
+			tc.set(g, mid, atLimit+"v")
+			ve := requireValidationError(t, g.Validate(), jobgraph.RuleNameLength)
+			assert.True(t, strings.HasPrefix(ve.Detail, tc.detail+", above the limit of 65536 (MaxNameLength): "), ve.Detail)
+			assert.Less(t, len(ve.Error()), 400)
+			if strings.HasPrefix(tc.name, "job") || strings.HasPrefix(tc.name, "savepoint") {
+				assert.True(t, ve.Vertex.IsZero(), "a job-level field names no vertex")
+			} else {
+				assert.Equal(t, mid.ID, ve.Vertex)
+			}
+		})
+	}
+
+	// Names within the limit but long are cut where other rules quote them.
+	long := strings.Repeat("p", 1000)
+	g, src, _, sink := pipeline()
+	src.Name = long
+	sink.ID = src.ID
+	sink.Inputs[0].Target = src.ID
+	ve = requireValidationError(t, g.Validate(), jobgraph.RuleDuplicateID)
+	assert.Equal(t, fmt.Sprintf(`vertex ID already used by vertex %q`, strings.Repeat("p", 64)+"…(1000 bytes)"), ve.Detail)
+
+	g = jobgraph.New("coloc", jobgraph.Streaming)
+	g.AddVertex(long, "run", 2).WithCoLocationGroup(long)
+	g.AddVertex("tail", "run", 3).WithCoLocationGroup(long)
+	ve = requireValidationError(t, g.Validate(), jobgraph.RuleCoLocation)
+	cut := strings.Repeat("p", 64) + "…(1000 bytes)"
+	assert.Equal(t, fmt.Sprintf(`parallelism 3 differs from 2 of vertex %q in co-location group %q`, cut, cut), ve.Detail)
+
+	g, _, _, _ = pipeline()
+	g.RestartStrategy = jobgraph.RestartStrategyConfig{Type: jobgraph.RestartStrategyType(long)}
+	ve = requireValidationError(t, g.Validate(), jobgraph.RuleConfiguration)
+	assert.Equal(t, fmt.Sprintf(`restart-strategy.type %q is not one of none, fixed-delay, failure-rate, exponential-delay`, cut), ve.Detail)
+	g, _, _, _ = pipeline()
+	g.FailoverStrategy = jobgraph.FailoverStrategy(long)
+	ve = requireValidationError(t, g.Validate(), jobgraph.RuleConfiguration)
+	assert.Equal(t, fmt.Sprintf(`jobmanager.execution.failover-strategy %q is not one of region, full`, cut), ve.Detail)
 }

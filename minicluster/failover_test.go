@@ -253,8 +253,9 @@ func TestFailoverTaskExecutorLossIsOneRestartWithConcurrentFailures(t *testing.T
 			ExecutionStateListener: deploys.listen,
 		})
 		g := jobgraph.New("concurrent", jobgraph.Streaming)
-		v1 := g.AddVertex("v1", "run", 4)
-		v2 := g.AddVertex("v2", "run", 4)
+		// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.
+		v1 := g.AddVertex("v1", "run", 4).WithoutSlotSharingGroup()
+		v2 := g.AddVertex("v2", "run", 4).WithoutSlotSharingGroup()
 		g.Connect(v1, v2, jobgraph.AllToAll, jobgraph.Pipelined)
 		g.RestartStrategy = jobgraph.ExponentialDelayRestart()
 		g.RestartStrategy.ExponentialDelayInitialBackoff = time.Second

@@ -39,8 +39,9 @@ func (h *harness) stateOf(name string, i int) string {
 // RestartPipelinedRegionFailoverStrategy.
 func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 	g := jobgraph.New("regions", jobgraph.Streaming)
-	v1 := g.AddVertex("v1", "noop", 2)
-	v2 := g.AddVertex("v2", "noop", 2)
+	// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.
+	v1 := g.AddVertex("v1", "noop", 2).WithoutSlotSharingGroup()
+	v2 := g.AddVertex("v2", "noop", 2).WithoutSlotSharingGroup()
 	g.Connect(v1, v2, jobgraph.Pointwise, jobgraph.Pipelined)
 	g.RestartStrategy = jobgraph.FixedDelayRestart(1, time.Second)
 	h := newHarness(t, g, Config{})
@@ -84,9 +85,10 @@ func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 // under RestartPipelinedRegionFailoverStrategy.
 func TestFixedDelayRestartsOnlyTheFailedRegion(t *testing.T) {
 	g := jobgraph.New("fixed", jobgraph.Streaming)
-	a1 := g.AddVertex("a1", "noop", 1)
-	a2 := g.AddVertex("a2", "noop", 1)
-	g.AddVertex("b", "noop", 1)
+	// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.
+	a1 := g.AddVertex("a1", "noop", 1).WithoutSlotSharingGroup()
+	a2 := g.AddVertex("a2", "noop", 1).WithoutSlotSharingGroup()
+	g.AddVertex("b", "noop", 1).WithoutSlotSharingGroup()
 	g.Connect(a1, a2, jobgraph.Pointwise, jobgraph.Pipelined)
 	g.RestartStrategy = jobgraph.FixedDelayRestart(2, 10*time.Second)
 	h := newHarness(t, g, Config{})
@@ -177,8 +179,9 @@ func TestConcurrentFailuresOfOneRestart(t *testing.T) {
 	const ms = time.Millisecond
 	build := func(rt jobgraph.ResultPartitionType) *jobgraph.JobGraph {
 		g := jobgraph.New("concurrent", jobgraph.Streaming)
-		v1 := g.AddVertex("v1", "noop", 4)
-		v2 := g.AddVertex("v2", "noop", 4)
+		// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.
+		v1 := g.AddVertex("v1", "noop", 4).WithoutSlotSharingGroup()
+		v2 := g.AddVertex("v2", "noop", 4).WithoutSlotSharingGroup()
 		g.Connect(v1, v2, jobgraph.AllToAll, rt)
 		g.RestartStrategy = exponentialForTests()
 		return g
@@ -580,8 +583,9 @@ func TestFailureAfterSuspendIsIgnored(t *testing.T) {
 // does; after the restart each is deployed once, as attempt 1.
 func TestOutdatedDeploymentIsSkipped(t *testing.T) {
 	g := jobgraph.New("outdated", jobgraph.Streaming)
-	src := g.AddVertex("source", "noop", 1)
-	sink := g.AddVertex("sink", "noop", 1)
+	// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.
+	src := g.AddVertex("source", "noop", 1).WithoutSlotSharingGroup()
+	sink := g.AddVertex("sink", "noop", 1).WithoutSlotSharingGroup()
 	g.Connect(src, sink, jobgraph.Pointwise, jobgraph.Pipelined)
 	g.RestartStrategy = jobgraph.FixedDelayRestart(1, 0)
 	h := newHarness(t, g, Config{})
@@ -599,7 +603,7 @@ func TestOutdatedDeploymentIsSkipped(t *testing.T) {
 	// The version check itself: a bulk scheduled before a failover named its vertex deploys
 	// nothing of that vertex (the failover cancels it right after; here only the version moves).
 	g2 := jobgraph.New("version", jobgraph.Streaming)
-	g2.AddVertex("v", "noop", 1)
+	g2.AddVertex("v", "noop", 1).WithoutSlotSharingGroup()
 	h2 := newHarness(t, g2, Config{})
 	h2.s.StartScheduling()
 	h2.s.versions[h2.exec("v", 0).Vertex().Index()]++

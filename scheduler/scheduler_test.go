@@ -42,8 +42,9 @@ func TestOneVertexParallelism4DeploysEachRegionWhenItsSlotArrives(t *testing.T) 
 // slots is there. Flink: DefaultExecutionDeployer waits for all slot assignments of the bulk.
 func TestBulkDeploysOnlyWhenAllItsSlotsArrived(t *testing.T) {
 	g := jobgraph.New("bulk", jobgraph.Streaming)
-	a := g.AddVertex("a", "noop", 2)
-	b := g.AddVertex("b", "noop", 2)
+	// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.
+	a := g.AddVertex("a", "noop", 2).WithoutSlotSharingGroup()
+	b := g.AddVertex("b", "noop", 2).WithoutSlotSharingGroup()
 	g.Connect(a, b, jobgraph.AllToAll, jobgraph.PipelinedBounded)
 	h := newHarness(t, g, Config{})
 	h.s.StartScheduling()
@@ -422,8 +423,9 @@ func TestCancelWithRunningTasks(t *testing.T) {
 // holds no slot.
 func TestSlotRequestTimeoutFailsJob(t *testing.T) {
 	g := jobgraph.New("starved", jobgraph.Streaming)
-	a := g.AddVertex("a", "noop", 2)
-	b := g.AddVertex("b", "noop", 2)
+	// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.
+	a := g.AddVertex("a", "noop", 2).WithoutSlotSharingGroup()
+	b := g.AddVertex("b", "noop", 2).WithoutSlotSharingGroup()
 	g.Connect(a, b, jobgraph.Pointwise, jobgraph.PipelinedBounded)
 	h := newHarness(t, g, Config{SlotRequestTimeout: 10 * time.Second})
 	h.s.StartScheduling()
