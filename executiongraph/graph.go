@@ -107,10 +107,7 @@ type ExecutionGraph struct {
 // Cost: O(vertices + subtasks + partitions + edges) time and memory; an ALL_TO_ALL edge between
 // P producer and C consumer subtasks costs O(P + C).
 func Build(g *jobgraph.JobGraph, opts ...Option) (*ExecutionGraph, error) {
-	if g == nil {
-		return nil, &jobgraph.ValidationError{Rule: jobgraph.RuleEmptyGraph, Detail: "the job graph is nil"}
-	}
-	if err := g.Validate(); err != nil {
+	if err := g.Validate(); err != nil { // RuleNilGraph for a nil g
 		return nil, err
 	}
 	order, err := g.TopologicalOrder()

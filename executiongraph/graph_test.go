@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,8 +46,22 @@ func TestBuildInvalidGraph(t *testing.T) {
 	eg, err = Build(nil)
 	require.Nil(t, eg)
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, jobgraph.RuleEmptyGraph, ve.Rule)
+	assert.Equal(t, jobgraph.RuleNilGraph, ve.Rule)
 	assert.ErrorIs(t, err, jobgraph.ErrInvalidJobGraph)
+	assert.EqualError(t, err, "invalid job graph: nil-graph: the job graph is nil")
+}
+
+// A long vertex name is cut in the task name every message uses; the job vertex keeps it whole.
+func TestTaskNamesOfLongVertexNames(t *testing.T) {
+	long := strings.Repeat("v", 1000)
+	g := jobgraph.New("long", jobgraph.Batch)
+	g.AddVertex(long, "noop", 2)
+	eg := build(t, g)
+	jv := eg.JobVertices()[0]
+	assert.Equal(t, long, jv.Name())
+	assert.Equal(t, strings.Repeat("v", 64)+"…(1000 bytes) (2/2)", jv.Vertex(1).Name())
+	e := jv.Vertex(0).CurrentExecution()
+	assert.Equal(t, strings.Repeat("v", 64)+"…(1000 bytes) (1/2) attempt #0 ("+e.AttemptID().String()+")", e.String())
 }
 
 func TestBuildShape(t *testing.T) {

@@ -36,9 +36,12 @@ func (v *ExecutionVertex) SubtaskIndex() int { return int(v.subtask) }
 func (v *ExecutionVertex) Index() int { return v.jobVertex.base + int(v.subtask) }
 
 // Name is the task name with subtask index as Flink prints it
-// (TaskNameWithSubtaskIndex): "name (i+1/parallelism)", e.g. "map (2/4)".
+// (TaskNameWithSubtaskIndex): "name (i+1/parallelism)", e.g. "map (2/4)". It names the task in
+// every message, log line, TaskDeploymentDescriptor and exception history entry, so the vertex
+// name goes through jobgraph.Truncate: one over 64 runes is cut, with its length in bytes
+// ("aaa…(1000 bytes) (2/4)"; Flink prints the whole name). ExecutionJobVertex.Name is whole.
 func (v *ExecutionVertex) Name() string {
-	return v.jobVertex.jobVertex.Name + " (" + strconv.Itoa(int(v.subtask)+1) + "/" +
+	return jobgraph.Truncate(v.jobVertex.jobVertex.Name) + " (" + strconv.Itoa(int(v.subtask)+1) + "/" +
 		strconv.Itoa(len(v.jobVertex.vertices)) + ")"
 }
 

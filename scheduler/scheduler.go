@@ -98,11 +98,11 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 	if err != nil {
 		name := "<nil>"
 		if g != nil {
-			name = fmt.Sprintf("%q (%s)", g.Name, g.JobID)
+			name = fmt.Sprintf("%q (%s)", jobgraph.Truncate(g.Name), g.JobID)
 		}
 		return nil, fmt.Errorf("scheduler: cannot build the execution graph of job %s: %w", name, err)
 	}
-	jobName := fmt.Sprintf("%q (%s)", g.Name, g.JobID)
+	jobName := fmt.Sprintf("%q (%s)", jobgraph.Truncate(g.Name), g.JobID)
 	restart, err := NewRestartBackoffTimeStrategy(g.RestartStrategy, g.Checkpointing, cfg.Clock, cfg.Random)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
@@ -114,7 +114,7 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 	}
 	s := &DefaultScheduler{
 		cfg:         cfg,
-		log:         logger.With("job", eg.JobID().String(), "jobName", eg.JobName()),
+		log:         logger.With("job", eg.JobID().String(), "jobName", jobgraph.Truncate(eg.JobName())),
 		graph:       eg,
 		pool:        pool,
 		deployer:    deployer,
