@@ -56,6 +56,11 @@ type JobResult struct {
 	// ExceptionHistory holds the job's failures, oldest first, at most
 	// web.exception-history-size (DefaultExceptionHistorySize) entries.
 	ExceptionHistory []ExceptionHistoryEntry `json:"exceptionHistory,omitempty"`
+	// Accumulators are the job's accumulator results by name: for each name, the accumulators
+	// the current attempt of every subtask reported, merged (MergeAccumulators); the values of
+	// attempts a restart superseded do not count. Read one with AccumulatorValue. nil when no
+	// task added any. Flink: JobResult.accumulatorResults / JobExecutionResult.getAllAccumulatorResults.
+	Accumulators map[string]SerializedAccumulator `json:"accumulators,omitempty"`
 	// RootCause is the failure as an error value, so callers can use errors.Is / errors.As on it.
 	// It lives only in the process that ran the job and is not persisted.
 	RootCause error `json:"-"`
