@@ -123,6 +123,20 @@ type TaskExecutionState struct {
 	// Failure is why the execution FAILED (nil otherwise): plain data, see Failure; the
 	// JobMaster matches it against the library's sentinels with Failure.Err().
 	Failure *jobgraph.ErrorInfo `json:"failure,omitempty"`
+	// Accumulators is the snapshot of the task's accumulators by name, sent with its final
+	// state (FINISHED, FAILED or CANCELED); nil when the task added none, and on the other states.
+	// Flink: TaskExecutionState.accumulators (an AccumulatorSnapshot).
+	Accumulators map[string]jobgraph.SerializedAccumulator `json:"accumulators,omitempty"`
+}
+
+// AccumulatorSnapshot is what one running execution attempt's accumulators hold now, by name,
+// sent with heartbeats to its JobMaster (AllocatedSlotReport.Accumulators). The JobMaster keeps
+// the newest snapshot of each current, non-terminal attempt and drops those of other attempts.
+// Flink: org.apache.flink.runtime.accumulators.AccumulatorSnapshot.
+type AccumulatorSnapshot struct {
+	JobID              jobgraph.JobID                            `json:"jobId"`
+	ExecutionAttemptID jobgraph.ExecutionAttemptID               `json:"executionAttemptId"`
+	Accumulators       map[string]jobgraph.SerializedAccumulator `json:"accumulators"`
 }
 
 // JobStatusMessage is one line of ListJobs. Flink: org.apache.flink.runtime.client.JobStatusMessage.
@@ -134,8 +148,13 @@ type JobStatusMessage struct {
 }
 
 // AllocatedSlotReport lists the slots a TaskExecutor holds for one job, sent with heartbeats to
-// that job's JobMaster. Flink: org.apache.flink.runtime.jobmaster.AllocatedSlotReport.
+// that job's JobMaster, together with the accumulator snapshots of the job's tasks running there.
+// Flink: org.apache.flink.runtime.jobmaster.AllocatedSlotReport; Flink sends the snapshots in a
+// TaskExecutorToJobManagerHeartbeatPayload's AccumulatorReport.
 type AllocatedSlotReport struct {
 	JobID jobgraph.JobID          `json:"jobId"`
 	Slots []jobgraph.AllocationID `json:"slots"`
+	// Accumulators holds one snapshot per running task of the job that added accumulators
+	// (Flink's AccumulatorReport); empty when none did.
+	Accumulators []AccumulatorSnapshot `json:"accumulators,omitempty"`
 }

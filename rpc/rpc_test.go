@@ -253,6 +253,16 @@ func TestTaskExecutionStateJSONKeepsFailureAndItsSentinels(t *testing.T) {
 	gotRunning, data := roundTrip(t, running)
 	assert.Equal(t, running, gotRunning)
 	assert.NotContains(t, string(data), "failure")
+	assert.NotContains(t, string(data), "accumulators")
+
+	finished := rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFinished,
+		Accumulators: map[string]jobgraph.SerializedAccumulator{
+			"n":   {Kind: "IntCounter", Value: json.RawMessage(`10`)},
+			"bad": {Kind: "test.Max", Failure: "encoding the test.Max: boom"},
+		}}
+	gotFinished, data := roundTrip(t, finished)
+	assert.Equal(t, finished, gotFinished)
+	assert.Contains(t, string(data), `"accumulators":{"bad":{"kind":"test.Max","failure":"encoding the test.Max: boom"},"n":{"kind":"IntCounter","value":10}}`)
 }
 
 func TestOtherMessagesJSONRoundTrip(t *testing.T) {
@@ -289,8 +299,22 @@ func TestOtherMessagesJSONRoundTrip(t *testing.T) {
 		},
 		"AllocatedSlotReport": func(t *testing.T) {
 			r := rpc.AllocatedSlotReport{JobID: job, Slots: []jobgraph.AllocationID{alloc, jobgraph.NewAllocationID()}}
-			got, _ := roundTrip(t, r)
+			got, data := roundTrip(t, r)
 			assert.Equal(t, r, got)
+			assert.NotContains(t, string(data), "accumulators")
+		},
+		"AllocatedSlotReport with accumulators": func(t *testing.T) {
+			attempt := jobgraph.ExecutionAttemptID{ExecutionGraphID: jobgraph.NewExecutionGraphID(), ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: jobgraph.NewJobVertexID(), Subtask: 2}}
+			r := rpc.AllocatedSlotReport{JobID: job, Slots: []jobgraph.AllocationID{alloc}, Accumulators: []rpc.AccumulatorSnapshot{{
+				JobID: job, ExecutionAttemptID: attempt,
+				Accumulators: map[string]jobgraph.SerializedAccumulator{
+					"words": {Kind: "LongCounter", Value: json.RawMessage(`123`)},
+					"names": {Kind: "ListAccumulator", Value: json.RawMessage(`["a","b"]`)},
+				},
+			}}}
+			got, data := roundTrip(t, r)
+			assert.Equal(t, r, got)
+			assert.Contains(t, string(data), `"words":{"kind":"LongCounter","value":123}`)
 		},
 	} {
 		t.Run(name, check)

@@ -59,6 +59,9 @@ type task struct {
 	sig    *stopSignal
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+
+	// accs are the task's accumulators: its Environment's, read for heartbeats off the loop.
+	accs *AccumulatorRegistry
 }
 
 // newTask runs on the loop.
@@ -72,6 +75,7 @@ func (te *TaskExecutor) newTask(tdd rpc.TaskDeploymentDescriptor, jc *jobConnect
 		jmAddress:  jc.address,
 		jm:         jc.gateway,
 		token:      jc.token,
+		accs:       NewAccumulatorRegistry(),
 	}
 	if fn, ok := te.registry.Lookup(tdd.Invokable); ok {
 		t.fn = fn
@@ -184,6 +188,9 @@ func (t *task) report(state jobgraph.ExecutionState, err error) {
 		return
 	}
 	msg := rpc.TaskExecutionState{ExecutionAttemptID: t.attempt, State: state}
+	if state.IsTerminal() {
+		msg.Accumulators = t.accs.Snapshot()
+	}
 	msg.Failure = rpc.Failure(err)
 	if t.jm == nil {
 		jm, cerr := rpc.Connect[rpc.JobMasterGateway](te.ctx, te.rpc, t.jmAddress)
@@ -214,6 +221,7 @@ func (t *task) setup() (*environment, error) {
 		AttemptNumber:      tdd.AttemptNumber,
 		Config:             tdd.Config,
 	})
+	env.accs = t.accs
 	for i, d := range tdd.ProducedPartitions {
 		w, err := te.shuffle.newWriter(tdd.JobID, te.id, d)
 		if err != nil {
@@ -247,6 +255,8 @@ type environment struct {
 	errIn   int   // the input of err
 	err     error // the error NextAny returned for input errIn; it sticks
 	waiting bool  // NextAny marked the gates hungry before it waited
+
+	accs *AccumulatorRegistry
 }
 
 var (
@@ -255,7 +265,7 @@ var (
 )
 
 func newEnvironment(stop *stopSignal, info TaskInfo) *environment {
-	return &environment{stop: stop, info: info, wake: make(chan struct{}, 1), cur: -1}
+	return &environment{stop: stop, info: info, wake: make(chan struct{}, 1), cur: -1, accs: NewAccumulatorRegistry()}
 }
 
 // openInput attaches the task's next input gate, reading what d names.
@@ -273,6 +283,8 @@ func (e *environment) openInput(s *Shuffle, job jobgraph.JobID, d rpc.InputGateD
 func (e *environment) Info() TaskInfo  { return e.info }
 func (e *environment) NumInputs() int  { return len(e.gates) }
 func (e *environment) NumOutputs() int { return len(e.writers) }
+
+func (e *environment) AccumulatorRegistry() *AccumulatorRegistry { return e.accs }
 
 func (e *environment) Input(i int) InputGate {
 	if i < 0 || i >= len(e.gates) {

@@ -42,6 +42,9 @@ type Environment interface {
 	NumOutputs() int
 	// Output returns output i, 0 ≤ i < NumOutputs().
 	Output(i int) ResultPartitionWriter
+	// AccumulatorRegistry holds the task's accumulators (see AccumulatorRegistry); the same one
+	// on every call. Unlike the other methods it is safe to use from any goroutine.
+	AccumulatorRegistry() *AccumulatorRegistry
 }
 
 // TaskInfo describes one execution attempt. Flink: org.apache.flink.api.common.TaskInfo.

@@ -779,8 +779,9 @@ func (te *TaskExecutor) disconnectJobMaster(job jobgraph.JobID, cause error) {
 // only by its ResourceID, which the TaskExecutor does not learn when it connects, so it answers
 // every JobMaster it is registered with — those of the jobs it holds slots for — each with
 // JobMasterGateway.HeartbeatFromTaskExecutor and the AllocatedSlotReport of its job (the slots
-// the JobMaster accepted). A JobMaster that takes the heartbeat counts as alive; one that has not
-// for heartbeat.timeout is disconnected (see jobMasterHeartbeatTimedOut). At most one heartbeat
+// the JobMaster accepted, and the accumulator snapshots of the job's tasks here). A JobMaster
+// that takes the heartbeat counts as alive; one that has not for heartbeat.timeout is
+// disconnected (see jobMasterHeartbeatTimedOut). At most one heartbeat
 // per JobMaster is in flight. Flink: HeartbeatManagerImpl.requestHeartbeat on the TaskExecutor's
 // JobManager heartbeat manager.
 func (te *TaskExecutor) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
@@ -798,14 +799,22 @@ func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
 		return
 	}
 	report := rpc.AllocatedSlotReport{JobID: jc.job}
+	var tasks []*task
 	for _, s := range te.slots {
 		if s.state == slotActive && s.job == jc.job {
 			report.Slots = append(report.Slots, s.allocation)
+		}
+		if s.state != slotFree && s.job == jc.job {
+			for _, t := range s.tasks {
+				tasks = append(tasks, t)
+			}
 		}
 	}
 	jc.answering = true
 	gw, token, timeout := jc.gateway, jc.token, te.jmHeartbeats.Timeout()
 	te.callAside(timeout, func(ctx context.Context) error {
+		// The accumulators are encoded here, off the loop: that is the task's own code.
+		report.Accumulators = accumulatorReport(jc.job, tasks)
 		return gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
 	}, func(err error) {
 		jc.answering = false
@@ -815,6 +824,19 @@ func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
 			te.log.Debug("heartbeat to a JobMaster failed", "job", jc.job.String(), "error", err)
 		}
 	})
+}
+
+// accumulatorReport returns the accumulator snapshots of the job's tasks that added
+// accumulators (Flink: TaskExecutor's JobManagerHeartbeatListener building an AccumulatorReport).
+// Off the loop.
+func accumulatorReport(job jobgraph.JobID, tasks []*task) []rpc.AccumulatorSnapshot {
+	var out []rpc.AccumulatorSnapshot
+	for _, t := range tasks {
+		if accs := t.accs.Snapshot(); accs != nil {
+			out = append(out, rpc.AccumulatorSnapshot{JobID: job, ExecutionAttemptID: t.attempt, Accumulators: accs})
+		}
+	}
+	return out
 }
 
 // callAside runs call off the loop, bounded by timeout (ErrKilled without calling once the

@@ -71,6 +71,14 @@ type fakeEnv struct {
 	inputs  []*fakeGate
 	outputs []*fakeWriter
 	turn    int // the input NextAny looks at first
+	accs    *taskexecutor.AccumulatorRegistry
+}
+
+func (e *fakeEnv) AccumulatorRegistry() *taskexecutor.AccumulatorRegistry {
+	if e.accs == nil {
+		e.accs = taskexecutor.NewAccumulatorRegistry()
+	}
+	return e.accs
 }
 
 func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
@@ -109,6 +117,9 @@ func (e nextOnlyEnv) NumInputs() int                                  { return e
 func (e nextOnlyEnv) Input(i int) taskexecutor.InputGate              { return e.e.Input(i) }
 func (e nextOnlyEnv) NumOutputs() int                                 { return e.e.NumOutputs() }
 func (e nextOnlyEnv) Output(i int) taskexecutor.ResultPartitionWriter { return e.e.Output(i) }
+func (e nextOnlyEnv) AccumulatorRegistry() *taskexecutor.AccumulatorRegistry {
+	return e.e.AccumulatorRegistry()
+}
 
 var testVertex = jobgraph.NewJobVertexID()
 

@@ -23,6 +23,14 @@ type fakeEnv struct {
 	info    taskexecutor.TaskInfo
 	inputs  []*sliceGate
 	outputs []*recordingWriter
+	accs    *taskexecutor.AccumulatorRegistry
+}
+
+func (e *fakeEnv) AccumulatorRegistry() *taskexecutor.AccumulatorRegistry {
+	if e.accs == nil {
+		e.accs = taskexecutor.NewAccumulatorRegistry()
+	}
+	return e.accs
 }
 
 func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
