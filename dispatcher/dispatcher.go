@@ -298,6 +298,7 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 		Status:           a.Status,
 		Failure:          a.FailureCause,
 		ExceptionHistory: a.ExceptionHistory,
+		Accumulators:     jobgraph.CloneAccumulators(a.Accumulators),
 		RootCause:        res.Err,
 	}
 	if end := a.StatusTimestamp(a.Status); !end.IsZero() && end.After(entry.submitted) {

@@ -28,6 +28,10 @@ type ArchivedExecutionGraph struct {
 	// (SetExceptionHistory), oldest first; each entry groups the failures of one restart.
 	// Flink: the exception history of the REST API (JobExceptionsInfoWithHistory).
 	ExceptionHistory []jobgraph.ExceptionHistoryEntry `json:"exceptionHistory,omitempty"`
+	// Accumulators are the job's accumulators by name, merged from the newest snapshot of every
+	// subtask's current attempt (AggregateUserAccumulators); nil when there are none. Read one
+	// with jobgraph.AccumulatorValue. Flink: ArchivedExecutionGraph's serialized user accumulators.
+	Accumulators map[string]jobgraph.SerializedAccumulator `json:"accumulators,omitempty"`
 }
 
 // SetExceptionHistory records the job's exception history, oldest first, for Archive. The graph
@@ -67,7 +71,8 @@ type ArchivedExecutionVertex struct {
 }
 
 // Archive returns a snapshot of the graph as it is now. It copies everything it holds, in time
-// and memory linear in the number of subtasks (plus the exception history's entries). Flink: ArchivedExecutionGraph.createFrom.
+// and memory linear in the number of subtasks (plus the exception history's entries and the
+// accumulator snapshots, which it merges). Flink: ArchivedExecutionGraph.createFrom.
 func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 	a := &ArchivedExecutionGraph{
 		JobID:            g.JobID(),
@@ -79,6 +84,7 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 		FailureCause:     g.FailureInfo(),
 		JobVertices:      make([]ArchivedExecutionJobVertex, len(g.jobVertices)),
 		ExceptionHistory: jobgraph.CloneExceptionHistory(g.exceptions),
+		Accumulators:     g.AggregateUserAccumulators(),
 	}
 	for s := range jobgraph.JobStatus(numJobStatuses) {
 		if g.reached&(1<<s) != 0 {
@@ -130,4 +136,22 @@ func (a *ArchivedExecutionGraph) JobVertex(id jobgraph.JobVertexID) *ArchivedExe
 		}
 	}
 	return nil
+}
+
+// AggregateUserAccumulators merges the newest accumulator snapshot of every subtask's current
+// attempt, job vertices in topological order and subtasks in index order, into one result per
+// name (jobgraph.MergeAccumulators: a name used with two types, say, fails alone). Attempts a
+// restart superseded do not count: their values are the ones a new attempt computes again.
+// nil when no attempt reported any. It decodes and merges every snapshot, in time linear in the
+// subtasks and the snapshots' size. Flink: DefaultExecutionGraph.aggregateUserAccumulators.
+func (g *ExecutionGraph) AggregateUserAccumulators() map[string]jobgraph.SerializedAccumulator {
+	var snaps []map[string]jobgraph.SerializedAccumulator
+	for _, jv := range g.jobVertices {
+		for k := range jv.vertices {
+			if accs := jv.vertices[k].current.accumulators; len(accs) > 0 {
+				snaps = append(snaps, accs)
+			}
+		}
+	}
+	return jobgraph.MergeAccumulators(snaps...)
 }

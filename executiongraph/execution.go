@@ -18,6 +18,8 @@ type Execution struct {
 	reached    uint16                             // bit s set: state s was reached
 	stateTimes [jobgraph.NumExecutionStates]int64 // unix nanoseconds of entry into each state
 	failure    error
+	// accumulators is the newest snapshot of the attempt's accumulators (SetAccumulators).
+	accumulators map[string]jobgraph.SerializedAccumulator
 
 	// ResourceID is the TaskExecutor the attempt was deployed to; set by the scheduler.
 	ResourceID jobgraph.ResourceID
@@ -138,4 +140,22 @@ func (e *Execution) Cancel() jobgraph.ExecutionState {
 		panic("executiongraph: broken invariant: " + err.Error())
 	}
 	return e.state
+}
+
+// SetAccumulators records accs as the newest snapshot of the attempt's accumulators, from a
+// heartbeat or with the attempt's final state, and reports whether it did: a terminal attempt
+// keeps what it has, so a heartbeat that arrives after the final state cannot replace it. The
+// attempt keeps accs itself and only reads it. Flink: Execution.setAccumulators.
+func (e *Execution) SetAccumulators(accs map[string]jobgraph.SerializedAccumulator) bool {
+	if e.state.IsTerminal() {
+		return false
+	}
+	e.accumulators = accs
+	return true
+}
+
+// UserAccumulators is the attempt's newest accumulator snapshot, nil before the first; the
+// caller must not modify it. Flink: Execution.getUserAccumulators.
+func (e *Execution) UserAccumulators() map[string]jobgraph.SerializedAccumulator {
+	return e.accumulators
 }

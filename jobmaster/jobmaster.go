@@ -552,7 +552,8 @@ func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token
 // HeartbeatFromTaskExecutor implements rpc.JobMasterGateway: a registered TaskExecutor answers a
 // heartbeat request (or sends one), listing the slots it holds for the job. The TaskExecutor's
 // heartbeat timeout starts over, and slots the TaskExecutor lists that the job no longer has are
-// freed there again (see reconcileSlots). It fails with ErrUnknownTaskExecutor for a
+// freed there again (see reconcileSlots). The accumulator snapshots it carries become those of
+// their current attempts (Flink: JobMaster's TaskManagerHeartbeatListener.reportPayload). It fails with ErrUnknownTaskExecutor for a
 // TaskExecutor that is not registered, so that one does not take the JobMaster for alive.
 func (jm *DefaultJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.AllocatedSlotReport) error {
 	if err := ctx.Err(); err != nil {
@@ -566,6 +567,9 @@ func (jm *DefaultJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskE
 			return fmt.Errorf("jobmaster: job %s: heartbeat from TaskExecutor %s: %w", jm.job, taskExecutor, ErrUnknownTaskExecutor)
 		}
 		jm.reconcileSlots(taskExecutor, report)
+		for _, snap := range report.Accumulators {
+			jm.sched.UpdateAccumulators(snap) // the scheduler drops snapshots of outdated attempts
+		}
 		return nil
 	})
 }

@@ -123,6 +123,9 @@ type SchedulerNG interface {
 	// UpdateTaskExecutionState applies a TaskExecutor's report; false for an unknown or
 	// outdated attempt.
 	UpdateTaskExecutionState(state rpc.TaskExecutionState) bool
+	// UpdateAccumulators records a heartbeat's accumulator snapshot of a current attempt;
+	// false for an unknown, outdated or terminal one.
+	UpdateAccumulators(snapshot rpc.AccumulatorSnapshot) bool
 	// OnDeployFailed fails an attempt whose SubmitTask call failed.
 	OnDeployFailed(attempt jobgraph.ExecutionAttemptID, err error)
 	// HandleGlobalFailure restarts the whole job, or fails it, under the restart strategy.

@@ -237,7 +237,9 @@ func (s *DefaultScheduler) StartScheduling() {
 // reports whether the attempt was known: false, and nothing changes, for an attempt of another
 // graph, an unknown vertex, an attempt that is not the vertex's current one, one already in a
 // terminal state, or any report after the job reached a terminal status (Flink's
-// ExecutionGraph forgets executions once they are terminal and returns false too).
+// ExecutionGraph forgets executions once they are terminal and returns false too). A known
+// attempt's report that carries accumulators (the final states do) makes them the attempt's
+// before its state changes (Flink: Execution.markFinished / processFail with accumulators).
 //
 //   - INITIALIZING, RUNNING: the execution advances (through INITIALIZING if it was DEPLOYING).
 //     Ignored while it is CANCELING.
@@ -269,6 +271,9 @@ func (s *DefaultScheduler) UpdateTaskExecutionState(st rpc.TaskExecutionState) b
 	if e == nil || !e.IsCurrent() || e.State().IsTerminal() {
 		return false
 	}
+	if st.Accumulators != nil {
+		e.SetAccumulators(st.Accumulators) // before the final state, which keeps them
+	}
 	switch st.State {
 	case jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning:
 		if e.State() == jobgraph.ExecutionStateCanceling {
@@ -299,6 +304,22 @@ func (s *DefaultScheduler) UpdateTaskExecutionState(st rpc.TaskExecutionState) b
 		return false
 	}
 	return true
+}
+
+// UpdateAccumulators records the accumulator snapshot a TaskExecutor sent with a heartbeat as the
+// newest of its execution attempt, and reports whether it did: not for another job, another
+// graph's or an unknown attempt, an attempt that is not its vertex's current one (a restart
+// superseded it, and its values no longer count), a terminal attempt (its final state carried
+// the final values), or a terminal job. Flink: SchedulerNG.updateAccumulators.
+func (s *DefaultScheduler) UpdateAccumulators(snap rpc.AccumulatorSnapshot) bool {
+	if snap.JobID != s.graph.JobID() || s.graph.State().IsTerminal() {
+		return false
+	}
+	e := s.graph.Execution(snap.ExecutionAttemptID)
+	if e == nil || !e.IsCurrent() {
+		return false
+	}
+	return e.SetAccumulators(snap.Accumulators)
 }
 
 // OnDeployFailed tells the scheduler that deploying attempt failed (SubmitTask returned err): the
