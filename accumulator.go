@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Accumulator collects a value in one task — a count, a sum, a histogram, a list — that is merged
@@ -59,6 +60,13 @@ var (
 	// ErrAccumulatorNotFound: the job has no accumulator of the name asked for.
 	ErrAccumulatorNotFound = errors.New("accumulator not found")
 )
+
+// The accumulator errors travel as codes in an accumulator's failure (SerializedAccumulator.Failure).
+func init() {
+	RegisterErrorCode("jobgraph.accumulator-type-mismatch", ErrAccumulatorTypeMismatch)
+	RegisterErrorCode("jobgraph.unknown-accumulator-kind", ErrUnknownAccumulatorKind)
+	RegisterErrorCode("jobgraph.accumulator-not-found", ErrAccumulatorNotFound)
+}
 
 // AccumulatorTypeError is an accumulator name used with two types. errors.Is(err,
 // ErrAccumulatorTypeMismatch).
@@ -172,12 +180,16 @@ type SerializedAccumulator struct {
 	Kind string `json:"kind"`
 	// Value is the value as the accumulator's MarshalJSON encodes it; empty when Failure is set.
 	Value json.RawMessage `json:"value,omitempty"`
-	// Failure says why there is no value (Flink's OptionalFailure): the value could not be
-	// encoded or decoded, its kind is not registered, or the name was used with two types
-	// ("two types under one name: IntCounter and LongCounter"). It is text so that it travels
-	// as plain data, and it does not name the accumulator (the map key does).
-	Failure string `json:"failure,omitempty"`
+	// Failure says why there is no value (Flink's OptionalFailure), as plain data whose Err
+	// matches the sentinels: the value could not be encoded or decoded, its kind is not
+	// registered (ErrUnknownAccumulatorKind), or the name was used with two types
+	// (ErrAccumulatorTypeMismatch: "two types under one name: IntCounter and LongCounter"). It
+	// does not name the accumulator (the map key does) and has no timestamp.
+	Failure *ErrorInfo `json:"failure,omitempty"`
 }
+
+// accumulatorFailure is err as a SerializedAccumulator's Failure.
+func accumulatorFailure(err error) *ErrorInfo { return NewErrorInfo(err, time.Time{}) }
 
 // SerializeAccumulator returns a's snapshot: its kind and its value encoded, or, when a's
 // MarshalJSON fails, its kind and the failure.
@@ -188,25 +200,20 @@ func SerializeAccumulator(a Accumulator) (s SerializedAccumulator) {
 	s.Kind = a.Kind()
 	defer func() {
 		if r := recover(); r != nil {
-			s.Value, s.Failure = nil, fmt.Sprintf("encoding the %s panicked: %v", s.Kind, r)
+			s.Value, s.Failure = nil, accumulatorFailure(fmt.Errorf("encoding the %s panicked: %v", s.Kind, r))
 		}
 	}()
 	v, err := json.Marshal(a)
 	if err != nil {
-		s.Failure = fmt.Sprintf("encoding the %s: %v", s.Kind, err)
+		s.Failure = accumulatorFailure(fmt.Errorf("encoding the %s: %w", s.Kind, err))
 		return s
 	}
 	s.Value = v
 	return s
 }
 
-// Err returns the failure as an error, nil when there is a value.
-func (s SerializedAccumulator) Err() error {
-	if s.Failure != "" {
-		return errors.New(s.Failure)
-	}
-	return nil
-}
+// Err returns the failure as an error (Failure.Err), nil when there is a value.
+func (s SerializedAccumulator) Err() error { return s.Failure.Err() }
 
 // Accumulator decodes the snapshot into a new accumulator of its kind. It fails for a failed
 // snapshot (its failure), an unregistered kind (ErrUnknownAccumulatorKind) or a value the kind
@@ -244,7 +251,8 @@ func (s SerializedAccumulator) Decode(v any) error {
 //	words, err := jobgraph.AccumulatorValue[int64](res.Accumulators, "words")
 //
 // Errors name the accumulator: ErrAccumulatorNotFound (listing the names accs has), the
-// accumulator's failure (a type mismatch across tasks, say), or a value that does not decode as T.
+// accumulator's failure (ErrAccumulatorTypeMismatch for one name used with two types across the
+// job's tasks, say; errors.Is matches it in any process), or a value that does not decode as T.
 // Flink: JobExecutionResult.getAccumulatorResult.
 func AccumulatorValue[T any](accs map[string]SerializedAccumulator, name string) (T, error) {
 	var v T
@@ -271,14 +279,15 @@ func AccumulatorValue[T any](accs map[string]SerializedAccumulator, name string)
 // in the order given (ListAccumulators concatenate in that order): the first snapshot of a name
 // is decoded, the later ones are merged into it, and the result is encoded again. A name fails
 // — a SerializedAccumulator with Failure, while the other names merge on — when one of its
-// snapshots failed, two snapshots have different kinds or Go types (an *AccumulatorTypeError's
-// text), a kind is not registered, or a value cannot be decoded. nil when there is nothing.
+// snapshots failed, two snapshots have different kinds or Go types (ErrAccumulatorTypeMismatch),
+// a kind is not registered (ErrUnknownAccumulatorKind), or a value cannot be decoded. nil when
+// there is nothing.
 // Flink: AccumulatorHelper.mergeInto, as DefaultExecutionGraph.aggregateUserAccumulators uses it.
 func MergeAccumulators(snapshots ...map[string]SerializedAccumulator) map[string]SerializedAccumulator {
 	type merged struct {
 		kind    string
 		acc     Accumulator
-		failure string
+		failure *ErrorInfo
 	}
 	byName := make(map[string]*merged)
 	for _, snap := range snapshots {
@@ -289,22 +298,22 @@ func MergeAccumulators(snapshots ...map[string]SerializedAccumulator) map[string
 				m = &merged{kind: s.Kind}
 				byName[name] = m
 				if a, err := s.Accumulator(); err != nil {
-					m.failure = err.Error()
+					m.failure = accumulatorFailure(err)
 				} else {
 					m.acc = a
 				}
-			case m.failure != "":
-			case s.Failure != "":
-				m.acc, m.failure = nil, s.Failure
+			case m.failure != nil:
+			case s.Failure != nil:
+				m.acc, m.failure = nil, accumulatorFailure(s.Err())
 			case s.Kind != m.kind:
-				m.acc, m.failure = nil, (&AccumulatorTypeError{Have: m.kind, Got: s.Kind}).Error()
+				m.acc, m.failure = nil, accumulatorFailure(&AccumulatorTypeError{Have: m.kind, Got: s.Kind})
 			default:
 				other, err := s.Accumulator()
 				if err == nil {
 					err = m.acc.Merge(other)
 				}
 				if err != nil {
-					m.acc, m.failure = nil, err.Error()
+					m.acc, m.failure = nil, accumulatorFailure(err)
 				}
 			}
 		}
@@ -314,7 +323,7 @@ func MergeAccumulators(snapshots ...map[string]SerializedAccumulator) map[string
 	}
 	out := make(map[string]SerializedAccumulator, len(byName))
 	for name, m := range byName {
-		if m.failure != "" {
+		if m.failure != nil {
 			out[name] = SerializedAccumulator{Kind: m.kind, Failure: m.failure}
 		} else {
 			out[name] = SerializeAccumulator(m.acc)
@@ -333,6 +342,15 @@ func CloneAccumulators(accs map[string]SerializedAccumulator) map[string]Seriali
 	for name, s := range accs {
 		if s.Value != nil {
 			s.Value = append(json.RawMessage(nil), s.Value...)
+		}
+		if s.Failure != nil {
+			f := *s.Failure
+			f.Codes = append([]string(nil), f.Codes...)
+			if p := f.UnavailablePartition; p != nil {
+				q := *p
+				f.UnavailablePartition = &q
+			}
+			s.Failure = &f
 		}
 		out[name] = s
 	}

@@ -224,7 +224,7 @@ func TestAccumulatorJSONRoundTrip(t *testing.T) {
 		d := new(jobgraph.DoubleCounter)
 		d.Add(v)
 		s := jobgraph.SerializeAccumulator(d)
-		require.Empty(t, s.Failure)
+		require.Nil(t, s.Failure)
 		assert.Equal(t, c.json, string(s.Value))
 		back, err := s.Accumulator()
 		require.NoError(t, err)
@@ -240,9 +240,9 @@ func TestAccumulatorJSONRoundTrip(t *testing.T) {
 func TestSerializedAccumulatorFailures(t *testing.T) {
 	s := jobgraph.SerializeAccumulator(new(failing))
 	assert.Equal(t, jobgraph.SerializedAccumulator{Kind: "test.Failing",
-		Failure: "encoding the test.Failing: json: error calling MarshalJSON for type *jobgraph_test.failing: cannot encode"}, s)
+		Failure: &jobgraph.ErrorInfo{Message: "encoding the test.Failing: json: error calling MarshalJSON for type *jobgraph_test.failing: cannot encode"}}, s)
 	_, err := s.Accumulator()
-	assert.EqualError(t, err, s.Failure)
+	assert.EqualError(t, err, s.Failure.Message)
 
 	_, err = jobgraph.SerializedAccumulator{Kind: "nope", Value: json.RawMessage(`1`)}.Accumulator()
 	require.ErrorIs(t, err, jobgraph.ErrUnknownAccumulatorKind)
@@ -272,6 +272,12 @@ func TestRegisterAccumulatorRejectsBadFactories(t *testing.T) {
 type emptyKind struct{ jobgraph.IntCounter }
 
 func (*emptyKind) Kind() string { return "" }
+
+// mismatchFailure is the failure of an IntCounter name that a LongCounter used too.
+var mismatchFailure = &jobgraph.ErrorInfo{
+	Message: "two types under one name: IntCounter and LongCounter",
+	Codes:   []string{"jobgraph.accumulator-type-mismatch"},
+}
 
 func ints(vs ...int) map[string]jobgraph.SerializedAccumulator {
 	out := map[string]jobgraph.SerializedAccumulator{}
@@ -327,11 +333,12 @@ func TestMergeAccumulatorsTypeMismatchFailsThatNameOnly(t *testing.T) {
 
 	got := jobgraph.MergeAccumulators(first, second, third)
 	assert.Equal(t, map[string]jobgraph.SerializedAccumulator{
-		"c0": {Kind: "IntCounter", Failure: "two types under one name: IntCounter and LongCounter"},
+		"c0": {Kind: "IntCounter", Failure: mismatchFailure},
 		"ok": {Kind: "IntCounter", Value: json.RawMessage(`10`)},
 	}, got)
 	_, err := jobgraph.AccumulatorValue[int](got, "c0")
 	assert.EqualError(t, err, `accumulator "c0": two types under one name: IntCounter and LongCounter`)
+	assert.ErrorIs(t, err, jobgraph.ErrAccumulatorTypeMismatch, "the sentinel travels as a code")
 	ok, err := jobgraph.AccumulatorValue[int](got, "ok")
 	require.NoError(t, err)
 	assert.Equal(t, 10, ok)
@@ -342,12 +349,16 @@ func TestMergeAccumulatorsTypeMismatchFailsThatNameOnly(t *testing.T) {
 		map[string]jobgraph.SerializedAccumulator{"x": ints(1)["c0"]},
 	)
 	assert.Equal(t, map[string]jobgraph.SerializedAccumulator{
-		"x": {Kind: "nope", Failure: `accumulator kind not registered: "nope" (register it with jobgraph.RegisterAccumulator)`},
+		"x": {Kind: "nope", Failure: &jobgraph.ErrorInfo{
+			Message: `accumulator kind not registered: "nope" (register it with jobgraph.RegisterAccumulator)`,
+			Codes:   []string{"jobgraph.unknown-accumulator-kind"}}},
 	}, failed)
+	assert.ErrorIs(t, failed["x"].Err(), jobgraph.ErrUnknownAccumulatorKind)
 
 	// A snapshot that failed in its task fails the name with its own failure.
-	failed = jobgraph.MergeAccumulators(ints(1), map[string]jobgraph.SerializedAccumulator{"c0": {Kind: "IntCounter", Failure: "encoding the IntCounter: boom"}})
-	assert.Equal(t, map[string]jobgraph.SerializedAccumulator{"c0": {Kind: "IntCounter", Failure: "encoding the IntCounter: boom"}}, failed)
+	boom := &jobgraph.ErrorInfo{Message: "encoding the IntCounter: boom"}
+	failed = jobgraph.MergeAccumulators(ints(1), map[string]jobgraph.SerializedAccumulator{"c0": {Kind: "IntCounter", Failure: boom}})
+	assert.Equal(t, map[string]jobgraph.SerializedAccumulator{"c0": {Kind: "IntCounter", Failure: boom}}, failed)
 }
 
 func TestMergeAccumulatorsOfAHostDefinedKind(t *testing.T) {
@@ -383,18 +394,20 @@ func TestJobResultWithAccumulatorsJSONRoundTrip(t *testing.T) {
 		Accumulators: map[string]jobgraph.SerializedAccumulator{
 			"words":  {Kind: "LongCounter", Value: json.RawMessage(`12345678901234`)},
 			"len":    jobgraph.SerializeAccumulator(h),
-			"broken": {Kind: "IntCounter", Failure: "two types under one name: IntCounter and LongCounter"},
+			"broken": {Kind: "IntCounter", Failure: mismatchFailure},
 		},
 	}
 	data, err := json.Marshal(r)
 	require.NoError(t, err)
 	assert.Equal(t, `{"jobId":"00000000000000000000000000000001","name":"job","status":"FINISHED","netRuntime":1000000000,`+
 		`"exceptionHistory":[{"message":"boom","timestamp":"2024-05-01T12:00:00Z","subtask":-1}],`+
-		`"accumulators":{"broken":{"kind":"IntCounter","failure":"two types under one name: IntCounter and LongCounter"},`+
+		`"accumulators":{"broken":{"kind":"IntCounter","failure":{"message":"two types under one name: IntCounter and LongCounter","codes":["jobgraph.accumulator-type-mismatch"]}},`+
 		`"len":{"kind":"Histogram","value":{"4":1}},"words":{"kind":"LongCounter","value":12345678901234}}}`, string(data))
 	var back jobgraph.JobResult
 	require.NoError(t, json.Unmarshal(data, &back))
 	assert.Equal(t, r, back)
+	_, err = jobgraph.AccumulatorValue[int](back.Accumulators, "broken")
+	assert.ErrorIs(t, err, jobgraph.ErrAccumulatorTypeMismatch, "after the round trip too")
 	words, err := jobgraph.AccumulatorValue[int64](back.Accumulators, "words")
 	require.NoError(t, err)
 	assert.Equal(t, int64(12345678901234), words)

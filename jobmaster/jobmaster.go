@@ -567,8 +567,10 @@ func (jm *DefaultJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskE
 			return fmt.Errorf("jobmaster: job %s: heartbeat from TaskExecutor %s: %w", jm.job, taskExecutor, ErrUnknownTaskExecutor)
 		}
 		jm.reconcileSlots(taskExecutor, report)
-		for _, snap := range report.Accumulators {
-			jm.sched.UpdateAccumulators(snap) // the scheduler drops snapshots of outdated attempts
+		if u, ok := jm.sched.(scheduler.AccumulatorUpdater); ok {
+			for _, snap := range report.Accumulators {
+				u.UpdateAccumulators(snap) // it drops the snapshots of outdated attempts
+			}
 		}
 		return nil
 	})

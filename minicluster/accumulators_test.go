@@ -267,8 +267,12 @@ func TestAccumulatorTypeMismatchAcrossSubtasksFailsThatName(t *testing.T) {
 	res, err := mc.Run(ctx, g)
 	require.NoError(t, err)
 	require.Equal(t, jobgraph.JobStatusFinished, res.Status, "%v", res.RootCause)
-	assert.Equal(t, jobgraph.SerializedAccumulator{Kind: "IntCounter", Failure: "two types under one name: IntCounter and LongCounter"}, res.Accumulators["n"])
+	assert.Equal(t, jobgraph.SerializedAccumulator{Kind: "IntCounter", Failure: &jobgraph.ErrorInfo{
+		Message: "two types under one name: IntCounter and LongCounter",
+		Codes:   []string{"jobgraph.accumulator-type-mismatch"},
+	}}, res.Accumulators["n"])
 	_, err = jobgraph.AccumulatorValue[int](res.Accumulators, "n")
+	require.ErrorIs(t, err, jobgraph.ErrAccumulatorTypeMismatch)
 	assert.EqualError(t, err, `accumulator "n": two types under one name: IntCounter and LongCounter`)
 	assert.Equal(t, 2, accumulatorValue[int](t, res.Accumulators, "ok"))
 }

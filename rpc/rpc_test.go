@@ -258,11 +258,11 @@ func TestTaskExecutionStateJSONKeepsFailureAndItsSentinels(t *testing.T) {
 	finished := rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFinished,
 		Accumulators: map[string]jobgraph.SerializedAccumulator{
 			"n":   {Kind: "IntCounter", Value: json.RawMessage(`10`)},
-			"bad": {Kind: "test.Max", Failure: "encoding the test.Max: boom"},
+			"bad": {Kind: "test.Max", Failure: &jobgraph.ErrorInfo{Message: "encoding the test.Max: boom"}},
 		}}
 	gotFinished, data := roundTrip(t, finished)
 	assert.Equal(t, finished, gotFinished)
-	assert.Contains(t, string(data), `"accumulators":{"bad":{"kind":"test.Max","failure":"encoding the test.Max: boom"},"n":{"kind":"IntCounter","value":10}}`)
+	assert.Contains(t, string(data), `"accumulators":{"bad":{"kind":"test.Max","failure":{"message":"encoding the test.Max: boom"}},"n":{"kind":"IntCounter","value":10}}`)
 }
 
 func TestOtherMessagesJSONRoundTrip(t *testing.T) {

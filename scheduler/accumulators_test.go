@@ -47,7 +47,7 @@ func TestAccumulatorsCountOnlyTheCurrentAttempts(t *testing.T) {
 	assert.False(t, h.s.UpdateAccumulators(rpc.AccumulatorSnapshot{JobID: jobgraph.NewJobID(), ExecutionAttemptID: v0, Accumulators: counter(1)}), "another job")
 
 	// v0 fails with its final values; they count until the restart, then no longer.
-	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: v0, State: jobgraph.ExecutionStateFailed, Err: errBoom, Accumulators: counter(150)}))
+	require.True(t, h.s.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: v0, State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(errBoom), Accumulators: counter(150)}))
 	assert.Equal(t, 152, h.accumulated())
 	assert.False(t, heartbeat(v0, 999), "a terminal attempt keeps its final values")
 	h.timers.Advance(time.Second)

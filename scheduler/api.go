@@ -123,9 +123,6 @@ type SchedulerNG interface {
 	// UpdateTaskExecutionState applies a TaskExecutor's report; false for an unknown or
 	// outdated attempt.
 	UpdateTaskExecutionState(state rpc.TaskExecutionState) bool
-	// UpdateAccumulators records a heartbeat's accumulator snapshot of a current attempt;
-	// false for an unknown, outdated or terminal one.
-	UpdateAccumulators(snapshot rpc.AccumulatorSnapshot) bool
 	// OnDeployFailed fails an attempt whose SubmitTask call failed.
 	OnDeployFailed(attempt jobgraph.ExecutionAttemptID, err error)
 	// HandleGlobalFailure restarts the whole job, or fails it, under the restart strategy.
@@ -143,6 +140,19 @@ type SchedulerNG interface {
 }
 
 var _ SchedulerNG = (*DefaultScheduler)(nil)
+
+// AccumulatorUpdater is a SchedulerNG that takes the accumulator snapshots TaskExecutors send
+// with heartbeats: the JobMaster hands each one to its scheduler if it implements this, on the
+// JobMaster's main loop. UpdateAccumulators reports whether it kept the snapshot (false for an
+// unknown, outdated or terminal attempt). A scheduler without it shows the accumulators of the
+// final task states only. DefaultScheduler implements it. Flink: SchedulerNG.updateAccumulators
+// (part of SchedulerNG there; a separate interface here, so a host's SchedulerNG need not
+// change).
+type AccumulatorUpdater interface {
+	UpdateAccumulators(snapshot rpc.AccumulatorSnapshot) bool
+}
+
+var _ AccumulatorUpdater = (*DefaultScheduler)(nil)
 
 // SchedulerNGFactory builds the scheduler of one job for its JobMaster, on the JobMaster's main
 // loop: g is the job (valid, not to be changed), pool the JobMaster's slot pool, deployer its

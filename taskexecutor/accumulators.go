@@ -40,6 +40,8 @@ func NewAccumulatorRegistry() *AccumulatorRegistry {
 // Flink: UnsupportedOperationException "The accumulator … already exists".
 var ErrAccumulatorExists = errors.New("accumulator already exists")
 
+func init() { jobgraph.RegisterErrorCode("taskexecutor.accumulator-exists", ErrAccumulatorExists) }
+
 // Add adds acc under name. It returns an error, adding nothing, for an empty name, a nil acc, a
 // name already taken (ErrAccumulatorExists), or an accumulator whose kind is not registered
 // (jobgraph.ErrUnknownAccumulatorKind: the JobMaster could not merge it). Flink:
