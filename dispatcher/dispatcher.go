@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -145,12 +146,14 @@ type StandaloneDispatcher struct {
 	capacity   int           // 0: unlimited
 
 	// Owned by loop.
-	jobs     map[jobgraph.JobID]*job
-	archive  map[jobgraph.JobID]*archivedJob
-	bounded  *list.List // of jobgraph.JobID: the archived jobs subject to expiry and capacity, oldest first
-	armed    bool       // an expiry timer is scheduled, for no later than the oldest bounded job's expiry
-	closing  bool
-	watchers sync.WaitGroup
+	jobs    map[jobgraph.JobID]*job
+	archive map[jobgraph.JobID]*archivedJob
+	bounded *list.List // of jobgraph.JobID: the archived jobs subject to expiry and capacity, oldest first
+	armed   bool       // an expiry timer is scheduled, for no later than the oldest bounded job's expiry
+	closing bool
+
+	submitting sync.WaitGroup // submissions past their reservation; Close waits for them
+	watchers   sync.WaitGroup
 }
 
 type job struct {
@@ -159,6 +162,9 @@ type job struct {
 	runner    jobmaster.JobManagerRunner // nil while the graph is being persisted
 	archived  chan struct{}              // closed once the job is in the archive
 	final     *archivedJob               // written before archived is closed
+	// ended is the job's outcome once its runner reported it, while the result is being
+	// recorded and cleaned up (the runner is closed by then); set on the loop.
+	ended *archivedJob
 }
 
 type archivedJob struct {
@@ -166,7 +172,8 @@ type archivedJob struct {
 	graph  *executiongraph.ArchivedExecutionGraph
 	// recorded: the result is in the JobResultStore, which answers for the job once it leaves
 	// the archive.
-	recorded bool
+	recorded  bool
+	submitted time.Time // when SubmitJob accepted it: the job's INITIALIZING timestamp
 	// Owned by the loop: when the job was archived, and its element of Dispatcher.bounded (nil if
 	// the job is kept outside the bounds).
 	at   time.Time
@@ -207,11 +214,18 @@ func New(cfg Config) (*StandaloneDispatcher, error) {
 }
 
 // SubmitJob validates g, rejects a duplicate, persists g to the ExecutionPlanStore and then starts
-// the job's runner; it returns once the job runs (not when it ends). Errors: the
-// *jobgraph.ValidationError; a *DuplicateJobSubmissionError (GloballyTerminated when the
-// JobResultStore has the job); ErrShuttingDown; a store failure. On any error nothing is kept
-// and a job already running under the ID is untouched. The Dispatcher keeps its own copy of g.
+// the job's runner; it returns once the job runs (not when it ends). Errors: a nil g or the
+// *jobgraph.ValidationError (both match jobgraph.ErrInvalidJobGraph); a
+// *DuplicateJobSubmissionError (GloballyTerminated when the JobResultStore has the job);
+// ErrShuttingDown; a runner factory or store failure. On any error nothing is kept and a job
+// already running under the ID is untouched. The Dispatcher keeps its own copy of g.
+//
+// Only the reservation of the JobID and the bookkeeping run on the Dispatcher's loop; the store
+// calls, the runner's creation and its Start run on the caller's goroutine.
 func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
+	if g == nil {
+		return fmt.Errorf("dispatcher: SubmitJob: %w: the job graph is nil", jobgraph.ErrInvalidJobGraph)
+	}
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -234,6 +248,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 			return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: true}
 		}
 		d.jobs[id] = entry
+		d.submitting.Add(1) // Close waits for the rest of this submission
 		return nil
 	}); err != nil {
 		if errors.Is(err, mainloop.ErrClosed) {
@@ -241,6 +256,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 		}
 		return err
 	}
+	defer d.submitting.Done()
 	if err := d.persistAndRun(ctx, g, entry); err != nil {
 		d.loop.Execute(func() {
 			if d.jobs[id] == entry {
@@ -252,6 +268,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 	return nil
 }
 
+// persistAndRun runs a reserved submission to its end, off the loop.
 func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.JobGraph, entry *job) error {
 	id := g.JobID
 	if _, err := d.cfg.HA.JobResultStore().Get(ctx, id); err == nil {
@@ -267,31 +284,40 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 		return fmt.Errorf("dispatcher: job %s: Config.JobManagerRunnerFactory returned no runner and no error", id)
 	}
 	if err := d.cfg.HA.ExecutionPlanStore().Put(ctx, g); err != nil {
+		runner.Close()
 		return fmt.Errorf("dispatcher: job %s: persisting the job graph: %w", id, err)
 	}
+	// undo drops what this submission persisted; it never touches another job's data.
+	undo := func() {
+		runner.Close()
+		if err := d.cfg.HA.ExecutionPlanStore().Remove(context.Background(), id); err != nil {
+			d.log.Warn("removing the job graph of a rejected submission failed", "job", id, "err", err)
+		}
+	}
+	closing, err := mainloop.Submit(context.Background(), d.loop, func() (bool, error) { return d.closing, nil })
+	if err != nil || closing {
+		undo()
+		return ErrShuttingDown
+	}
+	if err := runner.Start(); err != nil {
+		undo()
+		return fmt.Errorf("dispatcher: job %s: starting its runner: %w", id, err)
+	}
+	// Close waits for this submission before it collects the runners, so the runner is closed
+	// with the others even if Close began meanwhile.
 	return d.loop.Call(context.Background(), func() error {
-		if d.closing {
-			runner.Close()
-			_ = d.cfg.HA.ExecutionPlanStore().Remove(context.Background(), id)
-			return ErrShuttingDown
-		}
 		entry.runner = runner
-		if err := runner.Start(); err != nil {
-			runner.Close()
-			_ = d.cfg.HA.ExecutionPlanStore().Remove(context.Background(), id)
-			return fmt.Errorf("dispatcher: job %s: starting its runner: %w", id, err)
-		}
 		d.watchers.Go(func() { d.watch(id, entry, runner) })
 		d.log.Info("job submitted", "job", id, "name", g.Name)
 		return nil
 	})
 }
 
-// watch waits for the runner's result, records it, cleans up, and archives the job.
+// watch waits for the runner's result, records it, cleans up, and archives the job. It runs on
+// a goroutine of its own: the store calls of the cleanup never hold up the loop.
 func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobmaster.JobManagerRunner) {
 	res := runner.Result()
-	runner.Close()
-	a := res.Archived
+	a := withInitializing(res.Archived, entry.submitted)
 	result := &jobgraph.JobResult{
 		JobID:            id,
 		Name:             entry.name,
@@ -304,11 +330,17 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	if end := a.StatusTimestamp(a.Status); !end.IsZero() && end.After(entry.submitted) {
 		result.NetRuntime = end.Sub(entry.submitted)
 	}
+	// From here on the job is answered from its outcome, not from the runner, which closes.
+	_ = d.loop.Call(context.Background(), func() error {
+		entry.ended = &archivedJob{result: result, graph: a, submitted: entry.submitted}
+		return nil
+	})
+	runner.Close()
 	recorded := false
 	if a.Status.IsGloballyTerminal() {
 		recorded = d.cleanUpGlobally(id, result)
 	}
-	entry.final = &archivedJob{result: result, graph: a, recorded: recorded}
+	entry.final = &archivedJob{result: result, graph: a, recorded: recorded, submitted: entry.submitted}
 	d.loop.Execute(func() {
 		d.store(id, entry.final)
 		if d.jobs[id] == entry {
@@ -317,6 +349,22 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 		close(entry.archived)
 		d.log.Info("job ended", "job", id, "status", result.Status)
 	})
+}
+
+// withInitializing returns a with the INITIALIZING timestamp set to submitted if the graph has
+// none (a JobMaster's graph starts at CREATED): the job was INITIALIZING from its submission, as
+// Flink's ExecutionGraph records with the Dispatcher's initialization timestamp. a is not changed.
+func withInitializing(a *executiongraph.ArchivedExecutionGraph, submitted time.Time) *executiongraph.ArchivedExecutionGraph {
+	if _, ok := a.StatusTimestamps[jobgraph.JobStatusInitializing]; ok {
+		return a
+	}
+	cp := *a
+	cp.StatusTimestamps = maps.Clone(a.StatusTimestamps)
+	if cp.StatusTimestamps == nil {
+		cp.StatusTimestamps = make(map[jobgraph.JobStatus]time.Time, 1)
+	}
+	cp.StatusTimestamps[jobgraph.JobStatusInitializing] = submitted
+	return &cp
 }
 
 // cleanUpGlobally records the result of a globally terminated job and removes its HA data. It
@@ -408,6 +456,9 @@ type lookup struct {
 	runner   jobmaster.JobManagerRunner
 	archived *archivedJob
 	job      *job // the running job, when not archived
+	// ended is the outcome of a job whose runner is done and whose result is being recorded:
+	// status, cancel and the graph are answered from it; RequestJobResult waits for the archive.
+	ended *archivedJob
 	// stored is the JobResultStore's result of a job neither running nor archived (expired from
 	// the archive, or ended under an earlier Dispatcher).
 	stored *jobgraph.JobResult
@@ -422,6 +473,9 @@ func (d *StandaloneDispatcher) lookup(ctx context.Context, id jobgraph.JobID) (l
 			return lookup{archived: a}, nil
 		}
 		if j, ok := d.jobs[id]; ok {
+			if j.ended != nil {
+				return lookup{ended: j.ended, job: j}, nil
+			}
 			return lookup{runner: j.runner, job: j}, nil
 		}
 		return lookup{}, nil
@@ -439,10 +493,14 @@ func (d *StandaloneDispatcher) lookup(ctx context.Context, id jobgraph.JobID) (l
 	return lookup{stored: &entry.Result}, nil
 }
 
-// result is the final result of a job that is archived or in the JobResultStore, else nil.
+// result is the final result of a job that ended (archived, being recorded, or in the
+// JobResultStore), else nil.
 func (l lookup) result() *jobgraph.JobResult {
-	if l.archived != nil {
+	switch {
+	case l.archived != nil:
 		return l.archived.result
+	case l.ended != nil:
+		return l.ended.result
 	}
 	return l.stored
 }
@@ -492,6 +550,8 @@ func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID
 		return nil, err
 	case l.archived != nil:
 		return l.archived.graph, nil
+	case l.ended != nil:
+		return l.ended.graph, nil
 	case l.stored != nil:
 		return nil, fmt.Errorf("%w: job %s ended with status %s, and its archived execution graph has expired from the job store (jobstore.expiration-time, jobstore.max-capacity)",
 			ErrJobNotFound, id, l.stored.Status)
@@ -510,8 +570,10 @@ func (d *StandaloneDispatcher) RequestJobResult(ctx context.Context, id jobgraph
 	if err != nil {
 		return nil, err
 	}
-	if r := l.result(); r != nil {
-		return r, nil
+	if l.ended == nil {
+		if r := l.result(); r != nil {
+			return r, nil
+		}
 	}
 	select {
 	case <-l.job.archived:
@@ -522,41 +584,51 @@ func (d *StandaloneDispatcher) RequestJobResult(ctx context.Context, id jobgraph
 }
 
 // ListJobs lists running and archived jobs, sorted by submission order of the running ones, then
-// the archived ones by JobID. Jobs that left the archive (see Dispatcher) are not listed, even
-// though the JobResultStore still answers for them.
+// the archived ones by JobID. StartTime is when SubmitJob accepted the job (its INITIALIZING
+// timestamp), in Unix milliseconds. Jobs that left the archive (see StandaloneDispatcher) are
+// not listed, even though the JobResultStore still answers for them. The running jobs' statuses
+// are asked of their runners off the Dispatcher's loop.
 func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, error) {
 	type running struct {
-		id jobgraph.JobID
-		j  *job
+		id        jobgraph.JobID
+		name      string
+		submitted time.Time
+		runner    jobmaster.JobManagerRunner // nil while being submitted or once ended
+		status    jobgraph.JobStatus         // without a runner
 	}
 	var live []running
 	var out []rpc.JobStatusMessage
 	if err := d.loop.Call(ctx, func() error {
 		d.expire(time.Now())
+		// Everything ListJobs reads of a job is copied here, on the loop that writes it.
 		for id, j := range d.jobs {
-			live = append(live, running{id, j})
+			r := running{id: id, name: j.name, submitted: j.submitted, runner: j.runner, status: jobgraph.JobStatusInitializing}
+			if j.ended != nil {
+				r.runner, r.status = nil, j.ended.result.Status
+			}
+			live = append(live, r)
 		}
 		for id, a := range d.archive {
 			out = append(out, rpc.JobStatusMessage{JobID: id, Name: a.result.Name, Status: a.result.Status,
-				StartTime: a.graph.StatusTimestamp(jobgraph.JobStatusInitializing).UnixMilli()})
+				StartTime: a.submitted.UnixMilli()})
 		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b rpc.JobStatusMessage) int { return slices.Compare(a.JobID[:], b.JobID[:]) })
-	slices.SortFunc(live, func(a, b running) int { return a.j.submitted.Compare(b.j.submitted) })
+	slices.SortFunc(live, func(a, b running) int { return a.submitted.Compare(b.submitted) })
 	msgs := make([]rpc.JobStatusMessage, 0, len(live)+len(out))
 	for _, r := range live {
-		status := jobgraph.JobStatusInitializing
-		if r.j.runner != nil {
-			s, err := r.j.runner.RequestJobStatus(ctx)
+		status := r.status
+		if r.runner != nil {
+			s, err := r.runner.RequestJobStatus(ctx)
 			if err != nil {
 				return nil, err
 			}
 			status = s
 		}
-		msgs = append(msgs, rpc.JobStatusMessage{JobID: r.id, Name: r.j.name, Status: status, StartTime: r.j.submitted.UnixMilli()})
+		msgs = append(msgs, rpc.JobStatusMessage{JobID: r.id, Name: r.name, Status: status, StartTime: r.submitted.UnixMilli()})
 	}
 	return append(msgs, out...), nil
 }
@@ -568,6 +640,12 @@ func (d *StandaloneDispatcher) Close() error {
 	var runners []jobmaster.JobManagerRunner
 	_ = d.loop.Call(context.Background(), func() error {
 		d.closing = true
+		return nil
+	})
+	// Submissions past their reservation either give up (they see closing) or finish starting
+	// their runner; either way their runner is known once they are done.
+	d.submitting.Wait()
+	_ = d.loop.Call(context.Background(), func() error {
 		for _, j := range d.jobs {
 			if j.runner != nil {
 				runners = append(runners, j.runner)

@@ -16,8 +16,13 @@ import (
 // LeadershipRunner runs one job for the Dispatcher: it takes part in the job's leader election
 // and, for each leader session granted, runs a ServiceProcess whose JobMaster is fenced by
 // JobMasterID = session. On revocation it closes the process (the job is suspended there) and
-// waits for the next grant. Leadership events are handled strictly one after another on the
-// runner's own main loop. Flink: JobMasterServiceLeadershipRunner.
+// waits for the next grant. Flink: JobMasterServiceLeadershipRunner.
+//
+// Leadership events are handled on the runner's own main loop, which never waits on I/O or on
+// the JobMaster: what they start off the loop — reading the JobResultStore on a grant, closing
+// the previous session's process, confirming leadership — runs strictly one after another (the
+// operation chain, Flink's sequentialOperation), and each result is posted back and applied only
+// if it still belongs to the current session (the session generation).
 //
 // Methods are safe for concurrent use.
 type LeadershipRunner struct {
@@ -27,10 +32,15 @@ type LeadershipRunner struct {
 	clock    func() time.Time
 	loop     *mainloop.Loop
 	created  time.Time
+	// ctx bounds the runner's store calls; Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// Owned by loop.
 	process         *ServiceProcess
 	service         JobMaster // the current process's JobMaster once created
+	generation      uint64    // bumped by every grant, revocation and Close: results of older sessions are dropped
+	ops             chan struct{}
 	cancelRequested bool
 	finished        bool
 	closed          bool
@@ -43,6 +53,9 @@ type LeadershipRunner struct {
 
 // NewLeadershipRunner returns a runner for the factory's job. Start it once; Close it once.
 func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElection, results ha.JobResultStore) *LeadershipRunner {
+	ctx, cancel := context.WithCancel(context.Background())
+	ops := make(chan struct{})
+	close(ops)
 	return &LeadershipRunner{
 		factory:  factory,
 		election: election,
@@ -50,6 +63,9 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 		clock:    time.Now,
 		loop:     mainloop.New("runner-" + factory.JobID().String()),
 		created:  time.Now(),
+		ctx:      ctx,
+		cancel:   cancel,
+		ops:      ops,
 		done:     make(chan struct{}),
 	}
 }
@@ -57,7 +73,7 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 // JobID is the job the runner runs.
 func (r *LeadershipRunner) JobID() jobgraph.JobID { return r.factory.JobID() }
 
-// Start joins the job's leader election.
+// Start joins the job's leader election. It is called off the Dispatcher's loop.
 func (r *LeadershipRunner) Start() error { return r.election.Start(r) }
 
 // Done is closed when the runner has its Result: the job reached a globally terminal state, its
@@ -85,30 +101,63 @@ func (r *LeadershipRunner) HandleError(err error) {
 	})
 }
 
+// sequence runs op off the loop once every operation sequenced before it has finished. On the
+// loop.
+func (r *LeadershipRunner) sequence(op func()) {
+	prev, next := r.ops, make(chan struct{})
+	r.ops = next
+	r.background.Go(func() {
+		defer close(next)
+		<-prev
+		op()
+	})
+}
+
+// onGrant starts a session: after the previous session's process is closed, the JobResultStore
+// is asked whether the job is already done, off the loop; granted applies the answer.
 func (r *LeadershipRunner) onGrant(session ha.SessionID) {
 	if r.finished || r.closed {
 		return
 	}
-	if r.process != nil { // a grant without revoke in between: replace the old session
-		r.onRevoke()
+	r.stopProcess() // a grant without revoke in between: the old session ends first
+	r.generation++
+	gen := r.generation
+	r.sequence(func() {
+		_, err := r.results.Get(r.ctx, r.JobID())
+		r.loop.Execute(func() { r.granted(gen, session, err) })
+	})
+}
+
+// granted starts the session's process, unless the session is gone (revoked, replaced, closed)
+// or the JobResultStore has the job. On the loop.
+func (r *LeadershipRunner) granted(gen uint64, session ha.SessionID, err error) {
+	if gen != r.generation || r.finished || r.closed {
+		return
 	}
-	if _, err := r.results.Get(context.Background(), r.JobID()); err == nil {
+	switch {
+	case err == nil:
 		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("%w: job %s is in the JobResultStore", ErrJobAlreadyDone, r.JobID())))
-		return
-	} else if !errors.Is(err, ha.ErrNotFound) {
+	case !errors.Is(err, ha.ErrNotFound):
 		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("job %s: reading the JobResultStore: %w", r.JobID(), err)))
-		return
+	default:
+		r.process = startServiceProcess(r.factory, jobgraph.JobMasterID(session), r, r.clock())
 	}
-	r.process = startServiceProcess(r.factory, jobgraph.JobMasterID(session), r, r.clock())
 }
 
 func (r *LeadershipRunner) onRevoke() {
-	if r.process == nil {
+	r.generation++
+	r.stopProcess()
+}
+
+// stopProcess detaches the current process and closes it off the loop, in the operation chain.
+// On the loop.
+func (r *LeadershipRunner) stopProcess() {
+	p := r.process
+	if p == nil {
 		return
 	}
-	p := r.process
 	r.process, r.service = nil, nil
-	p.Close()
+	r.sequence(func() { p.Close() })
 }
 
 // processCreated is called by the process's goroutine.
@@ -118,7 +167,9 @@ func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc JobMaster) {
 			return
 		}
 		r.service = svc
-		r.election.ConfirmLeadership(ha.SessionID(p.Token()), svc.Address())
+		session, address := ha.SessionID(p.Token()), svc.Address()
+		// The election ignores a confirmation for a session that is no longer current.
+		r.sequence(func() { r.election.ConfirmLeadership(session, address) })
 		if r.cancelRequested {
 			r.background.Go(func() { _ = svc.Cancel(context.Background()) })
 		}
@@ -231,27 +282,40 @@ func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.Arch
 }
 
 // Close stops the runner: it leaves the election, closes the JobMaster (a job not yet done is
-// SUSPENDED) and completes the result if it was not complete. It waits for everything it started.
+// SUSPENDED) and completes the result if it was not complete. It waits for everything it
+// started; store calls still pending see their context canceled. Call it off the runner's loop
+// (the Dispatcher calls it from its own goroutines).
 func (r *LeadershipRunner) Close() {
+	var p *ServiceProcess
+	closing := false
 	_ = r.loop.Call(context.Background(), func() error {
 		if r.closed {
 			return nil
 		}
-		r.closed = true
-		var archived *executiongraph.ArchivedExecutionGraph
-		if r.process != nil {
-			archived = r.process.Close()
-			r.process, r.service = nil, nil
-		}
-		if !r.finished {
-			if archived != nil && archived.Status.IsTerminal() {
-				r.complete(Result{Archived: archived})
-			} else {
-				r.complete(r.sparseResult(jobgraph.JobStatusSuspended, nil))
-			}
-		}
+		r.closed, closing = true, true
+		r.generation++
+		p = r.process
+		r.process, r.service = nil, nil
 		return nil
 	})
+	r.cancel()
+	if closing {
+		// Closing the JobMaster waits for its loop, so it happens here, off the runner's.
+		var archived *executiongraph.ArchivedExecutionGraph
+		if p != nil {
+			archived = p.Close()
+		}
+		_ = r.loop.Call(context.Background(), func() error {
+			if !r.finished {
+				if archived != nil && archived.Status.IsTerminal() {
+					r.complete(Result{Archived: archived})
+				} else {
+					r.complete(r.sparseResult(jobgraph.JobStatusSuspended, nil))
+				}
+			}
+			return nil
+		})
+	}
 	_ = r.election.Close()
 	r.loop.Close()
 	r.background.Wait()
