@@ -32,8 +32,17 @@ var ErrJobNotFound = errors.New("job not found")
 // Flink: FlinkJobTerminatedWithoutCancellationException.
 var ErrJobAlreadyTerminated = errors.New("job already terminated")
 
-// ErrShuttingDown is returned by SubmitJob once Close has begun.
-var ErrShuttingDown = errors.New("dispatcher is shutting down")
+// ErrClosed is returned by SubmitJob once Close has begun, and by every method that returns an
+// error once Close has returned. It matches rpc.ErrClosed.
+var ErrClosed = fmt.Errorf("dispatcher: %w", rpc.ErrClosed)
+
+// The sentinels a DispatcherGateway call may answer (see jobgraph.RegisterErrorCode).
+func init() {
+	jobgraph.RegisterErrorCode("dispatcher.duplicate-job-submission", ErrDuplicateJobSubmission)
+	jobgraph.RegisterErrorCode("dispatcher.job-not-found", ErrJobNotFound)
+	jobgraph.RegisterErrorCode("dispatcher.job-already-terminated", ErrJobAlreadyTerminated)
+	jobgraph.RegisterErrorCode("dispatcher.closed", ErrClosed)
+}
 
 // DuplicateJobSubmissionError says a JobID was submitted while a job under it runs (or is being
 // submitted), or after a job under it reached a globally terminal state (its result is in the
@@ -204,7 +213,7 @@ func New(cfg Config) (*StandaloneDispatcher, error) {
 	return &StandaloneDispatcher{
 		cfg:        cfg,
 		log:        log,
-		loop:       mainloop.New("dispatcher"),
+		loop:       mainloop.NewWithClosedError("dispatcher", ErrClosed),
 		expiration: expiration,
 		capacity:   cfg.JobStoreMaxCapacity,
 		jobs:       make(map[jobgraph.JobID]*job),
@@ -217,7 +226,7 @@ func New(cfg Config) (*StandaloneDispatcher, error) {
 // the job's runner; it returns once the job runs (not when it ends). Errors: a nil g or the
 // *jobgraph.ValidationError (both match jobgraph.ErrInvalidJobGraph); a
 // *DuplicateJobSubmissionError (GloballyTerminated when the JobResultStore has the job);
-// ErrShuttingDown; a runner factory or store failure. On any error nothing is kept and a job
+// ErrClosed; a runner factory or store failure. On any error nothing is kept and a job
 // already running under the ID is untouched. The Dispatcher keeps its own copy of g.
 //
 // Only the reservation of the JobID and the bookkeeping run on the Dispatcher's loop; the store
@@ -238,7 +247,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 	entry := &job{name: g.Name, submitted: time.Now(), archived: make(chan struct{})}
 	if err := d.loop.Call(ctx, func() error {
 		if d.closing {
-			return ErrShuttingDown
+			return ErrClosed
 		}
 		d.expire(time.Now())
 		if _, running := d.jobs[id]; running {
@@ -251,9 +260,6 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 		d.submitting.Add(1) // Close waits for the rest of this submission
 		return nil
 	}); err != nil {
-		if errors.Is(err, mainloop.ErrClosed) {
-			return ErrShuttingDown
-		}
 		return err
 	}
 	defer d.submitting.Done()
@@ -297,7 +303,7 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 	closing, err := mainloop.Submit(context.Background(), d.loop, func() (bool, error) { return d.closing, nil })
 	if err != nil || closing {
 		undo()
-		return ErrShuttingDown
+		return ErrClosed
 	}
 	if err := runner.Start(); err != nil {
 		undo()

@@ -348,7 +348,7 @@ func TestCloseSuspendsRunningJobs(t *testing.T) {
 		assert.NoError(t, err)
 		_, err = haServices.JobResultStore().Get(ctx, g.JobID)
 		assert.ErrorIs(t, err, ha.ErrNotFound)
-		require.ErrorIs(t, d.SubmitJob(ctx, graph("late")), dispatcher.ErrShuttingDown)
+		require.ErrorIs(t, d.SubmitJob(ctx, graph("late")), dispatcher.ErrClosed)
 		require.NoError(t, haServices.Close())
 	})
 }

@@ -17,8 +17,10 @@ import (
 	"github.com/jobgraph/jobgraph/slotpool"
 )
 
-// ErrJobMasterClosed is the cause given to tasks and slots when their JobMaster closes.
-var ErrJobMasterClosed = errors.New("JobMaster closed")
+// ErrClosed is returned by every DefaultJobMaster method that returns an error once Close has
+// begun (wrapped with the job's ID), and is the cause given to its tasks and slots, and to a job
+// SUSPENDED by Close. It matches rpc.ErrClosed.
+var ErrClosed = fmt.Errorf("jobmaster: %w", rpc.ErrClosed)
 
 // ErrHeartbeatTimeout is matched (errors.Is) by the cause a TaskExecutor is disconnected with when
 // its heartbeat timed out; its slots and the tasks in them fail with it, so a job failed by a lost
@@ -33,7 +35,7 @@ var ErrUnknownTaskExecutor = errors.New("TaskExecutor not registered with the Jo
 
 // The sentinels that may travel in a gateway message (see jobgraph.RegisterErrorCode).
 func init() {
-	jobgraph.RegisterErrorCode("jobmaster.closed", ErrJobMasterClosed)
+	jobgraph.RegisterErrorCode("jobmaster.closed", ErrClosed)
 	jobgraph.RegisterErrorCode("jobmaster.unknown-task-executor", ErrUnknownTaskExecutor)
 	jobgraph.RegisterErrorCode("jobmaster.job-initialization", ErrJobInitialization)
 	jobgraph.RegisterErrorCode("jobmaster.job-already-done", ErrJobAlreadyDone)
@@ -127,9 +129,10 @@ type DefaultJobMaster struct {
 	resourceID jobgraph.ResourceID
 	log        *slog.Logger
 
-	loop   *mainloop.Loop // state
-	outbox *mainloop.Loop // outgoing calls, in order
-	aside  sync.WaitGroup // heartbeat calls, each on its own goroutine
+	closedErr error          // ErrClosed with the job's ID
+	loop      *mainloop.Loop // state
+	outbox    *mainloop.Loop // outgoing calls, in order
+	aside     sync.WaitGroup // heartbeat calls, each on its own goroutine
 
 	// Owned by loop.
 	pool          *slotpool.Pool
@@ -161,6 +164,7 @@ var (
 )
 
 func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID, cfg Config) (*DefaultJobMaster, error) {
+	closedErr := fmt.Errorf("jobmaster: job %s: %w", g.JobID, ErrClosed)
 	jm := &DefaultJobMaster{
 		cfg:           cfg,
 		job:           g.JobID,
@@ -168,8 +172,9 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		address:       "jobmaster/" + g.JobID.String() + "/" + token.String(),
 		resourceID:    jobgraph.ResourceID("jobmaster-" + token.String()[:12]),
 		log:           cfg.Logger.With("job", g.JobID),
-		loop:          mainloop.New("jobmaster-" + g.JobID.String()),
-		outbox:        mainloop.New("jobmaster-outbox-" + g.JobID.String()),
+		closedErr:     closedErr,
+		loop:          mainloop.NewWithClosedError("jobmaster-"+g.JobID.String(), closedErr),
+		outbox:        mainloop.NewWithClosedError("jobmaster-outbox-"+g.JobID.String(), closedErr),
 		taskExecutors: make(map[jobgraph.ResourceID]rpc.TaskExecutorGateway),
 		freeing:       make(map[jobgraph.AllocationID]bool),
 		done:          make(chan struct{}),
@@ -398,14 +403,15 @@ func causeOf(info *jobgraph.ErrorInfo) error {
 	return errors.New("no cause given")
 }
 
-// fenced runs fn on the loop if token is the session's.
+// fenced runs fn on the loop if token is the session's: a closed JobMaster answers its closed
+// error whatever the token, an open one a *rpc.FencingError for a stale token.
 func (jm *DefaultJobMaster) fenced(ctx context.Context, token jobgraph.JobMasterID, fn func() error) error {
-	if token != jm.token {
-		return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
-	}
 	return jm.loop.Call(ctx, func() error {
 		if jm.closed {
-			return fmt.Errorf("jobmaster: job %s: %w", jm.job, ErrJobMasterClosed)
+			return jm.closedErr
+		}
+		if token != jm.token {
+			return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
 		}
 		return fn()
 	})
@@ -423,8 +429,9 @@ func (jm *DefaultJobMaster) UpdateTaskExecutionState(ctx context.Context, token 
 
 // RegisterTaskExecutor implements rpc.JobMasterGateway.
 func (jm *DefaultJobMaster) RegisterTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, reg rpc.TaskExecutorRegistration) error {
-	if token != jm.token {
-		return jm.fenced(ctx, token, nil)
+	// Fenced (and closed) before connecting, as after.
+	if err := jm.fenced(ctx, token, func() error { return nil }); err != nil {
+		return err
 	}
 	te, err := rpc.Connect[rpc.TaskExecutorGateway](ctx, jm.cfg.RPC, reg.Address)
 	if err != nil {
@@ -561,7 +568,7 @@ func (jm *DefaultJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskE
 	}
 	return jm.loop.Call(ctx, func() error {
 		if jm.closed {
-			return fmt.Errorf("jobmaster: job %s: %w", jm.job, ErrJobMasterClosed)
+			return jm.closedErr
 		}
 		if !jm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
 			return fmt.Errorf("jobmaster: job %s: heartbeat from TaskExecutor %s: %w", jm.job, taskExecutor, ErrUnknownTaskExecutor)
@@ -600,7 +607,7 @@ func (jm *DefaultJobMaster) reconcileSlots(id jobgraph.ResourceID, report rpc.Al
 func (jm *DefaultJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
 	return jm.loop.Call(ctx, func() error {
 		if jm.closed {
-			return fmt.Errorf("jobmaster: job %s: %w", jm.job, ErrJobMasterClosed)
+			return jm.closedErr
 		}
 		if gw := jm.rm; gw != nil {
 			from := jm.resourceID
@@ -628,21 +635,30 @@ func (jm *DefaultJobMaster) Result() Result {
 // Cancel implements JobMaster: the job goes CANCELLING, then CANCELED once its tasks are.
 func (jm *DefaultJobMaster) Cancel(ctx context.Context) error {
 	return jm.loop.Call(ctx, func() error {
-		if !jm.closed {
-			jm.sched.Cancel()
+		if jm.closed {
+			return jm.closedErr
 		}
+		jm.sched.Cancel()
 		return nil
 	})
 }
 
 // RequestJobStatus implements JobMaster.
 func (jm *DefaultJobMaster) RequestJobStatus(ctx context.Context) (jobgraph.JobStatus, error) {
-	return mainloop.Submit(ctx, jm.loop, func() (jobgraph.JobStatus, error) { return jm.sched.JobStatus(), nil })
+	return mainloop.Submit(ctx, jm.loop, func() (jobgraph.JobStatus, error) {
+		if jm.closed {
+			return 0, jm.closedErr
+		}
+		return jm.sched.JobStatus(), nil
+	})
 }
 
 // RequestJob implements JobMaster.
 func (jm *DefaultJobMaster) RequestJob(ctx context.Context) (*executiongraph.ArchivedExecutionGraph, error) {
 	return mainloop.Submit(ctx, jm.loop, func() (*executiongraph.ArchivedExecutionGraph, error) {
+		if jm.closed {
+			return nil, jm.closedErr
+		}
 		return jm.sched.Archive(), nil
 	})
 }
@@ -661,14 +677,14 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 				return nil
 			}
 			if !jm.terminal {
-				jm.sched.Suspend(fmt.Errorf("job %s: %w", jm.job, ErrJobMasterClosed))
+				jm.sched.Suspend(fmt.Errorf("job %s: %w", jm.job, ErrClosed))
 			}
 			jm.closedArc = jm.sched.Archive()
 			jm.pool.Close()
 			// After the slots are freed, each TaskExecutor forgets the job: what is left of its
 			// partitions there is dropped. Flink: JobMaster.disconnectTaskManager on stop.
 			job, token := jm.job, jm.token
-			cause := rpc.Failure(fmt.Errorf("job %s: %w", job, ErrJobMasterClosed))
+			cause := rpc.Failure(fmt.Errorf("job %s: %w", job, ErrClosed))
 			for _, te := range jm.taskExecutors {
 				jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, token, job, cause) }, nil)
 			}

@@ -50,7 +50,10 @@ type JobMaster interface {
 	RequestJobStatus(ctx context.Context) (jobgraph.JobStatus, error)
 	RequestJob(ctx context.Context) (*executiongraph.ArchivedExecutionGraph, error)
 	// Close stops the JobMaster: a job not yet terminal is SUSPENDED, its tasks canceled, its
-	// slots returned. It returns the archived graph as of the end.
+	// slots returned. It returns the archived graph as of the end — the one endpoint whose Close
+	// is not io.Closer's `Close() error`, because its process reports that graph as the job's
+	// outcome (a SUSPENDED job's result) and closing cannot fail. Afterwards every method that
+	// returns an error returns ErrClosed.
 	Close() *executiongraph.ArchivedExecutionGraph
 }
 

@@ -110,8 +110,9 @@ var (
 	// ErrNotStarted is returned by the methods that need a started cluster (SubmitJob, Run,
 	// AddTaskExecutor, …) before Start succeeded.
 	ErrNotStarted = errors.New("minicluster: not started")
-	// ErrClosed is returned by Start, SubmitJob, Run and the TaskExecutor methods after Close.
-	ErrClosed = errors.New("minicluster: closed")
+	// ErrClosed is returned by every method that returns an error once Close was called; it
+	// matches rpc.ErrClosed.
+	ErrClosed = fmt.Errorf("minicluster: %w", rpc.ErrClosed)
 	// ErrTaskExecutorNotFound is returned by KillTaskExecutor and RemoveTaskExecutor for a
 	// ResourceID that is not one of the cluster's running TaskExecutors.
 	ErrTaskExecutorNotFound = errors.New("minicluster: no such TaskExecutor")
@@ -338,6 +339,17 @@ func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.Tas
 	return te, nil
 }
 
+// closedErr returns ErrClosed once Close was called: the job calls go to the Dispatcher, whose own
+// closed error would name it rather than the cluster.
+func (mc *MiniCluster) closedErr() error {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if mc.state == closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // usable says why the cluster cannot take jobs or TaskExecutors now: ErrNotStarted, ErrClosed,
 // or nil.
 func (mc *MiniCluster) usable() error {
@@ -471,21 +483,33 @@ func (mc *MiniCluster) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) erro
 
 // RequestJobResult waits for the job's result; see dispatcher.Dispatcher.RequestJobResult.
 func (mc *MiniCluster) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
+	if err := mc.closedErr(); err != nil {
+		return nil, err
+	}
 	return mc.dispatcher.RequestJobResult(ctx, id)
 }
 
 // RequestJob returns the job's ArchivedExecutionGraph.
 func (mc *MiniCluster) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
+	if err := mc.closedErr(); err != nil {
+		return nil, err
+	}
 	return mc.dispatcher.RequestJob(ctx, id)
 }
 
 // CancelJob cancels the job; see dispatcher.Dispatcher.CancelJob.
 func (mc *MiniCluster) CancelJob(ctx context.Context, id jobgraph.JobID) error {
+	if err := mc.closedErr(); err != nil {
+		return err
+	}
 	return mc.dispatcher.CancelJob(ctx, id)
 }
 
 // RequestJobStatus returns the job's status.
 func (mc *MiniCluster) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
+	if err := mc.closedErr(); err != nil {
+		return 0, err
+	}
 	return mc.dispatcher.RequestJobStatus(ctx, id)
 }
 
@@ -526,6 +550,9 @@ func (mc *MiniCluster) cancelOwned(cause error, id jobgraph.JobID) (*jobgraph.Jo
 // free and pending slots, taken on the JobMaster's loop. Errors: ErrJobNotRunning when the job
 // has no JobMaster now; ctx's; the JobMaster's when it closes meanwhile.
 func (mc *MiniCluster) SlotPoolStatus(ctx context.Context, id jobgraph.JobID) (jobmaster.SlotPoolStatus, error) {
+	if err := mc.closedErr(); err != nil {
+		return jobmaster.SlotPoolStatus{}, err
+	}
 	mc.mu.Lock()
 	t := mc.jobMasters[id]
 	mc.mu.Unlock()

@@ -23,8 +23,11 @@ import (
 )
 
 var (
-	// ErrNotRunning is returned by calls made before Start or after Close.
+	// ErrNotRunning is returned by calls made before Start.
 	ErrNotRunning = errors.New("resourcemanager: not running")
+	// ErrClosed is returned by every method that returns an error once Close was called
+	// (Start included); it matches rpc.ErrClosed.
+	ErrClosed = fmt.Errorf("resourcemanager: %w", rpc.ErrClosed)
 	// ErrJobNotRegistered is returned by DeclareRequiredResources for a job whose JobMaster has
 	// not registered (or has disconnected).
 	ErrJobNotRegistered = errors.New("resourcemanager: no JobMaster registered for job")
@@ -42,6 +45,7 @@ var (
 // The sentinels that may travel in a gateway message (see jobgraph.RegisterErrorCode).
 func init() {
 	jobgraph.RegisterErrorCode("resourcemanager.not-running", ErrNotRunning)
+	jobgraph.RegisterErrorCode("resourcemanager.closed", ErrClosed)
 	jobgraph.RegisterErrorCode("resourcemanager.job-not-registered", ErrJobNotRegistered)
 	jobgraph.RegisterErrorCode("resourcemanager.task-executor-not-registered", ErrTaskExecutorNotRegistered)
 	jobgraph.RegisterErrorCode("resourcemanager.invalid-requirements", ErrInvalidRequirements)
@@ -118,7 +122,10 @@ type ResourceManager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	lifeMu     sync.Mutex // guards started, closed, registered, id (the copy read off the loop)
+	// lifeMu guards started, closed, registered and publicID (the copy of id read off the loop).
+	// It is never held while calling out — into the loop or the rpc.Service — so a Register
+	// that blocks (a host's Service does I/O) holds up neither Close nor ResourceManagerID.
+	lifeMu     sync.Mutex
 	started    bool
 	closed     bool
 	registered bool
@@ -165,7 +172,7 @@ func New(cfg Config) (*ResourceManager, error) {
 	rm := &ResourceManager{
 		cfg:           cfg,
 		log:           cfg.Logger.With("component", "resourcemanager", "address", cfg.Address),
-		loop:          mainloop.New("resourcemanager " + cfg.Address),
+		loop:          mainloop.NewWithClosedError("resourcemanager "+cfg.Address, ErrClosed),
 		taskExecutors: make(map[jobgraph.ResourceID]*taskExecutorRegistration),
 		jobMasters:    make(map[jobgraph.ResourceID]*jobMasterRegistration),
 	}
@@ -192,49 +199,77 @@ func New(cfg Config) (*ResourceManager, error) {
 }
 
 // Start creates the ResourceManager's fencing token (its ResourceManagerID) and registers it in
-// RPC under Config.Address, where TaskExecutors and JobMasters reach it.
+// RPC under Config.Address, where TaskExecutors and JobMasters reach it. It fails with ErrClosed
+// after Close (also when Close ran while Start was registering: Start then unregisters again),
+// and once it succeeded, or while another Start runs, with an "already started" error; after a
+// failed Start it may be called again.
 func (rm *ResourceManager) Start(ctx context.Context) error {
 	rm.lifeMu.Lock()
-	defer rm.lifeMu.Unlock()
 	switch {
 	case rm.closed:
-		return ErrNotRunning
+		rm.lifeMu.Unlock()
+		return ErrClosed
 	case rm.started:
+		rm.lifeMu.Unlock()
 		return errors.New("resourcemanager: already started")
 	}
+	rm.started = true
+	rm.lifeMu.Unlock()
+	failed := func(err error) error {
+		rm.lifeMu.Lock()
+		rm.started = false
+		rm.lifeMu.Unlock()
+		return err
+	}
+
+	// No lock from here on: both calls may block.
 	id := jobgraph.NewResourceManagerID()
 	if err := rm.call(ctx, func() error { rm.id, rm.running = id, true; return nil }); err != nil {
-		return err
+		return failed(err)
 	}
 	if err := rm.cfg.RPC.Register(rm.cfg.Address, rm); err != nil {
 		// Best effort: the loop may already be gone if ctx ended; then nothing runs anyway.
 		rm.loop.Execute(func() { rm.running = false })
-		return fmt.Errorf("resourcemanager: register at %q: %w", rm.cfg.Address, err)
+		return failed(fmt.Errorf("resourcemanager: register at %q: %w", rm.cfg.Address, err))
 	}
-	rm.started, rm.registered, rm.publicID = true, true, id
+	rm.lifeMu.Lock()
+	closed := rm.closed
+	if !closed {
+		rm.registered, rm.publicID = true, id
+	}
+	rm.lifeMu.Unlock()
+	if closed {
+		// Close ran while Register did and found nothing registered to undo: undo it here.
+		rm.cfg.RPC.Unregister(rm.cfg.Address)
+		return ErrClosed
+	}
 	rm.log.Info("ResourceManager started", "resourceManagerID", id, "resourceID", rm.cfg.ResourceID)
 	return nil
 }
 
 // Close unregisters the ResourceManager from RPC, cancels the slot requests in flight, stops the
-// main loop and waits for every goroutine it started. Calls made afterwards fail with
-// ErrNotRunning. Closing twice is harmless.
-func (rm *ResourceManager) Close() {
+// main loop and waits for every goroutine it started. Calls made afterwards fail with ErrClosed.
+// Closing twice is harmless. It does not wait for a Start still registering (that Start
+// unregisters and fails with ErrClosed). It returns nil: the error is io.Closer's, as on every
+// endpoint (the JobMaster's Close returns its final archive instead).
+func (rm *ResourceManager) Close() error {
 	rm.lifeMu.Lock()
 	if rm.closed {
 		rm.lifeMu.Unlock()
-		return
+		return nil
 	}
 	rm.closed = true
-	if rm.registered {
-		rm.cfg.RPC.Unregister(rm.cfg.Address)
-		rm.registered = false
-	}
+	registered := rm.registered
+	rm.registered = false
 	rm.lifeMu.Unlock()
 
+	if registered {
+		rm.cfg.RPC.Unregister(rm.cfg.Address)
+	}
 	rm.cancel()
 	rm.loop.Close() // no closure runs after this, so no new slot request starts
 	rm.wg.Wait()
+	return nil
 }
 
 // ResourceManagerID returns the fencing token Start created; zero before Start.
@@ -256,13 +291,19 @@ func (rm *ResourceManager) call(ctx context.Context, fn func() error) error {
 	return err
 }
 
-// submit runs fn on rm's loop and maps a closed loop to ErrNotRunning.
+// submit runs fn on rm's loop; a closed loop answers ErrClosed (see New).
 func submit[T any](ctx context.Context, rm *ResourceManager, fn func() (T, error)) (T, error) {
-	v, err := mainloop.Submit(ctx, rm.loop, fn)
-	if errors.Is(err, mainloop.ErrClosed) {
-		err = fmt.Errorf("%w: %w", ErrNotRunning, err)
+	return mainloop.Submit(ctx, rm.loop, fn)
+}
+
+// closedErr returns ErrClosed once Close was called. Off the loop.
+func (rm *ResourceManager) closedErr() error {
+	rm.lifeMu.Lock()
+	defer rm.lifeMu.Unlock()
+	if rm.closed {
+		return ErrClosed
 	}
-	return v, err
+	return nil
 }
 
 // checkRunning returns ErrNotRunning before Start. Called on the loop.
@@ -281,6 +322,9 @@ func (rm *ResourceManager) checkRunning() error {
 // under the same ResourceID replaces its earlier registration (whose slots are dropped first), as
 // Flink's ResourceManager does.
 func (rm *ResourceManager) RegisterTaskExecutor(ctx context.Context, registration rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
+	if err := rm.closedErr(); err != nil {
+		return jobgraph.ResourceManagerID{}, err
+	}
 	if registration.ResourceID == "" || registration.Address == "" {
 		return jobgraph.ResourceManagerID{}, fmt.Errorf("%w: TaskExecutor registration needs a ResourceID and an Address", ErrInvalidRegistration)
 	}
@@ -375,6 +419,9 @@ func (rm *ResourceManager) unregisterTaskExecutor(id jobgraph.ResourceID) {
 // leader through its JobLeaderIdService; here the latest registration wins. It returns the
 // ResourceManagerID, which fences DisconnectResourceManager on the JobMaster.
 func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) (jobgraph.ResourceManagerID, error) {
+	if err := rm.closedErr(); err != nil {
+		return jobgraph.ResourceManagerID{}, err
+	}
 	if job.IsZero() || address == "" {
 		return jobgraph.ResourceManagerID{}, fmt.Errorf("%w: JobMaster registration needs a JobID and an address", ErrInvalidRegistration)
 	}
@@ -471,27 +518,33 @@ func (rm *ResourceManager) forgetJobMaster(jobMaster jobgraph.ResourceID) {
 // what the ResourceManager knows of its slots, as SendSlotReport does (Flink:
 // ResourceManager.TaskManagerHeartbeatListener.reportPayload). A heartbeat is a one-way message:
 // one from an unknown TaskExecutor, or to a ResourceManager that is not running, is dropped and
-// nil returned.
+// nil returned; only a closed ResourceManager answers ErrClosed.
 func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
-	_ = rm.call(ctx, func() error {
+	return closedOnly(rm.call(ctx, func() error {
 		if rm.running && rm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
 			rm.sm.ReportSlotStatus(taskExecutor, report)
 		}
 		return nil
-	})
-	return nil
+	}))
 }
 
 // HeartbeatFromJobMaster takes a registered JobMaster's heartbeat (its answer to
 // HeartbeatFromResourceManager): its heartbeat timeout starts over. Like HeartbeatFromTaskExecutor,
-// it drops what it cannot use and returns nil.
+// it drops what it cannot use and returns nil, or ErrClosed once closed.
 func (rm *ResourceManager) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
-	_ = rm.call(ctx, func() error {
+	return closedOnly(rm.call(ctx, func() error {
 		if rm.running {
 			rm.jmHeartbeats.ReceiveHeartbeat(jobMaster)
 		}
 		return nil
-	})
+	}))
+}
+
+// closedOnly keeps ErrClosed and drops every other error of a one-way message.
+func closedOnly(err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
 	return nil
 }
 

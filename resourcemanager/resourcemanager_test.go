@@ -108,7 +108,7 @@ func newEnv(t *testing.T, configure ...func(*Config)) *env {
 	}
 	rm, err := New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(rm.Close)
+	t.Cleanup(func() { require.NoError(t, rm.Close()) })
 	require.NoError(t, rm.Start(t.Context()))
 	gw, err := rpc.Connect[rpc.ResourceManagerGateway](t.Context(), svc, "rm-address")
 	require.NoError(t, err)
@@ -504,7 +504,7 @@ func TestLifecycle(t *testing.T) {
 		assert.True(t, rm.ResourceManagerID().IsZero())
 		_, err = svc.Lookup(t.Context(), "rm")
 		assert.ErrorIs(t, err, rpc.ErrUnknownAddress, "not registered before Start")
-		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), jobgraph.NewJobMasterID(), jobgraph.NewJobID(), nil), ErrNotRunning)
+		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), jobgraph.NewJobMasterID(), jobgraph.NewJobID(), nil), ErrNotRunning, "before Start")
 
 		require.NoError(t, rm.Start(t.Context()))
 		assert.Error(t, rm.Start(t.Context()), "second Start")
@@ -527,20 +527,90 @@ func TestLifecycle(t *testing.T) {
 		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
 		start := time.Now()
-		rm.Close()
+		require.NoError(t, rm.Close())
 		assert.Zero(t, time.Since(start), "Close does not wait for the request timeout")
-		rm.Close()
+		require.NoError(t, rm.Close())
 
 		_, err = svc.Lookup(t.Context(), "rm")
 		assert.ErrorIs(t, err, rpc.ErrUnknownAddress, "unregistered by Close")
-		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), token, job, nil), ErrNotRunning)
-		_, err = rm.RegisterTaskExecutor(t.Context(), rpc.TaskExecutorRegistration{ResourceID: "te", Address: "te"})
-		assert.ErrorIs(t, err, ErrNotRunning)
-		assert.ErrorIs(t, rm.Start(t.Context()), ErrNotRunning)
 		assert.Equal(t, 0, rm.NumRegisteredTaskExecutors())
-		assert.NoError(t, rm.HeartbeatFromJobMaster(t.Context(), "jm"))
-		assert.NoError(t, rm.HeartbeatFromTaskExecutor(t.Context(), "te", rpc.SlotReport{}))
 	})
+}
+
+// After Close every method that returns an error returns ErrClosed (and rpc.ErrClosed), whatever
+// its arguments; nothing internal leaks.
+func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.addTaskExecutor("te-1", cpu(1))
+		job, token := e.addJob("jm")
+		require.NoError(t, e.rm.Close())
+
+		ctx := t.Context()
+		_, regTE := e.rm.RegisterTaskExecutor(ctx, rpc.TaskExecutorRegistration{ResourceID: "te-2", Address: "nowhere"})
+		_, regJM := e.rm.RegisterJobMaster(ctx, token, "jm-2", "jm-2", job)
+		for name, err := range map[string]error{
+			"Start":                     e.rm.Start(ctx),
+			"RegisterTaskExecutor":      regTE,
+			"SendSlotReport":            e.rm.SendSlotReport(ctx, "te-1", rpc.SlotReport{}),
+			"NotifySlotAvailable":       e.rm.NotifySlotAvailable(ctx, "te-1", sid("te-1", 0), jobgraph.NewAllocationID()),
+			"DisconnectTaskExecutor":    e.rm.DisconnectTaskExecutor(ctx, "te-1", nil),
+			"RegisterJobMaster":         regJM,
+			"DeclareRequiredResources":  e.declare(job, token, req(unknown, 1)),
+			"DisconnectJobMaster":       e.rm.DisconnectJobMaster(ctx, token, job, nil),
+			"HeartbeatFromTaskExecutor": e.rm.HeartbeatFromTaskExecutor(ctx, "te-1", rpc.SlotReport{}),
+			"HeartbeatFromJobMaster":    e.rm.HeartbeatFromJobMaster(ctx, "jm-jm"),
+		} {
+			assert.ErrorIs(t, err, ErrClosed, name)
+			assert.ErrorIs(t, err, rpc.ErrClosed, name)
+			assert.EqualError(t, err, "resourcemanager: closed", name)
+		}
+	})
+}
+
+// blockingService is an rpc.Service whose Register blocks until released, as a host's Service
+// doing I/O may.
+type blockingService struct {
+	*rpc.LocalService
+	entered, release chan struct{}
+}
+
+func (s *blockingService) Register(address string, endpoint any) error {
+	close(s.entered)
+	<-s.release
+	return s.LocalService.Register(address, endpoint)
+}
+
+// No lock is held while Start calls out: with Register blocked, ResourceManagerID and Close
+// answer; the Start that finds the ResourceManager closed once Register returns unregisters
+// again and fails with ErrClosed. (Before, Start held lifeMu across Register, and both waited.)
+func TestLifecycleCallsProceedWhileRegisterBlocks(t *testing.T) {
+	svc := &blockingService{LocalService: rpc.NewLocalService(), entered: make(chan struct{}), release: make(chan struct{})}
+	rm, err := New(Config{Address: "rm", RPC: svc, Logger: discard})
+	require.NoError(t, err)
+	started := make(chan error, 1)
+	go func() { started <- rm.Start(context.Background()) }()
+	<-svc.entered
+
+	answered := make(chan struct{})
+	go func() {
+		assert.True(t, rm.ResourceManagerID().IsZero(), "not started yet")
+		assert.ErrorContains(t, rm.Start(context.Background()), "already started", "a second Start while the first runs")
+		assert.NoError(t, rm.Close())
+		close(answered)
+	}()
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second): // a bound for the failure, not a wait for success
+		close(svc.release)
+		<-started
+		t.Fatal("ResourceManagerID, Start or Close waited for the blocked Register")
+	}
+	close(svc.release)
+	err = <-started
+	assert.ErrorIs(t, err, ErrClosed, "Close ran while Start registered")
+	_, err = svc.Lookup(context.Background(), "rm")
+	assert.ErrorIs(t, err, rpc.ErrUnknownAddress, "the late registration is undone")
 }
 
 // second returns the error of a call that also returns a value.

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jobgraph/jobgraph"
 )
@@ -41,16 +40,6 @@ func (e *FencingError) Error() string {
 }
 
 func (e *FencingError) Is(target error) bool { return target == ErrFencingTokenMismatch }
-
-func init() {
-	jobgraph.RegisterErrorCode("rpc.fencing-token-mismatch", ErrFencingTokenMismatch)
-	jobgraph.RegisterErrorCode("rpc.unknown-address", ErrUnknownAddress)
-}
-
-// Failure converts err into the plain data gateway messages carry: its text and the codes of the
-// registered sentinels it matches (jobgraph.NewErrorInfo with a zero timestamp); nil for nil.
-// The receiver gets the error back with ErrorInfo.Err.
-func Failure(err error) *jobgraph.ErrorInfo { return jobgraph.NewErrorInfo(err, time.Time{}) }
 
 // DispatcherGateway is the Dispatcher's public face. Flink: DispatcherGateway.
 type DispatcherGateway interface {

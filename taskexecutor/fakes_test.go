@@ -290,7 +290,7 @@ func (c *cluster) startTE(n, slots int) *TaskExecutor {
 		Logger:                 discard,
 	})
 	require.NoError(c.t, err)
-	c.t.Cleanup(te.Close)
+	c.t.Cleanup(func() { require.NoError(c.t, te.Close()) })
 	require.NoError(c.t, te.Start(context.Background()))
 	return te
 }

@@ -97,7 +97,7 @@ func newHBCluster(t *testing.T) *hbCluster {
 		Shuffle: c.shuffle, Logger: discard, HeartbeatInterval: time.Second, HeartbeatTimeout: 5 * time.Second,
 	})
 	require.NoError(t, err)
-	t.Cleanup(te.Close)
+	t.Cleanup(func() { assert.NoError(t, te.Close()) })
 	require.NoError(t, te.Start(ctx))
 	c.te = te
 	return c

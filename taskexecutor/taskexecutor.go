@@ -25,8 +25,9 @@ import (
 
 // Errors returned by TaskExecutor methods (errors.Is).
 var (
-	// ErrClosed: the TaskExecutor was closed.
-	ErrClosed = errors.New("taskexecutor: closed")
+	// ErrClosed: the TaskExecutor was closed. Every error-returning method returns it (wrapped
+	// with the TaskExecutor's ResourceID) after Close; it matches rpc.ErrClosed.
+	ErrClosed = fmt.Errorf("taskexecutor: %w", rpc.ErrClosed)
 	// ErrKilled: the TaskExecutor was killed (Kill) and no longer answers.
 	ErrKilled = errors.New("taskexecutor: killed")
 	// ErrTaskNotFound: no task runs under the execution attempt named. Flink: TaskException
@@ -247,7 +248,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 		rmAddr:      cfg.ResourceManagerAddress,
 		shuffle:     cfg.Shuffle,
 		log:         cfg.Logger.With("taskExecutor", string(cfg.ResourceID)),
-		loop:        mainloop.New("taskexecutor " + string(cfg.ResourceID)),
+		loop:        mainloop.NewWithClosedError("taskexecutor "+string(cfg.ResourceID), fmt.Errorf("TaskExecutor %s: %w", cfg.ResourceID, ErrClosed)),
 		ctx:         ctx,
 		cancel:      cancel,
 		slots:       make([]slot, cfg.NumSlots),
@@ -294,6 +295,9 @@ func (te *TaskExecutor) Shuffle() *Shuffle { return te.shuffle }
 // Start registers the TaskExecutor under its address, then with the ResourceManager, reporting
 // all its slots free. It may be called once.
 func (te *TaskExecutor) Start(ctx context.Context) error {
+	if err := te.alive(); err != nil {
+		return err
+	}
 	if !te.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("TaskExecutor %s: already started", te.id)
 	}
@@ -316,7 +320,7 @@ func (te *TaskExecutor) Start(ctx context.Context) error {
 		return te.registration(), nil
 	})
 	if err != nil {
-		return te.wrap(err)
+		return err
 	}
 	rmID, err := rm.RegisterTaskExecutor(ctx, reg)
 	if err != nil {
@@ -346,8 +350,10 @@ func (te *TaskExecutor) registration() rpc.TaskExecutorRegistration {
 
 // Close cancels the running tasks (without reporting them), waits for their goroutines and every
 // other goroutine the TaskExecutor started, unregisters it, stops its loop and drops the
-// partitions it produced from the shuffle. Closing twice is harmless.
-func (te *TaskExecutor) Close() {
+// partitions it produced from the shuffle. Closing twice is harmless. It returns nil: the error
+// is io.Closer's, as on every endpoint (the JobMaster's Close returns its final archive instead).
+// Afterwards every method that returns an error returns ErrClosed.
+func (te *TaskExecutor) Close() error {
 	te.closeOnce.Do(func() {
 		if te.registered.Load() {
 			te.rpc.Unregister(te.address)
@@ -357,6 +363,7 @@ func (te *TaskExecutor) Close() {
 		te.wg.Wait()
 		te.shuffle.ReleaseAllOf(te.id)
 	})
+	return nil
 }
 
 // Kill makes the TaskExecutor behave as if its process died: from now on every gateway method
@@ -397,7 +404,7 @@ func (te *TaskExecutor) SlotReport(ctx context.Context) (rpc.SlotReport, error) 
 		return rpc.SlotReport{}, err
 	}
 	r, err := mainloop.Submit(ctx, te.loop, func() (rpc.SlotReport, error) { return te.slotReport(), nil })
-	return r, te.wrap(err)
+	return r, err
 }
 
 // slotReport runs on the loop.
@@ -430,19 +437,13 @@ func (te *TaskExecutor) call(ctx context.Context, fn func() error) error {
 	if err := te.alive(); err != nil {
 		return err
 	}
-	return te.wrap(te.loop.Call(ctx, func() error {
+	// A closed loop answers with the TaskExecutor's closed error (see New).
+	return te.loop.Call(ctx, func() error {
 		if err := te.alive(); err != nil {
 			return err
 		}
 		return fn()
-	}))
-}
-
-func (te *TaskExecutor) wrap(err error) error {
-	if errors.Is(err, mainloop.ErrClosed) {
-		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrClosed)
-	}
-	return err
+	})
 }
 
 // go starts fn on a goroutine the TaskExecutor owns. Only on the loop.

@@ -65,6 +65,39 @@ func TestStartRegistersWithTheResourceManager(t *testing.T) {
 	})
 }
 
+// After Close every public method that returns an error returns ErrClosed (and rpc.ErrClosed),
+// naming the TaskExecutor; nothing internal leaks.
+func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		te := c.startTE(1, 1)
+		c.allocate(te, 0, allocID(1))
+		synctest.Wait()
+		require.NoError(t, te.Close())
+		require.NoError(t, te.Close(), "closing twice is harmless")
+
+		_, reportErr := te.SlotReport(ctx)
+		slot := rpc.SlotID{ResourceID: "te-1"}
+		for name, err := range map[string]error{
+			"Start":                        te.Start(ctx),
+			"SlotReport":                   reportErr,
+			"RequestSlot":                  te.RequestSlot(ctx, slot, jobID(1), allocID(2), jobgraph.ResourceProfile{}, jmAddr, jmToken(1), rmToken(9)),
+			"SubmitTask":                   te.SubmitTask(ctx, jmToken(1), tdd(1, 0, "a", allocID(1))),
+			"CancelTask":                   te.CancelTask(ctx, attemptID(1, 0, 0)),
+			"FreeSlot":                     te.FreeSlot(ctx, allocID(1), nil),
+			"ReleasePartitions":            te.ReleasePartitions(ctx, jobID(1), nil),
+			"DisconnectJobMaster":          te.DisconnectJobMaster(ctx, jmToken(1), jobID(1), nil),
+			"HeartbeatFromJobMaster":       te.HeartbeatFromJobMaster(ctx, "jm"),
+			"HeartbeatFromResourceManager": te.HeartbeatFromResourceManager(ctx, "rm"),
+			"CrashTask":                    te.CrashTask(attemptID(1, 0, 0), nil),
+		} {
+			assert.ErrorIs(t, err, ErrClosed, name)
+			assert.ErrorIs(t, err, rpc.ErrClosed, name)
+			assert.EqualError(t, err, "TaskExecutor te-1: taskexecutor: closed", name)
+		}
+	})
+}
+
 func TestRequestSlotOffersTheSlotToTheJobMaster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)

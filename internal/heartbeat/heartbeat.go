@@ -23,7 +23,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/rpc"
 )
 
 const (
@@ -35,27 +35,13 @@ const (
 	DefaultHeartbeatTimeout = 50 * time.Second
 )
 
-// ErrTimeout is matched (errors.Is) by every *TimeoutError.
-var ErrTimeout = errors.New("heartbeat timed out")
+// ErrTimeout is matched (errors.Is) by every *TimeoutError: rpc.ErrHeartbeatTimeout, exported
+// there so users can name it.
+var ErrTimeout = rpc.ErrHeartbeatTimeout
 
-// A heartbeat timeout travels in gateway messages (a disconnect's cause, a task's failure).
-func init() { jobgraph.RegisterErrorCode("heartbeat.timeout", ErrTimeout) }
-
-// TimeoutError is the cause endpoints give when a peer's heartbeat timed out. errors.Is(err,
-// ErrTimeout). Flink: TimeoutException("Heartbeat of TaskManager with id … timed out.").
-type TimeoutError struct {
-	// Target names the silent peer, e.g. "TaskExecutor taskexecutor-1".
-	Target string
-	// Timeout is the heartbeat.timeout that passed without a heartbeat.
-	Timeout time.Duration
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("heartbeat of %s timed out after %v", e.Target, e.Timeout)
-}
-
-// Is reports whether target is ErrTimeout.
-func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+// TimeoutError is the cause endpoints give when a peer's heartbeat timed out: the exported
+// rpc.HeartbeatTimeoutError, so errors.As finds it from outside the module's internals.
+type TimeoutError = rpc.HeartbeatTimeoutError
 
 // Timers schedules fn to run on the owner's main loop after d; cancel stops it if it has not run
 // yet and reports whether it did. *mainloop.Loop satisfies it.

@@ -13,13 +13,15 @@ import (
 	"time"
 )
 
-// ErrClosed is returned by Call and Submit when the loop was closed before the closure ran.
+// ErrClosed is returned by Call and Submit when the loop was closed before the closure ran,
+// unless the loop was made with NewWithClosedError.
 var ErrClosed = errors.New("mainloop: closed")
 
 // Loop runs closures on its own goroutine, one at a time. Create it with New; Close it once.
 // All methods are safe for concurrent use.
 type Loop struct {
-	name string
+	name      string
+	closedErr error // what Call and Submit return once closed
 
 	mu      sync.Mutex
 	queue   []func()
@@ -30,12 +32,19 @@ type Loop struct {
 }
 
 // New starts a loop. name is for diagnostics.
-func New(name string) *Loop {
+func New(name string) *Loop { return NewWithClosedError(name, ErrClosed) }
+
+// NewWithClosedError starts a loop whose Call and Submit return closed, not ErrClosed, once it
+// is closed. An endpoint passes its exported closed error (taskexecutor.ErrClosed, say), so the
+// internal ErrClosed never reaches its callers: this is the one place a closed loop is mapped to
+// the endpoint's public error.
+func NewWithClosedError(name string, closed error) *Loop {
 	l := &Loop{
-		name:    name,
-		timers:  make(map[*time.Timer]struct{}),
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
+		name:      name,
+		closedErr: closed,
+		timers:    make(map[*time.Timer]struct{}),
+		wake:      make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
 	}
 	go l.run()
 	return l
@@ -117,7 +126,7 @@ func (l *Loop) Schedule(d time.Duration, fn func()) (cancel func() bool) {
 }
 
 // Call runs fn on the loop and returns its error, or ctx's error if ctx ends first (fn may still
-// run later), or ErrClosed if the loop closed before fn ran. Never call it from the loop itself:
+// run later), or ErrClosed (or NewWithClosedError's error) if the loop closed before fn ran. Never call it from the loop itself:
 // that waits forever for a closure queued behind the caller.
 func (l *Loop) Call(ctx context.Context, fn func() error) error {
 	_, err := Submit(ctx, l, func() (struct{}, error) { return struct{}{}, fn() })
@@ -133,7 +142,7 @@ func Submit[T any](ctx context.Context, l *Loop, fn func() (T, error)) (T, error
 	ch := make(chan reply, 1)
 	var zero T
 	if !l.Execute(func() { v, err := fn(); ch <- reply{v, err} }) {
-		return zero, ErrClosed
+		return zero, l.closedErr
 	}
 	select {
 	case r := <-ch:
@@ -145,7 +154,7 @@ func Submit[T any](ctx context.Context, l *Loop, fn func() (T, error)) (T, error
 		case r := <-ch:
 			return r.v, r.err
 		default:
-			return zero, ErrClosed
+			return zero, l.closedErr
 		}
 	}
 }

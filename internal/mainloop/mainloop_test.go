@@ -129,6 +129,18 @@ func TestCallAndSubmitAfterCloseReturnErrClosed(t *testing.T) {
 	assert.False(t, ran)
 }
 
+func TestNewWithClosedErrorReturnsTheEndpointsError(t *testing.T) {
+	errMine := errors.New("endpoint: closed")
+	l := mainloop.NewWithClosedError("mine", errMine)
+	require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+	l.Close()
+	err := l.Call(context.Background(), func() error { return nil })
+	assert.Same(t, errMine, err, "the endpoint's error itself")
+	assert.NotErrorIs(t, err, mainloop.ErrClosed, "the internal error does not leak")
+	_, err = mainloop.Submit(context.Background(), l, func() (int, error) { return 1, nil })
+	assert.Same(t, errMine, err)
+}
+
 func TestCallReturnsWhenContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mainloop.New("ctx")

@@ -1,0 +1,56 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// ErrClosed is matched (errors.Is) by the closed error of every endpoint — dispatcher.ErrClosed,
+// jobmaster.ErrClosed, resourcemanager.ErrClosed, taskexecutor.ErrClosed, minicluster.ErrClosed —
+// which its public methods return once it is closed, and by ErrServiceClosed. Each endpoint's
+// main loop returns its closed error (internal/mainloop.NewWithClosedError): that is where a
+// closed endpoint is mapped to its public error, so nothing internal leaks.
+var ErrClosed = errors.New("closed")
+
+// ErrServiceClosed is returned (errors.Is) by a closed Service's Register and Lookup.
+var ErrServiceClosed = fmt.Errorf("rpc service %w", ErrClosed)
+
+// ErrHeartbeatTimeout is matched (errors.Is) by every *HeartbeatTimeoutError, in this process
+// and, through the ErrorInfo a gateway message carries, in another.
+var ErrHeartbeatTimeout = errors.New("heartbeat timed out")
+
+// HeartbeatTimeoutError is the cause endpoints give when a peer's heartbeat timed out (a
+// TaskExecutor's slots failed by its JobMaster, a job's tasks failed by its TaskExecutor, a
+// JobMaster disconnected by the ResourceManager). errors.Is(err, ErrHeartbeatTimeout); errors.As
+// finds it in the process that timed out (across a boundary only the sentinel and the text travel).
+// Options heartbeat.interval and heartbeat.timeout. Flink: TimeoutException("Heartbeat of
+// TaskManager with id … timed out.").
+type HeartbeatTimeoutError struct {
+	// Target names the silent peer, e.g. "TaskExecutor taskexecutor-1".
+	Target string
+	// Timeout is the heartbeat.timeout that passed without a heartbeat.
+	Timeout time.Duration
+}
+
+func (e *HeartbeatTimeoutError) Error() string {
+	return fmt.Sprintf("heartbeat of %s timed out after %v", e.Target, e.Timeout)
+}
+
+// Is reports whether target is ErrHeartbeatTimeout.
+func (e *HeartbeatTimeoutError) Is(target error) bool { return target == ErrHeartbeatTimeout }
+
+func init() {
+	jobgraph.RegisterErrorCode("rpc.fencing-token-mismatch", ErrFencingTokenMismatch)
+	jobgraph.RegisterErrorCode("rpc.unknown-address", ErrUnknownAddress)
+	jobgraph.RegisterErrorCode("rpc.closed", ErrClosed)
+	jobgraph.RegisterErrorCode("rpc.service-closed", ErrServiceClosed)
+	jobgraph.RegisterErrorCode("heartbeat.timeout", ErrHeartbeatTimeout)
+}
+
+// Failure converts err into the plain data gateway messages carry: its text and the codes of the
+// registered sentinels it matches (jobgraph.NewErrorInfo with a zero timestamp); nil for nil.
+// The receiver gets the error back with ErrorInfo.Err.
+func Failure(err error) *jobgraph.ErrorInfo { return jobgraph.NewErrorInfo(err, time.Time{}) }
