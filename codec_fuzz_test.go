@@ -35,6 +35,8 @@ func FuzzDecode(f *testing.F) {
 		`{"restartStrategy":{"exponentialDelayJitterFactor":-0,"type":"exponential-delay"}}`,
 		`{"vertices":[{"parallelism":9223372036854775807,"maxParallelism":-9223372036854775808}]}`,
 		`{"NAME":"case-insensitive keys","Vertices":[]}`, "{\"name\":\"\xff\\ud800\"}",
+		`{"name":"a","Name":"b"}`, `{"vertices":[{"id":"00000000000000000000000000000002","ID":"00000000000000000000000000000003"}]}`,
+		`{"checkpointing":{"interval":1,"interval":2}}`, `{"vertices":[{"inputs":[{"target":"00000000000000000000000000000001","tarGet":"00000000000000000000000000000001"}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
