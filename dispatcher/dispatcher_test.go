@@ -142,6 +142,7 @@ func TestSubmitRunningJobIDIsDuplicateAndLeavesTheJobAlone(t *testing.T) {
 		g := graph("original")
 		require.NoError(t, f.d.SubmitJob(ctx, g))
 		jm := <-f.jms
+		synctest.Wait() // the runner has the JobMaster: RUNNING
 
 		again := graph("impostor")
 		again.JobID = g.JobID
@@ -365,6 +366,10 @@ func TestListJobsAndRequestJob(t *testing.T) {
 		running := graph("running")
 		require.NoError(t, f.d.SubmitJob(ctx, running))
 		jm := <-f.jms
+		// The fake hands its JobMaster over inside Create, before the runner has it: the job
+		// is INITIALIZING until the process reports the JobMaster to the runner's loop. Wait
+		// for that (it was the ~1 in 300 flake: ListJobs ran first and saw INITIALIZING).
+		synctest.Wait()
 
 		jobs, err := f.d.ListJobs(ctx)
 		require.NoError(t, err)
