@@ -194,13 +194,21 @@ var (
 	_ rpc.DispatcherGateway = (*StandaloneDispatcher)(nil)
 )
 
-// New returns a Dispatcher; it serves calls at once.
+// ErrInvalidConfig is matched (errors.Is) by New's error for a Config it refuses; the message
+// names the field and Flink's option key. The JobMaster's options (scheduling strategy,
+// slot.request.timeout, …) live in jobmaster.Config, which jobmaster.Config.Validate checks.
+var ErrInvalidConfig = errors.New("dispatcher: invalid configuration")
+
+// New returns a Dispatcher; it serves calls at once. Errors: ErrInvalidConfig for a missing HA
+// or JobManagerRunnerFactory, or a negative JobStoreMaxCapacity.
 func New(cfg Config) (*StandaloneDispatcher, error) {
-	if cfg.HA == nil || cfg.JobManagerRunnerFactory == nil {
-		return nil, errors.New("dispatcher: Config.HA and Config.JobManagerRunnerFactory are required")
-	}
-	if cfg.JobStoreMaxCapacity < 0 {
-		return nil, fmt.Errorf("dispatcher: Config.JobStoreMaxCapacity %d: negative (0 means unlimited)", cfg.JobStoreMaxCapacity)
+	switch {
+	case cfg.HA == nil:
+		return nil, fmt.Errorf("%w: Config.HA is required", ErrInvalidConfig)
+	case cfg.JobManagerRunnerFactory == nil:
+		return nil, fmt.Errorf("%w: Config.JobManagerRunnerFactory is required", ErrInvalidConfig)
+	case cfg.JobStoreMaxCapacity < 0:
+		return nil, fmt.Errorf("%w: JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative (0 means unlimited)", ErrInvalidConfig, cfg.JobStoreMaxCapacity)
 	}
 	log := cfg.Logger
 	if log == nil {

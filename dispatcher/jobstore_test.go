@@ -322,15 +322,6 @@ func TestNegativeExpirationNeverExpires(t *testing.T) {
 	})
 }
 
-func TestNegativeMaxCapacityIsRejected(t *testing.T) {
-	haServices := embedded.New()
-	defer func() { require.NoError(t, haServices.Close()) }()
-	_, err := dispatcher.New(dispatcher.Config{HA: haServices, JobStoreMaxCapacity: -1,
-		JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(*jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) { return nil, nil })})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "JobStoreMaxCapacity -1")
-}
-
 // Jobs the closing Dispatcher suspends are archived outside the bounds: they neither count
 // towards the capacity nor expire (the JobResultStore has nothing to answer for them with).
 func TestSuspendedJobsAreNotBounded(t *testing.T) {

@@ -428,6 +428,6 @@ func TestJobMasterAnswersTheResourceManagerAndRegistersAgainWhenDropped(t *testi
 		assert.Equal(t, []rpc.ResourceRequirement{{Count: 2}}, e.rm.declared[declared], "declared again")
 
 		_, err = jobmaster.NewFactory(e.g, jobmaster.Config{RPC: e.svc, ResourceManagerAddress: "rm", HeartbeatInterval: time.Minute})
-		assert.EqualError(t, err, "jobmaster: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
+		assert.EqualError(t, err, "jobmaster: invalid configuration: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
 	})
 }

@@ -51,10 +51,12 @@ type Config struct {
 	SlotRequestTimeout time.Duration
 	// IdleSlotTimeout: option slot.idle.timeout, default 50 s (0 means the default).
 	IdleSlotTimeout time.Duration
-	// SchedulingStrategy: "region" (default) or "vertexwise".
+	// SchedulingStrategy: "region" (default, also when empty) or "vertexwise"
+	// (scheduler.StrategyRegion, scheduler.StrategyVertexwise). Option
+	// jobmanager.scheduler.scheduling-strategy.
 	SchedulingStrategy string
-	// RPCTimeout bounds each call the JobMaster makes (Flink's akka.ask.timeout / rpc timeout),
-	// default 10 s.
+	// RPCTimeout bounds each call the JobMaster makes. Option pekko.ask.timeout (formerly
+	// akka.ask.timeout), default 10 s (0 means the default).
 	RPCTimeout time.Duration
 	// HeartbeatInterval is how often the JobMaster asks each registered TaskExecutor for a
 	// heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
@@ -89,16 +91,50 @@ type Factory struct {
 
 var _ JobMasterServiceFactory = (*Factory)(nil)
 
-// NewFactory returns a factory for g, which must be valid (the Dispatcher validated it).
+// ErrInvalidConfig is matched (errors.Is) by Config.Validate's errors, and so by NewFactory's for
+// a Config it refuses; the message names the field and Flink's option key.
+var ErrInvalidConfig = errors.New("jobmaster: invalid configuration")
+
+// Validate reports the first thing wrong with c that would otherwise fail every job it runs:
+// a missing RPC or ResourceManagerAddress, a negative duration or size, an unknown scheduling
+// strategy (also matching scheduler.ErrUnknownStrategy), heartbeat.timeout shorter than
+// heartbeat.interval. Errors match ErrInvalidConfig. A host calls it at construction (the
+// MiniCluster does); NewFactory calls it for every job.
+func (c Config) Validate() error {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.RPC == nil:
+		return invalid("Config.RPC is required")
+	case c.ResourceManagerAddress == "":
+		return invalid("Config.ResourceManagerAddress is required")
+	case c.SlotRequestTimeout < 0:
+		return invalid("SlotRequestTimeout (slot.request.timeout) is %v, negative", c.SlotRequestTimeout)
+	case c.IdleSlotTimeout < 0:
+		return invalid("IdleSlotTimeout (slot.idle.timeout) is %v, negative", c.IdleSlotTimeout)
+	case c.RPCTimeout < 0:
+		return invalid("RPCTimeout (pekko.ask.timeout) is %v, negative", c.RPCTimeout)
+	case c.ExceptionHistorySize < 0:
+		return invalid("ExceptionHistorySize (web.exception-history-size) is %d, negative", c.ExceptionHistorySize)
+	case c.SchedulingStrategy != "" && c.SchedulingStrategy != scheduler.StrategyRegion && c.SchedulingStrategy != scheduler.StrategyVertexwise:
+		return fmt.Errorf("%w: SchedulingStrategy (jobmanager.scheduler.scheduling-strategy) %q: %w; want %q or %q",
+			ErrInvalidConfig, c.SchedulingStrategy, scheduler.ErrUnknownStrategy, scheduler.StrategyRegion, scheduler.StrategyVertexwise)
+	}
+	if _, _, err := heartbeat.Resolve(c.HeartbeatInterval, c.HeartbeatTimeout); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// NewFactory returns a factory for g, which must be valid (the Dispatcher validated it). An
+// error matching ErrInvalidConfig for a Config that Validate refuses.
 func NewFactory(g *jobgraph.JobGraph, cfg Config) (*Factory, error) {
-	if cfg.RPC == nil || cfg.ResourceManagerAddress == "" {
-		return nil, errors.New("jobmaster: Config.RPC and Config.ResourceManagerAddress are required")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.RPCTimeout == 0 {
 		cfg.RPCTimeout = 10 * time.Second
-	}
-	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
-		return nil, fmt.Errorf("jobmaster: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
