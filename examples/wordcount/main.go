@@ -11,6 +11,10 @@
 //
 // A word is a maximal run of letters, digits and '_' (unicode.IsLetter, unicode.IsDigit),
 // case-sensitive; the input is every regular file ending in .go below -input.
+//
+// The totals it prints (files, bytes, words, distinct words) and the top words come from the job's
+// accumulators in its JobResult, which the tasks add to; with -fail-once they are still exact,
+// since a failed attempt's values are discarded when it is restarted.
 package main
 
 import (
@@ -135,7 +139,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	start := time.Now()
 	log := &statusLog{start: start, w: stdout}
-	res, archived, counts, err := runJob(ctx, files, o, log)
+	res, archived, err := runJob(ctx, files, o, log)
 	if err != nil {
 		return err
 	}
@@ -172,12 +176,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "  %-8s parallelism %-3d %8s\n", v.Name, v.Parallelism, last.Sub(first).Round(time.Millisecond))
 	}
 
-	fmt.Fprintf(stdout, "\ntop %d of %d distinct words:\n", o.top, len(counts))
-	m := make(map[string]int, len(counts))
-	for _, c := range counts {
-		m[c.Word] = c.Count
+	// The tasks report their totals and the top words through accumulators: merged over the
+	// subtasks' attempts that count, so a failed and restarted attempt is not counted twice.
+	t, err := readTotals(res.Accumulators, o.top)
+	if err != nil {
+		return err
 	}
-	for i, c := range wc.TopN(m, o.top) {
+	fmt.Fprintf(stdout, "\ntotals (accumulators):\n")
+	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccFiles, t.files)
+	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccBytes, t.bytes)
+	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccWords, t.words)
+	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccDistinctWords, t.distinct)
+
+	fmt.Fprintf(stdout, "\ntop %d of %d distinct words:\n", o.top, t.distinct)
+	for i, c := range t.top {
 		fmt.Fprintf(stdout, "  %2d. %-20s %d\n", i+1, c.Word, c.Count)
 	}
 	if o.out != "" {
@@ -187,14 +199,44 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// runJob runs the word count on a fresh MiniCluster and returns the job's result, its archived
-// ExecutionGraph and the counts, sorted by word.
-func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog) (*jobgraph.JobResult, *executiongraph.ArchivedExecutionGraph, []wc.WordCount, error) {
+// totals are what the job's accumulators report.
+type totals struct {
+	files        int
+	bytes, words int64
+	distinct     int
+	top          []wc.WordCount
+}
+
+// readTotals reads the job's totals from its accumulators (jobgraph.JobResult.Accumulators).
+func readTotals(accs map[string]jobgraph.SerializedAccumulator, top int) (totals, error) {
+	var t totals
+	var errs []error
+	read := func(err error) { errs = append(errs, err) }
+	var err error
+	t.files, err = jobgraph.AccumulatorValue[int](accs, wc.AccFiles)
+	read(err)
+	t.bytes, err = jobgraph.AccumulatorValue[int64](accs, wc.AccBytes)
+	read(err)
+	t.words, err = jobgraph.AccumulatorValue[int64](accs, wc.AccWords)
+	read(err)
+	t.distinct, err = jobgraph.AccumulatorValue[int](accs, wc.AccDistinctWords)
+	read(err)
+	if top > 0 {
+		t.top, err = jobgraph.AccumulatorValue[[]wc.WordCount](accs, wc.AccTopWords)
+		read(err)
+	}
+	return t, errors.Join(errs...)
+}
+
+// runJob runs the word count on a fresh MiniCluster and returns the job's result and its
+// archived ExecutionGraph.
+func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog) (*jobgraph.JobResult, *executiongraph.ArchivedExecutionGraph, error) {
 	reg := taskexecutor.NewRegistry()
 	wc.Register(reg)
-	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out, FailOnce: o.failOnce})
+	// The sink stores no result for wc.TakeResult: the host reads the accumulators.
+	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out, FailOnce: o.failOnce, Top: o.top, SkipResult: true})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	// One slot-sharing group, as Flink's DataStream API puts every vertex in "default": the job
 	// needs as many slots as its largest parallelism.
@@ -219,10 +261,10 @@ func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog
 	}
 	mc, err := minicluster.New(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if err := mc.Start(ctx); err != nil {
-		return nil, nil, nil, errors.Join(err, mc.Close())
+		return nil, nil, errors.Join(err, mc.Close())
 	}
 	defer mc.Close()
 
@@ -233,14 +275,13 @@ func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog
 	}
 	res, err := mc.Run(ctx, g)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	archived, err := mc.RequestJob(ctx, g.JobID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	counts, _ := wc.TakeResult(g.JobID)
-	return res, archived, counts, nil
+	return res, archived, nil
 }
 
 // count spells n things: "1 slot", "2 slots".

@@ -62,7 +62,24 @@ func TestWordCountMatchesSequentialCount(t *testing.T) {
 	for _, s := range []string{"is INITIALIZING", "is CREATED", "is RUNNING", "is FINISHED", "time per vertex:", "source", "count", "sink", "top 20 of", "total "} {
 		assert.Contains(t, text, s)
 	}
+	assert.Contains(t, text, wantTotals(t, files, want), "the totals come from the accumulators")
+	assert.Contains(t, text, fmt.Sprintf("top 20 of %d distinct words:\n   1. %-20s %d\n", len(want), "7", 500))
 	assert.Contains(t, text, fmt.Sprintf("%-20s %d", "alpha", 500))
+}
+
+// wantTotals is the totals section the job prints for files, whose words are want.
+func wantTotals(t *testing.T, files []wc.InputFile, want map[string]int) string {
+	t.Helper()
+	var bytes int64
+	for _, f := range files {
+		bytes += f.Size
+	}
+	words := 0
+	for _, n := range want {
+		words += n
+	}
+	return fmt.Sprintf("totals (accumulators):\n  %-15s %d\n  %-15s %d\n  %-15s %d\n  %-15s %d\n",
+		"files", len(files), "bytes", bytes, "words", words, "distinct-words", len(want))
 }
 
 func TestWordCountRejectsBadFlags(t *testing.T) {
@@ -113,7 +130,9 @@ func TestWordCountFailOnce(t *testing.T) {
 			for _, line := range strings.Split(strings.TrimSpace(text[i+len("restarted executions:\n"):i+j]), "\n") {
 				restarted = append(restarted, strings.TrimSpace(line))
 			}
-			assert.ElementsMatch(t, tc.restarted, restarted)
+			assert.ElementsMatch(t, tc.restarted, restarted, text)
+			// The failed attempt's totals are discarded with it: they are counted once.
+			assert.Contains(t, text, wantTotals(t, files, want))
 		})
 	}
 	var stdout bytes.Buffer

@@ -28,7 +28,14 @@
 //   - "sink" (task code "wordcount-sink", parallelism 1): collects every (word, count), sorted by
 //     word, fails on a word that arrives twice (the shuffle would be broken), and hands the result
 //     to the host: written to SinkConfig.OutPath if set (one "word\tcount\n" line per word, sorted
-//     by word in byte order, see WriteCounts) and stored for TakeResult under the job's JobID.
+//     by word in byte order, see WriteCounts) and stored for TakeResult under the job's JobID
+//     (unless SinkConfig.SkipResult: a host in another process reads the accumulators instead).
+//
+// The tasks report the job's totals in accumulators, which the JobResult carries
+// (jobgraph.JobResult.Accumulators, read with jobgraph.AccumulatorValue): the sources the files,
+// bytes and words they read (AccFiles, AccBytes, AccWords), the sink the number of distinct words
+// (AccDistinctWords) and its SinkConfig.Top most frequent words (AccTopWords). They are merged
+// over the attempts that count, so a subtask that failed and was restarted is counted once.
 //
 // The tasks exchange Chunk records: up to ChunkSize words with their counts, tagged with the
 // producer's subtask index — one record per few thousand words rather than one per word. What one

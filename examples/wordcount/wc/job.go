@@ -27,6 +27,23 @@ const (
 	SinkInvokable   = "wordcount-sink"
 )
 
+// The names of the job's accumulators (jobgraph.JobResult.Accumulators): the totals the tasks
+// report, summed over the subtasks whose attempts count (a failed attempt's are discarded when it
+// is restarted).
+const (
+	// AccFiles (IntCounter): the files the sources read.
+	AccFiles = "files"
+	// AccBytes (LongCounter): the bytes the sources read.
+	AccBytes = "bytes"
+	// AccWords (LongCounter): the words the sources read, every occurrence counted.
+	AccWords = "words"
+	// AccDistinctWords (IntCounter): the distinct words the sink received.
+	AccDistinctWords = "distinct-words"
+	// AccTopWords (ListAccumulator[WordCount]): the sink's SinkConfig.Top most frequent words,
+	// by count descending, then word (TopN's order); absent when Top is 0.
+	AccTopWords = "top-words"
+)
+
 // SourceConfig is the source vertex's Config, as JSON:
 //
 //	{"splits":[[{"path":"/usr/local/go/src/archive/tar/common.go","size":23445},…],…]}
@@ -52,9 +69,12 @@ type SinkConfig struct {
 	OutPath string `json:"outPath,omitempty"`
 	// SkipResult: do not store the result for TakeResult (when the host reads only OutPath).
 	SkipResult bool `json:"skipResult,omitempty"`
-	// FailOnce makes the sink fail its first attempt after it read and merged its input, before
-	// it writes or stores anything.
+	// FailOnce makes the sink fail its first attempt after it read and merged its input and
+	// added to its accumulators, before it writes or stores anything.
 	FailOnce bool `json:"failOnce,omitempty"`
+	// Top is how many of the most frequent words the sink reports in accumulator AccTopWords;
+	// none when 0.
+	Top int `json:"top,omitempty"`
 }
 
 // ErrInjectedFailure is the failure a FailOnce config injects.
@@ -78,6 +98,9 @@ type JobOptions struct {
 	// FailOnce names a vertex (SourceVertex, CountVertex or SinkVertex) whose subtask 0 fails its
 	// first attempt; empty for none. The job then needs a restart strategy to finish.
 	FailOnce string
+	// Top goes into the SinkConfig: how many of the most frequent words the sink reports in
+	// accumulator AccTopWords (at least 0).
+	Top int
 }
 
 // BuildJob returns the BATCH word-count job over files with the given source and count
@@ -94,6 +117,9 @@ func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error
 	if p < 1 {
 		return nil, fmt.Errorf("wc: parallelism %d is below 1", p)
 	}
+	if opts.Top < 0 {
+		return nil, fmt.Errorf("wc: top %d is below 0", opts.Top)
+	}
 	switch opts.FailOnce {
 	case "", SourceVertex, CountVertex, SinkVertex:
 	default:
@@ -107,7 +133,7 @@ func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the count config: %w", err)
 	}
-	sinkCfg, err := json.Marshal(SinkConfig{OutPath: opts.OutPath, SkipResult: opts.SkipResult, FailOnce: opts.FailOnce == SinkVertex})
+	sinkCfg, err := json.Marshal(SinkConfig{OutPath: opts.OutPath, SkipResult: opts.SkipResult, FailOnce: opts.FailOnce == SinkVertex, Top: opts.Top})
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the sink config: %w", err)
 	}
@@ -149,7 +175,8 @@ func Partition(word string, n int) int {
 // RunSource is the source task (source → tokenize → local combiner, chained): it reads this
 // subtask's files, counts their words, and emits one WordCount per distinct word to output 0,
 // subpartition Partition(word, n), in increasing word order, packed into Chunks of at most
-// ChunkSize words.
+// ChunkSize words. It adds the files, bytes and words it read to accumulators AccFiles, AccBytes
+// and AccWords.
 func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg SourceConfig
@@ -163,6 +190,19 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 		return fmt.Errorf("wc: %s: the source has no output", info.TaskName)
 	}
 	out := env.Output(0)
+	accs := env.AccumulatorRegistry()
+	files, err := accs.IntCounter(AccFiles)
+	if err != nil {
+		return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+	}
+	bytes, err := accs.LongCounter(AccBytes)
+	if err != nil {
+		return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+	}
+	words, err := accs.LongCounter(AccWords)
+	if err != nil {
+		return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+	}
 	var c Counter
 	var buf []byte
 	for j := info.SubtaskIndex; j < len(cfg.Splits); j += info.Parallelism {
@@ -175,8 +215,11 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 				return fmt.Errorf("wc: %s: %w", info.TaskName, err)
 			}
 			c.AddText(buf)
+			files.Add(1)
+			bytes.Add(int64(len(buf)))
 		}
 	}
+	words.Add(int64(c.Total()))
 	if err := emitAll(ctx, out, info.SubtaskIndex, &c); err != nil {
 		return err
 	}
@@ -221,8 +264,10 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 }
 
 // RunSink is the sink task (parallelism 1): it merges the sorted runs of its producers into every
-// WordCount sorted by word, fails if a word arrives twice, writes them to SinkConfig.OutPath when
-// set, and stores them for TakeResult(jobID) unless SinkConfig.SkipResult.
+// WordCount sorted by word, fails if a word arrives twice, reports the number of distinct words
+// in accumulator AccDistinctWords and the SinkConfig.Top most frequent ones in AccTopWords,
+// writes them to SinkConfig.OutPath when set, and stores them for TakeResult(jobID) unless
+// SinkConfig.SkipResult.
 func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg SinkConfig
@@ -240,6 +285,9 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	if err != nil {
 		return fmt.Errorf("wc: %s: %w: every word must reach exactly one count subtask", info.TaskName, err)
 	}
+	if err := reportSink(env, cfg, result); err != nil {
+		return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+	}
 	if err := injectFailure(info, cfg.FailOnce); err != nil {
 		return err
 	}
@@ -250,6 +298,27 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	}
 	if !cfg.SkipResult {
 		storeResult(info.JobID, result)
+	}
+	return nil
+}
+
+// reportSink adds the sink's totals to its accumulators.
+func reportSink(env taskexecutor.Environment, cfg SinkConfig, result []WordCount) error {
+	accs := env.AccumulatorRegistry()
+	distinct, err := accs.IntCounter(AccDistinctWords)
+	if err != nil {
+		return err
+	}
+	distinct.Add(len(result))
+	if cfg.Top <= 0 {
+		return nil
+	}
+	top := new(jobgraph.ListAccumulator[WordCount])
+	if err := accs.Add(AccTopWords, top); err != nil {
+		return err
+	}
+	for _, wc := range TopOf(result, cfg.Top) {
+		top.Add(wc)
 	}
 	return nil
 }

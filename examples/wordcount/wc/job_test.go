@@ -124,15 +124,19 @@ func taskInfo(g *jobgraph.JobGraph, v *jobgraph.JobVertex, subtask int) taskexec
 }
 
 // runByHand runs the job's tasks one after another, as a BLOCKING batch schedule would, routing
-// every record by the subpartition its producer chose. It returns the source and count writers.
-func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recordingWriter) {
+// every record by the subpartition its producer chose. It returns the source and count writers,
+// and the tasks' accumulators merged as the JobMaster merges them.
+func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recordingWriter, accs map[string]jobgraph.SerializedAccumulator) {
 	t.Helper()
 	ctx := t.Context()
+	var snaps []map[string]jobgraph.SerializedAccumulator
 	src, cnt, sink := g.VertexByName(SourceVertex), g.VertexByName(CountVertex), g.VertexByName(SinkVertex)
 	for i := range src.Parallelism {
 		w := &recordingWriter{n: cnt.Parallelism}
-		require.NoError(t, RunSource(ctx, &fakeEnv{info: taskInfo(g, src, i), outputs: []*recordingWriter{w}}))
+		env := &fakeEnv{info: taskInfo(g, src, i), outputs: []*recordingWriter{w}}
+		require.NoError(t, RunSource(ctx, env))
 		sources = append(sources, w)
+		snaps = append(snaps, env.AccumulatorRegistry().Snapshot())
 	}
 	for j := range cnt.Parallelism {
 		// An ALL_TO_ALL gate reads subpartition j of every producer's partition.
@@ -148,8 +152,18 @@ func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recording
 	for _, w := range counts {
 		gate.records = append(gate.records, w.subpartition(0)...)
 	}
-	require.NoError(t, RunSink(ctx, &fakeEnv{info: taskInfo(g, sink, 0), inputs: []*sliceGate{gate}}))
-	return sources, counts
+	env := &fakeEnv{info: taskInfo(g, sink, 0), inputs: []*sliceGate{gate}}
+	require.NoError(t, RunSink(ctx, env))
+	snaps = append(snaps, env.AccumulatorRegistry().Snapshot())
+	return sources, counts, jobgraph.MergeAccumulators(snaps...)
+}
+
+// accValue is the value of accumulator name in accs.
+func accValue[T any](t *testing.T, accs map[string]jobgraph.SerializedAccumulator, name string) T {
+	t.Helper()
+	v, err := jobgraph.AccumulatorValue[T](accs, name)
+	require.NoError(t, err)
+	return v
 }
 
 // emittedWord is one word a task emitted, and the subpartition its Chunk went to.
@@ -237,9 +251,25 @@ func testJobByHand(t *testing.T, numFiles, maxWords int, vocab []string) {
 	for _, p := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("parallelism %d", p), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "wc.tsv")
-			g, err := BuildJobWith(files, JobOptions{Parallelism: p, OutPath: out})
+			g, err := BuildJobWith(files, JobOptions{Parallelism: p, OutPath: out, Top: 3})
 			require.NoError(t, err)
-			sources, counts := runByHand(t, g)
+			sources, counts, accs := runByHand(t, g)
+
+			// The totals the tasks report in accumulators.
+			var bytes int64
+			for _, f := range files {
+				bytes += f.Size
+			}
+			words := 0
+			for _, n := range want {
+				words += n
+			}
+			assert.Equal(t, len(files), accValue[int](t, accs, AccFiles))
+			assert.Equal(t, bytes, accValue[int64](t, accs, AccBytes))
+			assert.Equal(t, int64(words), accValue[int64](t, accs, AccWords))
+			assert.Equal(t, len(want), accValue[int](t, accs, AccDistinctWords))
+			assert.Equal(t, TopN(want, 3), accValue[[]WordCount](t, accs, AccTopWords))
+			assert.Len(t, accs, 5)
 
 			// Each source subtask read exactly its share, and combined it locally: one record
 			// per distinct word, in the subpartition Partition chose.
@@ -294,9 +324,13 @@ func TestJobByHandExactResult(t *testing.T) {
 	files, err := ListInputFiles(dir)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "wc.tsv")
-	g, err := BuildJobWith(files, JobOptions{Parallelism: 2, OutPath: out, SkipResult: true})
+	g, err := BuildJobWith(files, JobOptions{Parallelism: 2, OutPath: out, SkipResult: true, Top: 2})
 	require.NoError(t, err)
-	runByHand(t, g)
+	_, _, accs := runByHand(t, g)
+	assert.Equal(t, 2, accValue[int](t, accs, AccFiles))
+	assert.Equal(t, int64(13), accValue[int64](t, accs, AccWords))
+	assert.Equal(t, 10, accValue[int](t, accs, AccDistinctWords))
+	assert.Equal(t, []WordCount{{"A", 2}, {"héllo", 2}}, accValue[[]WordCount](t, accs, AccTopWords))
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, "A\t2\nA_1\t1\na\t1\nb\t1\nfunc\t1\nhéllo\t2\npackage\t2\nreturn\t1\nwörld\t1\n日本語\t1\n", string(data))
@@ -353,6 +387,11 @@ func TestBuildJob(t *testing.T) {
 
 	_, err = BuildJob(files, 0)
 	assert.ErrorContains(t, err, "parallelism 0 is below 1")
+	_, err = BuildJobWith(files, JobOptions{Parallelism: 1, Top: -1})
+	assert.EqualError(t, err, "wc: top -1 is below 0")
+	g4, err := BuildJobWith(files, JobOptions{Parallelism: 1, Top: 5})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"top":5}`, string(g4.VertexByName(SinkVertex).Config))
 	g3, err := BuildJob(nil, 2)
 	require.NoError(t, err, "no input is an empty word count, not an error")
 	assert.JSONEq(t, `{"splits":[null,null]}`, string(g3.Vertices[0].Config))

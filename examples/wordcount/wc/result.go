@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"container/heap"
 	"io"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,13 +82,25 @@ func byCount(a, b WordCount) int {
 // TopN returns the n most frequent words, sorted by count descending, then word ascending. It
 // returns every word when n ≥ len(counts) and none when n ≤ 0. It takes O(len(counts)·log n).
 func TopN(counts map[string]int, n int) []WordCount {
+	return topN(func(yield func(WordCount) bool) {
+		for w, c := range counts {
+			if !yield(WordCount{w, c}) {
+				return
+			}
+		}
+	}, n)
+}
+
+// TopOf is TopN over a slice of counts, each word at most once.
+func TopOf(counts []WordCount, n int) []WordCount { return topN(slices.Values(counts), n) }
+
+func topN(counts iter.Seq[WordCount], n int) []WordCount {
 	if n <= 0 {
 		return []WordCount{}
 	}
 	// A min-heap, by the order above reversed, of the best n seen so far: its root is the worst.
 	h := &worstFirst{}
-	for w, c := range counts {
-		wc := WordCount{w, c}
+	for wc := range counts {
 		if len(*h) < n {
 			heap.Push(h, wc)
 		} else if byCount(wc, (*h)[0]) < 0 {

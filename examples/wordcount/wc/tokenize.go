@@ -128,6 +128,15 @@ func (c *Counter) insert(word string, n int) {
 // Len is the number of distinct words.
 func (c *Counter) Len() int { return len(c.words) }
 
+// Total is the number of words counted, every occurrence: the sum of the counts.
+func (c *Counter) Total() int {
+	n := 0
+	for _, k := range c.counts {
+		n += k
+	}
+	return n
+}
+
 // Each calls fn with every distinct word and its count, in the order the words were first seen.
 // It stops early when fn returns an error, and returns that error.
 func (c *Counter) Each(fn func(word string, count int) error) error {
