@@ -708,6 +708,42 @@ func TestRegionFailoverUsesPartitionTracking(t *testing.T) {
 	})
 }
 
+// a(2) –BLOCKING ALL_TO_ALL→ b(1) on one slot: a0 runs, a1 waits for a slot. a0 fails: a0 and its
+// consumer b restart; a1, which has not produced anything yet and will produce its partition when it
+// runs, is left waiting (attempt 0), as it is when it already runs. Restarting it would only cancel
+// its slot request: the restart set of a failure must not depend on whether a sibling producer's
+// slot had arrived yet.
+func TestRegionFailoverLeavesAProducerThatHasNotRunYet(t *testing.T) {
+	g := jobgraph.New("not yet", jobgraph.Batch)
+	a := g.AddVertex("a", "noop", 2)
+	b := g.AddVertex("b", "noop", 1)
+	g.Connect(a, b, jobgraph.AllToAll, jobgraph.Blocking)
+	g.RestartStrategy = jobgraph.FixedDelayRestart(5, time.Second)
+	h := newHarness(t, g, Config{})
+	h.s.StartScheduling()
+	h.offer(te1, 1)
+	h.runDeployed()
+	require.Equal(t, []string{"a (1/2)#0"}, h.deployedSince(0))
+	require.Equal(t, jobgraph.ExecutionStateScheduled, h.exec("a", 1).State())
+	pa1 := jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: a.Results[0].ID, PartitionIndex: 1}
+	assert.True(t, trackedPartitions{h.s}.IsAvailable(pa1), "a1 will produce its partition when it runs")
+
+	require.True(t, h.fail("a", 0, errBoom))
+	h.timers.Advance(time.Second)
+	assert.Equal(t, 0, h.exec("a", 1).AttemptNumber(), "a1 is not restarted")
+	assert.Equal(t, 1, h.exec("a", 0).AttemptNumber())
+	assert.Equal(t, 1, h.exec("b", 0).AttemptNumber())
+	// a0's slot went to a1, which was waiting first; a0 runs once a second slot arrives.
+	assert.Equal(t, []string{"a (1/2)#0", "a (2/2)#0"}, h.deployedSince(0))
+	h.offer(te2, 1)
+	assert.Equal(t, []string{"a (2/2)#0", "a (1/2)#1"}, h.deployedSince(1))
+	h.finish("a", 0)
+	h.finish("a", 1)
+	assert.Equal(t, []string{"b (1/1)#1"}, h.deployedSince(3))
+	h.finish("b", 0)
+	assert.Equal(t, jobgraph.JobStatusFinished, h.s.JobStatus())
+}
+
 // A restarted consumer region that had finished reads its inputs again, so they are released
 // only once it finished again: a –BLOCKING→ b –BLOCKING→ c, c fails reading b's partition after a's
 // was released (b had finished): b and a restart, and a's new partition is released once b

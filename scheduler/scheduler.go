@@ -159,9 +159,14 @@ type trackedPartitions struct{ s *DefaultScheduler }
 
 // IsAvailable reports whether partition id is, or will be, readable without restarting its
 // producer: it is tracked (its producer FINISHED and it was neither released nor lost), or its
-// producer's current attempt is deployed and still producing it. Flink's JobMasterPartitionTracker
-// tracks a partition from its producer's deployment on, to the same effect: a consumer region that
-// restarts while a BLOCKING producer still runs waits for it rather than restarting it.
+// producer's current attempt is still to produce it — deployed and running, or not deployed yet
+// (CREATED, SCHEDULED: it produces the partition when it runs). Only a producer whose attempt
+// ended without a readable partition (FAILED, CANCELED, CANCELING, or FINISHED with the partition
+// released or lost) must restart. Flink's JobMasterPartitionTracker tracks a partition from its
+// producer's deployment on, so a consumer region that restarts while a BLOCKING producer still
+// runs waits for it rather than restarting it; Flink also restarts a producer that has not been
+// deployed yet, which only cancels its slot request and makes the restart set depend on when a
+// slot arrived: we leave it waiting.
 func (c trackedPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionID) bool {
 	p := c.s.graph.Partition(id)
 	if p == nil {
@@ -170,7 +175,12 @@ func (c trackedPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionID
 	if c.s.partitions.isTracked(p) {
 		return true
 	}
-	return isDeployed(p.Producer().State())
+	switch st := p.Producer().State(); st {
+	case jobgraph.ExecutionStateCreated, jobgraph.ExecutionStateScheduled:
+		return true
+	default:
+		return isDeployed(st)
+	}
 }
 
 // JobID is the job's ID.
