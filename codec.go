@@ -3,7 +3,6 @@ package jobgraph
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,7 +26,7 @@ import (
 // the input through Truncate); it never panics, whatever the input. A duplicate key gives
 // `jobgraph: decode: duplicate key "name" in $.vertices[1]`, the path in JSONPath notation.
 // A decoded graph is not yet validated: call Validate before running it. Decoding costs two
-// passes over data.
+// passes over data (the second, for duplicate keys, allocates next to nothing).
 func Decode(data []byte) (*JobGraph, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -48,75 +47,150 @@ func Decode(data []byte) (*JobGraph, error) {
 	return &g, nil
 }
 
-// checkDuplicateKeys walks data, which encoding/json already accepted as one JSON value, and
-// reports the first object holding two keys that fold to the same field name, with the path
-// of that object.
+// checkDuplicateKeys scans data, which encoding/json already accepted as one JSON value, and
+// reports the first object holding two keys that encoding/json would match to the same field
+// (equal under bytes.EqualFold once unescaped), with the JSONPath of that object. It allocates
+// only for keys with escapes and for the error: Decode runs on every submission (Clone). Run on
+// a document encoding/json rejected it stops early, never reading past the end.
 func checkDuplicateKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // numbers are skipped, not parsed
-	var path []string
-	return walkValue(dec, &path)
+	s := keyScanner{data: data}
+	return s.value()
 }
 
-func walkValue(dec *json.Decoder, path *[]string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
+type keyScanner struct {
+	data []byte
+	pos  int
+	path []pathStep // the steps down to the current value
+	keys [][]byte   // the (unescaped) keys of the open objects, innermost last
+}
+
+// pathStep is one step of a JSONPath: an object member (key) or an array element (index).
+type pathStep struct {
+	key   []byte
+	index int // -1 for a member
+}
+
+func (s *keyScanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\r', '\n':
+			s.pos++
+		default:
+			return
+		}
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil // a scalar
+}
+
+// str reads the string at pos (its opening quote) and returns its contents, unescaped.
+func (s *keyScanner) str() []byte {
+	start := s.pos + 1
+	escaped := false
+	i := start
+	for ; i < len(s.data) && s.data[i] != '"'; i++ {
+		if s.data[i] == '\\' {
+			escaped = true
+			i++
+		}
 	}
-	switch d {
+	raw := s.data[start:i]
+	s.pos = i + 1
+	if !escaped {
+		return raw
+	}
+	var out string
+	if err := json.Unmarshal(s.data[start-1:i+1], &out); err != nil {
+		return raw // cannot happen: encoding/json accepted the document
+	}
+	return []byte(out)
+}
+
+func (s *keyScanner) value() error {
+	s.skipSpace()
+	if s.pos >= len(s.data) {
+		return nil
+	}
+	switch s.data[s.pos] {
 	case '{':
-		seen := make(map[string]bool)
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, ok := tok.(string)
-			if !ok {
-				return errors.New("object key is not a string")
-			}
-			fold := foldKey(key)
-			if seen[fold] {
-				return fmt.Errorf("duplicate key %q in %s", Truncate(key), jsonPath(*path))
-			}
-			seen[fold] = true
-			*path = append(*path, pathKey(key))
-			if err := walkValue(dec, path); err != nil {
-				return err
-			}
-			*path = (*path)[:len(*path)-1]
-		}
+		return s.object()
 	case '[':
-		for i := 0; dec.More(); i++ {
-			*path = append(*path, "["+strconv.Itoa(i)+"]")
-			if err := walkValue(dec, path); err != nil {
+		s.pos++
+		for i := 0; ; i++ {
+			s.skipSpace()
+			if s.pos >= len(s.data) {
+				return nil
+			}
+			if s.data[s.pos] == ']' {
+				s.pos++
+				return nil
+			}
+			if s.data[s.pos] == ',' {
+				s.pos++
+			}
+			s.path = append(s.path, pathStep{index: i})
+			if err := s.value(); err != nil {
 				return err
 			}
-			*path = (*path)[:len(*path)-1]
+			s.path = s.path[:len(s.path)-1]
+		}
+	case '"':
+		s.str()
+	default: // a number, true, false or null
+		for s.pos < len(s.data) && !strings.ContainsRune(",}] \t\r\n", rune(s.data[s.pos])) {
+			s.pos++
 		}
 	}
-	_, err = dec.Token() // the closing delimiter
-	return err
+	return nil
 }
 
-// foldKey maps every key that encoding/json would match to the same struct field (equal under
-// Unicode simple case folding, as bytes.EqualFold) to one string: each rune becomes the smallest
-// rune of its folding orbit.
-func foldKey(s string) string {
-	return strings.Map(func(r rune) rune {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
+func (s *keyScanner) object() error {
+	s.pos++ // '{'
+	base := len(s.keys)
+	defer func() { s.keys = s.keys[:base] }()
+	for {
+		s.skipSpace()
+		if s.pos >= len(s.data) {
+			return nil
 		}
-		return least
-	}, s)
+		switch s.data[s.pos] {
+		case '}':
+			s.pos++
+			return nil
+		case ',':
+			s.pos++
+			s.skipSpace()
+		}
+		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+			return nil
+		}
+		key := s.str()
+		for _, k := range s.keys[base:] {
+			if bytes.EqualFold(k, key) {
+				return fmt.Errorf("duplicate key %q in %s", Truncate(string(key)), s.jsonPath())
+			}
+		}
+		s.keys = append(s.keys, key)
+		s.skipSpace()
+		s.pos++ // ':'
+		s.path = append(s.path, pathStep{key: key, index: -1})
+		if err := s.value(); err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+	}
 }
 
-func jsonPath(path []string) string { return "$" + strings.Join(path, "") }
+func (s *keyScanner) jsonPath() string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, st := range s.path {
+		if st.index >= 0 {
+			b.WriteString("[" + strconv.Itoa(st.index) + "]")
+			continue
+		}
+		b.WriteString(pathKey(string(st.key)))
+	}
+	return b.String()
+}
 
 // pathKey is key as a JSONPath step: ".key" for an identifier, else `["key"]`. (Decode walks
 // only documents whose keys all named fields, so in practice it is always ".key".)

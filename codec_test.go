@@ -243,6 +243,12 @@ func TestDecodeRejectsDuplicateKeys(t *testing.T) {
 		{"checkpointing", replace(`"interval":10000000000`, `"interval":10000000000,"interval":1`),
 			`jobgraph: decode: duplicate key "interval" in $.checkpointing`},
 		{"the vertices array twice", `{"vertices":[],"vertices":[]}`, `jobgraph: decode: duplicate key "vertices" in $`},
+		{"escaped key", `{"n\u0061me":"a","name":"b"}`, `jobgraph: decode: duplicate key "name" in $`},
+		{"escaped key, case folded", `{"name":"a","N\u0041ME":"b"}`, `jobgraph: decode: duplicate key "NAME" in $`},
+		{"second vertex, spaced out", " {\"vertices\" : [ {\"id\":\"00000000000000000000000000000001\"} ,\n {\"invokable\" : \"a\" , \"Invokable\" : \"b\"} ] } ",
+			`jobgraph: decode: duplicate key "Invokable" in $.vertices[1]`},
+		{"strings that look like keys", `{"name":"\"name\":","savepointRestore":{"path":"{\"path\":1,"}, "Name":"x"}`,
+			`jobgraph: decode: duplicate key "Name" in $`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var g *jobgraph.JobGraph
