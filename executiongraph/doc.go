@@ -19,7 +19,10 @@
 //
 // An ExecutionGraph is a plain data structure owned by its JobMaster's main loop: it has no locks,
 // starts no goroutines and does no I/O. Every method must be called from that one goroutine.
-// Time comes from the clock given with WithClock (time.Now by default).
+// Time comes from the clock given with WithClock (time.Now by default), the ExecutionGraphID from
+// WithExecutionGraphID (random by default), and a sparse archive's instants from the arguments of
+// NewSparseArchivedExecutionGraph: nothing here reads a clock or draws a random value past those,
+// so the same JobGraph, options and calls give the same ArchivedExecutionGraph, byte for byte.
 //
 // # Memory layout
 //
