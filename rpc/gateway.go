@@ -107,7 +107,8 @@ type ResourceManagerGateway interface {
 	HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error
 }
 
-// TaskExecutorGateway is how the ResourceManager and JobMasters reach a TaskExecutor.
+// TaskExecutorGateway is how the ResourceManager and JobMasters reach a TaskExecutor. An
+// implementation should pass the conformance suite taskexecutor/tetest (TestTaskExecutor).
 // Flink: TaskExecutorGateway.
 type TaskExecutorGateway interface {
 	// RequestSlot allocates slot for job under allocation and offers it to the JobMaster at
@@ -123,7 +124,8 @@ type TaskExecutorGateway interface {
 	SubmitTask(ctx context.Context, token jobgraph.JobMasterID, tdd TaskDeploymentDescriptor) error
 	// CancelTask cancels a running execution; CANCELED is reported once it has returned.
 	CancelTask(ctx context.Context, attempt jobgraph.ExecutionAttemptID) error
-	// FreeSlot frees an allocated slot (canceling what runs in it).
+	// FreeSlot frees an allocated slot (canceling what runs in it) and tells the ResourceManager
+	// once it is free; an unknown allocation is not an error (the slot is free already).
 	FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error
 	// ReleasePartitions drops the job's partitions named.
 	ReleasePartitions(ctx context.Context, job jobgraph.JobID, partitions []ResultPartitionID) error

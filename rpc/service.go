@@ -12,14 +12,23 @@ import (
 // calls across processes: Lookup then returns client stubs implementing the gateway interfaces.
 // Fenced gateways take their fencing token on every call (see JobMasterGateway), so the token a
 // caller holds travels with each call rather than with the connection.
-// Flink: org.apache.flink.runtime.rpc.RpcService (connect, startServer).
+//
+// A Service is safe for concurrent use. A call already in flight when its endpoint is unregistered
+// returns (with the endpoint's answer or an error); later lookups of the address fail. Every
+// implementation should pass the conformance suite rpc/rpctest (TestService).
+// Flink: org.apache.flink.runtime.rpc.RpcService (connect, startServer, closeAsync).
 type Service interface {
-	// Register makes endpoint reachable under address. It fails if the address is taken.
+	// Register makes endpoint reachable under address. It fails if the address is taken, and
+	// with ErrServiceClosed after Close.
 	Register(address string, endpoint any) error
-	// Unregister removes whatever is registered under address.
+	// Unregister removes whatever is registered under address; an unknown address is a no-op.
 	Unregister(address string)
-	// Lookup returns what is registered under address, or an error wrapping ErrUnknownAddress.
+	// Lookup returns what is registered under address, or an error wrapping ErrUnknownAddress;
+	// ErrServiceClosed after Close.
 	Lookup(ctx context.Context, address string) (any, error)
+	// Close stops the Service: Register and Lookup fail with ErrServiceClosed from then on.
+	// Closing twice is harmless.
+	Close() error
 }
 
 // Connect looks address up and returns it as gateway type G (DispatcherGateway,
@@ -44,6 +53,7 @@ func Connect[G any](ctx context.Context, s Service, address string) (G, error) {
 type LocalService struct {
 	mu        sync.RWMutex
 	endpoints map[string]any
+	closed    bool
 }
 
 // NewLocalService returns an empty in-process Service.
@@ -52,6 +62,9 @@ func NewLocalService() *LocalService { return &LocalService{endpoints: make(map[
 func (s *LocalService) Register(address string, endpoint any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("rpc: register %q: %w", address, ErrServiceClosed)
+	}
 	if _, taken := s.endpoints[address]; taken {
 		return fmt.Errorf("rpc: address %q is already registered", address)
 	}
@@ -74,9 +87,23 @@ func (s *LocalService) Lookup(ctx context.Context, address string) (any, error) 
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("rpc: lookup %q: %w", address, ErrServiceClosed)
+	}
 	ep, ok := s.endpoints[address]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAddress, address)
 	}
 	return ep, nil
+}
+
+// Close forgets every endpoint; Register and Lookup fail with ErrServiceClosed afterwards.
+// Gateways handed out earlier are the endpoints themselves and keep working: closing them is
+// their owners' business. It returns nil.
+func (s *LocalService) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	clear(s.endpoints)
+	return nil
 }

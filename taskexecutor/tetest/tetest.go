@@ -1,0 +1,558 @@
+// Package tetest is the conformance suite for rpc.TaskExecutorGateway implementations: anything
+// that registers with the ResourceManager and runs tasks, as taskexecutor.TaskExecutor does. It
+// checks RequestSlot (idempotent for the same allocation, refused for a slot another allocation
+// holds), SubmitTask into a slot not allocated to the job, fencing (a stale ResourceManagerID,
+// JobMasterID or disconnect changes nothing and matches rpc.ErrFencingTokenMismatch), FreeSlot of
+// an unknown allocation and of a running one, and the heartbeat answers to the ResourceManager and
+// the JobMaster. Run it from the implementation's tests:
+//
+//	func TestConformance(t *testing.T) {
+//		tetest.TestTaskExecutor(t, func(t *testing.T, env tetest.Env) rpc.TaskExecutorGateway {
+//			te := mytaskexecutor.Start(env.RPC, env.ResourceID, env.Address, env.ResourceManagerAddress, env.NumSlots)
+//			t.Cleanup(te.Close)
+//			return te
+//		})
+//	}
+//
+// Each case starts a fake ResourceManager and a fake JobMaster on a fresh in-process rpc.Service
+// and asks newTaskExecutor for the implementation, which must register its gateway under
+// env.Address, register with the ResourceManager at env.ResourceManagerAddress, run the task code
+// named InvokableFinish and InvokableBlock, and close itself when the case ends (t.Cleanup).
+// TestTaskExecutor runs in real time; TestTaskExecutorInBubble runs each case inside its own
+// testing/synctest bubble, and there also checks that nothing more was sent. No case sleeps: each
+// waits for what it expects for at most Timeout.
+package tetest
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// Timeout bounds every wait of the suite (virtual time in a bubble).
+const Timeout = 10 * time.Second
+
+// The task code a TaskExecutor under test must run.
+const (
+	// InvokableFinish returns nil at once: the task FINISHES.
+	InvokableFinish = "tetest.finish"
+	// InvokableBlock runs until its task is canceled (its context ends), then returns.
+	InvokableBlock = "tetest.block"
+)
+
+// Env is what newTaskExecutor gets for one case.
+type Env struct {
+	// RPC is the case's Service: register the gateway there, and reach the ResourceManager and
+	// the JobMaster through it.
+	RPC rpc.Service
+	// ResourceID and Address name the TaskExecutor; register the gateway under Address.
+	ResourceID jobgraph.ResourceID
+	Address    string
+	// ResourceManagerAddress is where the fake ResourceManager listens.
+	ResourceManagerAddress string
+	// NumSlots is how many slots the TaskExecutor must have (2), each of the same profile.
+	NumSlots int
+}
+
+// TestTaskExecutor runs the conformance suite, one subtest per case, in real time.
+func TestTaskExecutor(t *testing.T, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway) {
+	run(t, newTaskExecutor, false)
+}
+
+// TestTaskExecutorInBubble runs the conformance suite with each case inside a testing/synctest
+// bubble. Only for implementations whose goroutines all end when they are closed and that do no
+// real I/O.
+func TestTaskExecutorInBubble(t *testing.T, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway) {
+	run(t, newTaskExecutor, true)
+}
+
+var cases = []struct {
+	name string
+	run  func(s *suite)
+}{
+	{"RequestSlot/IdempotentForTheSameAllocation", requestSlotIdempotent},
+	{"RequestSlot/SlotOccupiedByAnotherAllocation", requestSlotOccupied},
+	{"SubmitTask/IntoASlotNotAllocatedToTheJob", submitIntoForeignSlot},
+	{"Fencing/StaleResourceManagerID", fencingStaleResourceManager},
+	{"Fencing/StaleJobMasterID", fencingStaleJobMaster},
+	{"Fencing/StaleDisconnectJobMaster", fencingStaleDisconnect},
+	{"FreeSlot/UnknownAllocationIsANoOp", freeUnknownSlot},
+	{"FreeSlot/CancelsTheTaskAndTellsTheResourceManager", freeRunningSlot},
+	{"Heartbeat/AnswersTheResourceManagerWithItsSlots", heartbeatResourceManager},
+	{"Heartbeat/AnswersTheJobMasterWithItsSlots", heartbeatJobMaster},
+}
+
+const (
+	rmAddress = "tetest-resourcemanager"
+	jmAddress = "tetest-jobmaster"
+	teID      = jobgraph.ResourceID("tetest-taskexecutor")
+)
+
+// suite is what one case sees.
+type suite struct {
+	t        *testing.T
+	ctx      context.Context
+	inBubble bool
+	rm       *fakeResourceManager
+	jm       *fakeJobMaster
+	te       rpc.TaskExecutorGateway
+	job      jobgraph.JobID
+}
+
+func run(t *testing.T, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway, inBubble bool) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := func(t *testing.T) {
+				svc := rpc.NewLocalService()
+				t.Cleanup(func() { assert.NoError(t, svc.Close()) })
+				ctx, cancel := context.WithTimeout(t.Context(), Timeout)
+				t.Cleanup(cancel)
+				s := &suite{t: t, ctx: ctx, inBubble: inBubble, job: jobgraph.NewJobID(),
+					rm: &fakeResourceManager{id: jobgraph.NewResourceManagerID(), events: newEvents()},
+					jm: &fakeJobMaster{token: jobgraph.NewJobMasterID(), events: newEvents()}}
+				require.NoError(t, svc.Register(rmAddress, s.rm))
+				require.NoError(t, svc.Register(jmAddress, s.jm))
+				s.te = newTaskExecutor(t, Env{RPC: svc, ResourceID: teID, Address: string(teID), ResourceManagerAddress: rmAddress, NumSlots: 2})
+				require.NotNil(t, s.te, "newTaskExecutor returned nil")
+				s.waitFor("the TaskExecutor registers with the ResourceManager", func() bool { return len(s.rm.registrations()) > 0 })
+				reg := s.rm.registrations()[0]
+				require.Equal(t, teID, reg.ResourceID, "it registers under env.ResourceID")
+				gw, err := rpc.Connect[rpc.TaskExecutorGateway](ctx, svc, reg.Address)
+				require.NoError(t, err, "its registration's address resolves to its gateway")
+				require.NotNil(t, gw)
+				c.run(s)
+			}
+			if inBubble {
+				synctest.Test(t, body)
+			} else {
+				body(t)
+			}
+		})
+	}
+}
+
+// waitFor waits until cond holds, for at most Timeout; cond is evaluated after every event the
+// fakes record.
+func (s *suite) waitFor(what string, cond func() bool) {
+	s.t.Helper()
+	for {
+		rmCh, jmCh := s.rm.events.changed(), s.jm.events.changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-rmCh:
+		case <-jmCh:
+		case <-s.ctx.Done():
+			s.t.Fatalf("waited %v for: %s", Timeout, what)
+		}
+	}
+}
+
+// settle lets everything in flight happen: in a bubble, until every goroutine is blocked; in real
+// time there is no such point, and the "nothing more" checks after it are weaker.
+func (s *suite) settle() {
+	if s.inBubble {
+		synctest.Wait()
+	}
+}
+
+func (s *suite) slot(n int) rpc.SlotID { return rpc.SlotID{ResourceID: teID, SlotNumber: n} }
+
+// allocate requests slot n for the suite's job under a and waits until it is offered (and
+// accepted) at the fake JobMaster.
+func (s *suite) allocate(n int, a jobgraph.AllocationID) {
+	s.t.Helper()
+	require.NoError(s.t, s.te.RequestSlot(s.ctx, s.slot(n), s.job, a, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id))
+	s.waitFor("the slot is offered to the JobMaster", func() bool { return slices.Contains(s.jm.offered(), a) })
+}
+
+// tdd describes one attempt of a one-subtask vertex running invokable in allocation a.
+func (s *suite) tdd(job jobgraph.JobID, a jobgraph.AllocationID, invokable string) rpc.TaskDeploymentDescriptor {
+	attempt := jobgraph.ExecutionAttemptID{ExecutionGraphID: jobgraph.NewExecutionGraphID(),
+		ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: jobgraph.NewJobVertexID()}}
+	return rpc.TaskDeploymentDescriptor{JobID: job, ExecutionAttemptID: attempt, AllocationID: a,
+		TaskName: "v (1/1)", VertexName: "v", Invokable: invokable, Parallelism: 1, MaxParallelism: 128}
+}
+
+// running submits an InvokableBlock task into a and waits until it reports RUNNING.
+func (s *suite) running(a jobgraph.AllocationID) jobgraph.ExecutionAttemptID {
+	s.t.Helper()
+	d := s.tdd(s.job, a, InvokableBlock)
+	require.NoError(s.t, s.te.SubmitTask(s.ctx, s.jm.token, d))
+	s.waitFor("the task runs", func() bool {
+		return slices.Contains(s.jm.statesOf(d.ExecutionAttemptID), jobgraph.ExecutionStateRunning)
+	})
+	return d.ExecutionAttemptID
+}
+
+func requestSlotIdempotent(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	require.NoError(s.t, s.te.RequestSlot(s.ctx, s.slot(0), s.job, a, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id),
+		"asking again for the same slot and allocation succeeds")
+	s.settle()
+	n := 0
+	for _, o := range s.jm.offered() {
+		if o == a {
+			n++
+		}
+	}
+	assert.Equal(s.t, 1, n, "the allocation is offered once")
+	assert.Empty(s.t, s.rm.freed(), "nothing is freed")
+	// The slot works: a task runs in it.
+	d := s.tdd(s.job, a, InvokableFinish)
+	require.NoError(s.t, s.te.SubmitTask(s.ctx, s.jm.token, d))
+	s.waitFor("the task finishes", func() bool {
+		return slices.Contains(s.jm.statesOf(d.ExecutionAttemptID), jobgraph.ExecutionStateFinished)
+	})
+}
+
+func requestSlotOccupied(s *suite) {
+	a, b := jobgraph.NewAllocationID(), jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	require.Error(s.t, s.te.RequestSlot(s.ctx, s.slot(0), s.job, b, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id),
+		"slot 0 is held by another allocation")
+	require.Error(s.t, s.te.RequestSlot(s.ctx, s.slot(0), jobgraph.NewJobID(), b, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id),
+		"nor can another job take it")
+	s.settle()
+	assert.NotContains(s.t, s.jm.offered(), b, "the refused allocation is never offered")
+	// a still holds slot 0: a task of the job runs there.
+	s.running(a)
+}
+
+func submitIntoForeignSlot(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	other := s.tdd(jobgraph.NewJobID(), a, InvokableFinish)
+	require.Error(s.t, s.te.SubmitTask(s.ctx, s.jm.token, other), "the slot is allocated to another job")
+	unknown := s.tdd(s.job, jobgraph.NewAllocationID(), InvokableFinish)
+	require.Error(s.t, s.te.SubmitTask(s.ctx, s.jm.token, unknown), "no slot is allocated under that allocation")
+	// The refused ones never run; the job's own task does.
+	d := s.tdd(s.job, a, InvokableFinish)
+	require.NoError(s.t, s.te.SubmitTask(s.ctx, s.jm.token, d))
+	s.waitFor("the task finishes", func() bool {
+		return slices.Contains(s.jm.statesOf(d.ExecutionAttemptID), jobgraph.ExecutionStateFinished)
+	})
+	s.settle()
+	assert.Empty(s.t, s.jm.statesOf(other.ExecutionAttemptID))
+	assert.Empty(s.t, s.jm.statesOf(unknown.ExecutionAttemptID))
+}
+
+func fencingStaleResourceManager(s *suite) {
+	a := jobgraph.NewAllocationID()
+	err := s.te.RequestSlot(s.ctx, s.slot(0), s.job, a, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, jobgraph.NewResourceManagerID())
+	require.ErrorIs(s.t, err, rpc.ErrFencingTokenMismatch, "a ResourceManagerID other than the registration's")
+	s.settle()
+	assert.NotContains(s.t, s.jm.offered(), a, "nothing is allocated")
+	// Slot 0 is still free for the current ResourceManager.
+	s.allocate(0, jobgraph.NewAllocationID())
+}
+
+func fencingStaleJobMaster(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	d := s.tdd(s.job, a, InvokableFinish)
+	err := s.te.SubmitTask(s.ctx, jobgraph.NewJobMasterID(), d)
+	require.ErrorIs(s.t, err, rpc.ErrFencingTokenMismatch, "a JobMasterID other than the slot's")
+	s.settle()
+	assert.Empty(s.t, s.jm.statesOf(d.ExecutionAttemptID), "the task never ran")
+	require.NoError(s.t, s.te.SubmitTask(s.ctx, s.jm.token, d), "the same deployment with the slot's token runs")
+	s.waitFor("the task finishes", func() bool {
+		return slices.Contains(s.jm.statesOf(d.ExecutionAttemptID), jobgraph.ExecutionStateFinished)
+	})
+}
+
+func fencingStaleDisconnect(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	attempt := s.running(a)
+	err := s.te.DisconnectJobMaster(s.ctx, jobgraph.NewJobMasterID(), s.job, rpc.Failure(context.Canceled))
+	require.ErrorIs(s.t, err, rpc.ErrFencingTokenMismatch, "an earlier session's disconnect")
+	s.settle()
+	assert.Equal(s.t, []jobgraph.ExecutionState{jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning},
+		withoutRepeats(s.jm.statesOf(attempt)), "the task keeps running")
+	assert.Empty(s.t, s.rm.freed(), "no slot is freed")
+
+	// The current session's disconnect fails the task and frees the slot.
+	require.NoError(s.t, s.te.DisconnectJobMaster(s.ctx, s.jm.token, s.job, rpc.Failure(context.Canceled)))
+	s.waitFor("the task fails and the slot is freed", func() bool {
+		return slices.Contains(s.jm.statesOf(attempt), jobgraph.ExecutionStateFailed) && slices.Contains(s.rm.freed(), a)
+	})
+}
+
+func freeUnknownSlot(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	require.NoError(s.t, s.te.FreeSlot(s.ctx, jobgraph.NewAllocationID(), rpc.Failure(context.Canceled)), "an unknown allocation is free already")
+	s.settle()
+	assert.Empty(s.t, s.rm.freed(), "nothing is freed")
+	s.running(a) // a still holds its slot
+}
+
+func freeRunningSlot(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	attempt := s.running(a)
+	require.NoError(s.t, s.te.FreeSlot(s.ctx, a, rpc.Failure(context.Canceled)))
+	s.waitFor("the task is canceled and the ResourceManager told", func() bool {
+		return slices.Contains(s.jm.statesOf(attempt), jobgraph.ExecutionStateCanceled) && slices.Contains(s.rm.freed(), a)
+	})
+	assert.Equal(s.t, []rpc.SlotID{s.slot(0)}, s.rm.freedSlots())
+	require.NoError(s.t, s.te.FreeSlot(s.ctx, a, nil), "freeing again is a no-op")
+	// The slot is free again: another allocation takes it.
+	s.allocate(0, jobgraph.NewAllocationID())
+}
+
+func heartbeatResourceManager(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(1, a)
+	require.NoError(s.t, s.te.HeartbeatFromResourceManager(s.ctx, "tetest-rm"))
+	s.waitFor("the TaskExecutor answers with its slot report", func() bool { return len(s.rm.heartbeatReports()) > 0 })
+	report := s.rm.heartbeatReports()[0]
+	got := map[rpc.SlotID][2]string{}
+	for _, st := range report.Slots {
+		got[st.SlotID] = [2]string{st.AllocationID.String(), st.JobID.String()}
+	}
+	assert.Equal(s.t, map[rpc.SlotID][2]string{
+		s.slot(0): {jobgraph.AllocationID{}.String(), jobgraph.JobID{}.String()},
+		s.slot(1): {a.String(), s.job.String()},
+	}, got, "every slot, free or allocated")
+}
+
+func heartbeatJobMaster(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	s.running(a)
+	require.NoError(s.t, s.te.HeartbeatFromJobMaster(s.ctx, "tetest-jm"))
+	s.waitFor("the TaskExecutor answers the JobMaster", func() bool { return len(s.jm.heartbeatReports()) > 0 })
+	assert.Equal(s.t, rpc.AllocatedSlotReport{JobID: s.job, Slots: []jobgraph.AllocationID{a}}, s.jm.heartbeatReports()[0])
+}
+
+func withoutRepeats(states []jobgraph.ExecutionState) []jobgraph.ExecutionState {
+	return slices.Compact(slices.Clone(states))
+}
+
+// ---- fakes ----
+
+// events is a change notification: changed returns a channel closed at the next record.
+type events struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newEvents() *events { return &events{ch: make(chan struct{})} }
+
+func (e *events) changed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ch
+}
+
+func (e *events) fire() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	close(e.ch)
+	e.ch = make(chan struct{})
+}
+
+type freedSlot struct {
+	slot       rpc.SlotID
+	allocation jobgraph.AllocationID
+}
+
+// fakeResourceManager answers registrations with id and records what the TaskExecutor sends.
+type fakeResourceManager struct {
+	id     jobgraph.ResourceManagerID
+	events *events
+
+	mu         sync.Mutex
+	regs       []rpc.TaskExecutorRegistration
+	frees      []freedSlot
+	heartbeats []rpc.SlotReport
+}
+
+func (f *fakeResourceManager) record(fn func()) {
+	f.mu.Lock()
+	fn()
+	f.mu.Unlock()
+	f.events.fire()
+}
+
+func (f *fakeResourceManager) registrations() []rpc.TaskExecutorRegistration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.regs)
+}
+
+func (f *fakeResourceManager) freed() []jobgraph.AllocationID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []jobgraph.AllocationID
+	for _, fr := range f.frees {
+		out = append(out, fr.allocation)
+	}
+	return out
+}
+
+func (f *fakeResourceManager) freedSlots() []rpc.SlotID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []rpc.SlotID
+	for _, fr := range f.frees {
+		out = append(out, fr.slot)
+	}
+	return out
+}
+
+func (f *fakeResourceManager) heartbeatReports() []rpc.SlotReport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.heartbeats)
+}
+
+func (f *fakeResourceManager) RegisterTaskExecutor(_ context.Context, r rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
+	f.record(func() { f.regs = append(f.regs, r) })
+	return f.id, nil
+}
+
+func (f *fakeResourceManager) SendSlotReport(context.Context, jobgraph.ResourceID, rpc.SlotReport) error {
+	return nil
+}
+
+func (f *fakeResourceManager) NotifySlotAvailable(_ context.Context, _ jobgraph.ResourceID, slot rpc.SlotID, a jobgraph.AllocationID) error {
+	f.record(func() { f.frees = append(f.frees, freedSlot{slot, a}) })
+	return nil
+}
+
+func (f *fakeResourceManager) DisconnectTaskExecutor(context.Context, jobgraph.ResourceID, *jobgraph.ErrorInfo) error {
+	return nil
+}
+
+func (f *fakeResourceManager) RegisterJobMaster(context.Context, jobgraph.JobMasterID, jobgraph.ResourceID, string, jobgraph.JobID) (jobgraph.ResourceManagerID, error) {
+	return f.id, nil
+}
+
+func (f *fakeResourceManager) DeclareRequiredResources(context.Context, jobgraph.JobMasterID, rpc.ResourceRequirements) error {
+	return nil
+}
+
+func (f *fakeResourceManager) DisconnectJobMaster(context.Context, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
+	return nil
+}
+
+func (f *fakeResourceManager) HeartbeatFromTaskExecutor(_ context.Context, _ jobgraph.ResourceID, report rpc.SlotReport) error {
+	f.record(func() { f.heartbeats = append(f.heartbeats, report) })
+	return nil
+}
+
+func (f *fakeResourceManager) HeartbeatFromJobMaster(context.Context, jobgraph.ResourceID) error {
+	return nil
+}
+
+// fakeJobMaster accepts every registration and offer fenced by token and records the task states.
+type fakeJobMaster struct {
+	token  jobgraph.JobMasterID
+	events *events
+
+	mu         sync.Mutex
+	offers     []jobgraph.AllocationID
+	states     map[jobgraph.ExecutionAttemptID][]jobgraph.ExecutionState
+	heartbeats []rpc.AllocatedSlotReport
+}
+
+func (f *fakeJobMaster) record(fn func()) {
+	f.mu.Lock()
+	fn()
+	f.mu.Unlock()
+	f.events.fire()
+}
+
+func (f *fakeJobMaster) fence(token jobgraph.JobMasterID) error {
+	if token != f.token {
+		return &rpc.FencingError{Endpoint: "tetest JobMaster", Expected: f.token.String(), Got: token.String()}
+	}
+	return nil
+}
+
+func (f *fakeJobMaster) offered() []jobgraph.AllocationID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.offers)
+}
+
+func (f *fakeJobMaster) statesOf(a jobgraph.ExecutionAttemptID) []jobgraph.ExecutionState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.states[a])
+}
+
+func (f *fakeJobMaster) heartbeatReports() []rpc.AllocatedSlotReport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.heartbeats)
+}
+
+func (f *fakeJobMaster) UpdateTaskExecutionState(_ context.Context, token jobgraph.JobMasterID, st rpc.TaskExecutionState) (bool, error) {
+	if err := f.fence(token); err != nil {
+		return false, err
+	}
+	f.record(func() {
+		if f.states == nil {
+			f.states = make(map[jobgraph.ExecutionAttemptID][]jobgraph.ExecutionState)
+		}
+		f.states[st.ExecutionAttemptID] = append(f.states[st.ExecutionAttemptID], st.State)
+	})
+	return true, nil
+}
+
+func (f *fakeJobMaster) RegisterTaskExecutor(_ context.Context, token jobgraph.JobMasterID, _ rpc.TaskExecutorRegistration) error {
+	return f.fence(token)
+}
+
+func (f *fakeJobMaster) OfferSlots(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.ResourceID, offers []rpc.SlotOffer) ([]rpc.SlotOffer, error) {
+	if err := f.fence(token); err != nil {
+		return nil, err
+	}
+	f.record(func() {
+		for _, o := range offers {
+			f.offers = append(f.offers, o.AllocationID)
+		}
+	})
+	return offers, nil
+}
+
+func (f *fakeJobMaster) FailSlot(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.ResourceID, _ jobgraph.AllocationID, _ *jobgraph.ErrorInfo) error {
+	return f.fence(token)
+}
+
+func (f *fakeJobMaster) DisconnectTaskExecutor(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.ResourceID, _ *jobgraph.ErrorInfo) error {
+	return f.fence(token)
+}
+
+func (f *fakeJobMaster) DisconnectResourceManager(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.ResourceManagerID, _ *jobgraph.ErrorInfo) error {
+	return f.fence(token)
+}
+
+func (f *fakeJobMaster) HeartbeatFromTaskExecutor(_ context.Context, _ jobgraph.ResourceID, report rpc.AllocatedSlotReport) error {
+	f.record(func() { f.heartbeats = append(f.heartbeats, report) })
+	return nil
+}
+
+func (f *fakeJobMaster) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error {
+	return nil
+}
+
+var (
+	_ rpc.ResourceManagerGateway = (*fakeResourceManager)(nil)
+	_ rpc.JobMasterGateway       = (*fakeJobMaster)(nil)
+)
