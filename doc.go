@@ -25,6 +25,12 @@
 //		return err // a *ValidationError
 //	}
 //
+// AddVertex puts every vertex in the slot-sharing group "default" (DefaultSlotSharingGroup), as
+// Flink's DataStream API does, so this job needs 4 slots, not 8; WithoutSlotSharingGroup opts a
+// vertex out. Validate also refuses a data set no vertex of the graph reads (what Connect to a
+// vertex of another graph leaves) and names longer than MaxNameLength; error messages cut long
+// names with Truncate.
+//
 // Package executiongraph expands a JobGraph into the ExecutionGraph the scheduler runs: one
 // ExecutionVertex per subtask, partitions and their consumers grouped so that an ALL_TO_ALL edge
 // costs O(producers + consumers), and the pipelined regions. docs/ARCHITECTURE.md describes the
