@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,7 @@ import (
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/rpc"
 )
 
 // New refuses a Config that would fail every job, naming the field and Flink's option key.
@@ -113,5 +115,29 @@ func TestRejectedSubmissionLeavesRunningJobAlone(t *testing.T) {
 		assert.Equal(t, jobgraph.JobStatusFinished, res.Status)
 		require.NoError(t, d.Close())
 		require.NoError(t, services.Close())
+	})
+}
+
+// A finished job is listed with the instant it was submitted as its StartTime (its INITIALIZING
+// timestamp), not the zero time's -62135596800000, and its archived graph records that instant
+// as INITIALIZING.
+func TestListJobsStartTimeOfFinishedJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		ctx := context.Background()
+		submitted := time.Now()
+		g := graph("finished")
+		require.NoError(t, f.d.SubmitJob(ctx, g))
+		jm := <-f.jms
+		time.Sleep(time.Minute)
+		jm.end(jobgraph.JobStatusFinished)
+		_, err := f.d.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		jobs, err := f.d.ListJobs(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []rpc.JobStatusMessage{{JobID: g.JobID, Name: "finished", Status: jobgraph.JobStatusFinished, StartTime: submitted.UnixMilli()}}, jobs)
+		a, err := f.d.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.True(t, a.StatusTimestamp(jobgraph.JobStatusInitializing).Equal(submitted))
 	})
 }

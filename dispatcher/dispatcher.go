@@ -365,11 +365,11 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	})
 }
 
-// withInitializing returns a with the INITIALIZING timestamp set to submitted if the graph has
-// none (a JobMaster's graph starts at CREATED): the job was INITIALIZING from its submission, as
+// withInitializing returns a with the INITIALIZING timestamp set to submitted (a JobMaster's
+// graph starts at CREATED and has none): the job was INITIALIZING from its submission, as
 // Flink's ExecutionGraph records with the Dispatcher's initialization timestamp. a is not changed.
 func withInitializing(a *executiongraph.ArchivedExecutionGraph, submitted time.Time) *executiongraph.ArchivedExecutionGraph {
-	if _, ok := a.StatusTimestamps[jobgraph.JobStatusInitializing]; ok {
+	if t, ok := a.StatusTimestamps[jobgraph.JobStatusInitializing]; ok && t.Equal(submitted) {
 		return a
 	}
 	cp := *a

@@ -194,7 +194,10 @@ func newHBEnv(t *testing.T, cfg jobmaster.Config) *hbEnv {
 	src := e.g.AddVertex("src", "noop", 2)
 	sink := e.g.AddVertex("sink", "noop", 2)
 	e.g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Blocking)
-	cfg.RPC, cfg.ResourceManagerAddress, cfg.Logger = e.svc, "rm", slog.New(slog.DiscardHandler)
+	cfg.RPC, cfg.ResourceManagerAddress = e.svc, "rm"
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	f, err := jobmaster.NewFactory(e.g, cfg)
 	require.NoError(t, err)
 	e.jm, err = f.Create(e.ctx, e.token)

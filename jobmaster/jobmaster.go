@@ -65,8 +65,10 @@ type Config struct {
 	// disconnected, its slots fail and so do the tasks in them (ErrHeartbeatTimeout). Option
 	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
-	// JobStatusListener, if set, hears every job status transition (on the JobMaster's loop: it
-	// must not block).
+	// JobStatusListener, if set, hears every job status the job enters, in order, on the
+	// JobMaster's loop (it must not block): INITIALIZING when the JobMaster of a leader session
+	// starts building the job, CREATED once its ExecutionGraph is built, then what the scheduler
+	// reports (RUNNING, …, FINISHED, FAILED, CANCELED, SUSPENDED). Flink: JobStatusListener.
 	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
 	// ExecutionStateListener, if set, hears every state an execution attempt enters after
 	// CREATED (on the JobMaster's loop: it must not block).
@@ -266,6 +268,9 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		return err
 	}
 	jm.pool = pool
+	if l := jm.cfg.JobStatusListener; l != nil {
+		l(g.JobID, jobgraph.JobStatusInitializing, time.Now())
+	}
 	newScheduler := jm.cfg.SchedulerFactory
 	if newScheduler == nil {
 		newScheduler = scheduler.DefaultSchedulerFactory

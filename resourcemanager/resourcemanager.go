@@ -344,7 +344,7 @@ func (rm *ResourceManager) RegisterTaskExecutor(ctx context.Context, registratio
 			rm.sm.UnregisterTaskExecutor(id)
 		}
 		rm.taskExecutors[id] = &taskExecutorRegistration{address: registration.Address, gateway: gw}
-		rm.log.Info("registered TaskExecutor", "taskExecutor", id, "address", registration.Address, "slots", len(registration.SlotReport.Slots))
+		rm.log.Info("registered TaskExecutor", "taskExecutor", id, "taskExecutorAddress", registration.Address, "slots", len(registration.SlotReport.Slots))
 		rm.sm.RegisterTaskExecutor(id, registration.SlotReport)
 		rm.teHeartbeats.Monitor(id)
 		return rm.id, nil

@@ -169,7 +169,6 @@ func (m *SlotManager) RegisterTaskExecutor(id jobgraph.ResourceID, report rpc.Sl
 	m.taskExecutors = append(m.taskExecutors, te)
 	m.teByID[id] = te
 	m.applyReport(te, report)
-	m.log.Debug("registered TaskExecutor", "taskExecutor", id, "slots", len(te.slots))
 	m.CheckResourceRequirements()
 	return true
 }

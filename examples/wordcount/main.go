@@ -268,11 +268,6 @@ func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog
 	}
 	defer mc.Close()
 
-	if log != nil {
-		// The Dispatcher reports a job INITIALIZING from its submission until its JobMaster has
-		// built the ExecutionGraph (CREATED); the transitions after that come from the JobMaster.
-		log.record(g.JobID, jobgraph.JobStatusInitializing, time.Now())
-	}
 	res, err := mc.Run(ctx, g)
 	if err != nil {
 		return nil, nil, err
