@@ -185,7 +185,7 @@ func TestFailoverFixedDelayRestartsOnlyTheFailedRegion(t *testing.T) {
 			"task v1 (1/1) (attempt 2) on taskexecutor-0 failed: attempt 2: boom")
 		assert.Equal(t, 35*time.Second, res.NetRuntime)
 		assert.Equal(t, []string{
-			"CREATED at 0s", "RUNNING at 0s",
+			"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s",
 			"RESTARTING at 5s", "RUNNING at 15s",
 			"RESTARTING at 20s", "RUNNING at 30s",
 			"FAILING at 35s", "FAILED at 35s",
@@ -340,7 +340,7 @@ func TestFailoverTaskExecutorLossIsOneRestartWithConcurrentFailures(t *testing.T
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusFinished, res.Status, "%v", res.RootCause)
 		assert.Equal(t, 9*time.Second, res.NetRuntime)
-		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "RESTARTING at 7s", "RUNNING at 8s", "FINISHED at 9s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "RESTARTING at 7s", "RUNNING at 8s", "FINISHED at 9s"}, statuses.get())
 		assert.Len(t, deploys.since(0), 16)
 
 		// One entry: the first of the four failures, with the other three as its concurrent
@@ -405,7 +405,7 @@ func TestFailoverSlotRequestTimeoutFailsTheJob(t *testing.T) {
 		require.NotNil(t, res.Failure)
 		assert.Contains(t, res.Failure.Message, "could not allocate the required slots within the slot request timeout of 100ms")
 		assert.Equal(t, 100*time.Millisecond, res.NetRuntime)
-		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "FAILING at 100ms", "FAILED at 100ms"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at 100ms", "FAILED at 100ms"}, statuses.get())
 		require.Len(t, res.ExceptionHistory, 1)
 		assert.Equal(t, "v1 (2/2)", res.ExceptionHistory[0].TaskName)
 		assert.Equal(t, 1, res.ExceptionHistory[0].Subtask)
@@ -480,7 +480,7 @@ func TestFailoverCancelWhileFailingEndsCanceled(t *testing.T) {
 		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
 		assert.ErrorIs(t, res.RootCause, errBoom, "the failure stays the root cause of the canceled job")
 		assert.Equal(t, 3*time.Second, res.NetRuntime)
-		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "FAILING at 2s", "CANCELLING at 2.5s", "CANCELED at 3s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at 2s", "CANCELLING at 2.5s", "CANCELED at 3s"}, statuses.get())
 		require.Len(t, res.ExceptionHistory, 1)
 		assert.Equal(t, "v2 (1/2)", res.ExceptionHistory[0].TaskName)
 		assert.Equal(t, 2*time.Second, res.ExceptionHistory[0].Timestamp.Sub(begin))
@@ -540,7 +540,7 @@ func TestFailoverRestartingWhileAnyRegionWaits(t *testing.T) {
 		require.NoError(t, mc.SubmitJob(ctx, g))
 		synctest.Wait()
 		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID), "v (1/2) failed at 0 s")
-		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "RESTARTING at 0s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "RESTARTING at 0s"}, statuses.get())
 
 		at(begin, 500*time.Millisecond)
 		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID), "v (2/2) failed at 500 ms")
@@ -565,7 +565,7 @@ func TestFailoverRestartingWhileAnyRegionWaits(t *testing.T) {
 		res, err := mc.RequestJobResult(ctx, g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusFinished, res.Status, "%v", res.RootCause)
-		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "RESTARTING at 0s", "RUNNING at 1.5s", "FINISHED at 2s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "RESTARTING at 0s", "RUNNING at 1.5s", "FINISHED at 2s"}, statuses.get())
 		require.Len(t, res.ExceptionHistory, 2)
 		for i, e := range res.ExceptionHistory {
 			assert.Equal(t, time.Duration(i)*500*time.Millisecond, e.Timestamp.Sub(begin))

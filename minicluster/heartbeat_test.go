@@ -101,7 +101,7 @@ func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
 		assert.Contains(t, res.RootCause.Error(), "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
 		require.NotNil(t, res.Failure)
 		assert.Contains(t, res.Failure.Message, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
-		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "FAILING at 7s", "FAILED at 7s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at 7s", "FAILED at 7s"}, statuses.get())
 
 		// The task on the lost TaskExecutor FAILED with the timeout; the other one was canceled.
 		archived, err = mc.RequestJob(ctx, g.JobID)
@@ -181,7 +181,7 @@ func TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy(t *testing.T) {
 		res, err := mc.RequestJobResult(ctx, g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
-		assert.Equal(t, []string{"CREATED at 0s", "RUNNING at 0s", "RESTARTING at 7s", "RUNNING at 8s", "CANCELLING at 8s", "CANCELED at 8s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "RESTARTING at 7s", "RUNNING at 8s", "CANCELLING at 8s", "CANCELED at 8s"}, statuses.get())
 	})
 }
 
