@@ -1,11 +1,13 @@
 package jobgraph
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,8 +387,8 @@ func (c *IntCounter) Merge(other Accumulator) error {
 func (c *IntCounter) MarshalJSON() ([]byte, error) { return json.Marshal(c.v.Load()) }
 
 func (c *IntCounter) UnmarshalJSON(data []byte) error {
-	var v int64
-	if err := json.Unmarshal(data, &v); err != nil {
+	v, err := decodeInt64(data)
+	if err != nil {
 		return err
 	}
 	c.v.Store(v)
@@ -418,12 +420,24 @@ func (c *LongCounter) Merge(other Accumulator) error {
 func (c *LongCounter) MarshalJSON() ([]byte, error) { return json.Marshal(c.v.Load()) }
 
 func (c *LongCounter) UnmarshalJSON(data []byte) error {
-	var v int64
-	if err := json.Unmarshal(data, &v); err != nil {
+	v, err := decodeInt64(data)
+	if err != nil {
 		return err
 	}
 	c.v.Store(v)
 	return nil
+}
+
+// decodeInt64 decodes a JSON integer: the common case without reflection (the JobMaster decodes
+// one per counter and subtask on every merge), anything else through encoding/json, for its
+// errors.
+func decodeInt64(data []byte) (int64, error) {
+	if v, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64); err == nil {
+		return v, nil
+	}
+	var v int64
+	err := json.Unmarshal(data, &v)
+	return v, err
 }
 
 // DoubleCounter sums float64s. The zero value is a counter at 0; safe for concurrent use. Its

@@ -142,16 +142,32 @@ func (a *ArchivedExecutionGraph) JobVertex(id jobgraph.JobVertexID) *ArchivedExe
 // attempt, job vertices in topological order and subtasks in index order, into one result per
 // name (jobgraph.MergeAccumulators: a name used with two types, say, fails alone). Attempts a
 // restart superseded do not count: their values are the ones a new attempt computes again.
-// nil when no attempt reported any. It decodes and merges every snapshot, in time linear in the
-// subtasks and the snapshots' size. Flink: DefaultExecutionGraph.aggregateUserAccumulators.
+// nil when no attempt reported any; the caller owns the map returned. It decodes and merges every
+// snapshot, in time linear in the subtasks and the snapshots' size, when a current attempt's
+// snapshot changed since the last call; otherwise it copies the last result.
+// Flink: DefaultExecutionGraph.aggregateUserAccumulators.
 func (g *ExecutionGraph) AggregateUserAccumulators() map[string]jobgraph.SerializedAccumulator {
-	var snaps []map[string]jobgraph.SerializedAccumulator
-	for _, jv := range g.jobVertices {
-		for k := range jv.vertices {
-			if accs := jv.vertices[k].current.accumulators; len(accs) > 0 {
-				snaps = append(snaps, accs)
+	c := &g.accumulators
+	if !c.valid {
+		var snaps []map[string]jobgraph.SerializedAccumulator
+		for _, jv := range g.jobVertices {
+			for k := range jv.vertices {
+				if accs := jv.vertices[k].current.accumulators; len(accs) > 0 {
+					snaps = append(snaps, accs)
+				}
 			}
 		}
+		c.merged, c.valid = jobgraph.MergeAccumulators(snaps...), true
 	}
-	return jobgraph.MergeAccumulators(snaps...)
+	return jobgraph.CloneAccumulators(c.merged)
 }
+
+// accumulatorCache is the last AggregateUserAccumulators result, valid until a current attempt's
+// snapshot changes (a new one, or a reset vertex whose old attempt had one).
+type accumulatorCache struct {
+	merged map[string]jobgraph.SerializedAccumulator
+	valid  bool
+}
+
+// accumulatorsChanged drops the cached aggregate.
+func (g *ExecutionGraph) accumulatorsChanged() { g.accumulators = accumulatorCache{} }

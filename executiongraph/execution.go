@@ -151,6 +151,9 @@ func (e *Execution) SetAccumulators(accs map[string]jobgraph.SerializedAccumulat
 		return false
 	}
 	e.accumulators = accs
+	if e.IsCurrent() {
+		e.vertex.jobVertex.graph.accumulatorsChanged()
+	}
 	return true
 }
 

@@ -84,6 +84,8 @@ type ExecutionGraph struct {
 	failureTime int64 // unix nanoseconds
 	// exceptions is the scheduler's exception history (see SetExceptionHistory), oldest first.
 	exceptions []jobgraph.ExceptionHistoryEntry
+	// accumulators caches AggregateUserAccumulators (see accumulatorsChanged).
+	accumulators accumulatorCache
 
 	jobVertices   []*ExecutionJobVertex // topological order
 	jobVertexByID map[jobgraph.JobVertexID]*ExecutionJobVertex

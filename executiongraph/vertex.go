@@ -131,6 +131,9 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 	}
 	e := &Execution{vertex: v, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated}
 	e.mark(jobgraph.ExecutionStateCreated, g.now())
+	if old.accumulators != nil {
+		g.accumulatorsChanged() // the old attempt's no longer count
+	}
 	v.current = e
 	v.version++
 	return e, nil
