@@ -1,6 +1,7 @@
 package jobmaster_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 
@@ -51,5 +52,29 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 			}
 		}
 		assert.Same(t, arc, e.jm.Close(), "closing twice returns the same archive")
+	})
+}
+
+// After Close the runner's methods return jobmaster.ErrClosed naming the job, not the internal
+// main loop's error.
+func TestRunnerMethodsAfterCloseReturnErrClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, newFakeFactory())
+		require.NoError(t, f.runner.Start())
+		<-f.factory.created
+		synctest.Wait()
+		f.runner.Close()
+		ctx := context.Background()
+		_, statusErr := f.runner.RequestJobStatus(ctx)
+		_, jobErr := f.runner.RequestJob(ctx)
+		for name, err := range map[string]error{
+			"Cancel":           f.runner.Cancel(ctx),
+			"RequestJobStatus": statusErr,
+			"RequestJob":       jobErr,
+		} {
+			assert.ErrorIs(t, err, jobmaster.ErrClosed, name)
+			assert.ErrorIs(t, err, rpc.ErrClosed, name)
+			assert.EqualError(t, err, "jobmaster: runner of job "+f.factory.JobID().String()+": jobmaster: closed", name)
+		}
 	})
 }

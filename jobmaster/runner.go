@@ -61,7 +61,7 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 		election: election,
 		results:  results,
 		clock:    time.Now,
-		loop:     mainloop.New("runner-" + factory.JobID().String()),
+		loop:     mainloop.NewWithClosedError("runner-"+factory.JobID().String(), fmt.Errorf("jobmaster: runner of job %s: %w", factory.JobID(), ErrClosed)),
 		created:  time.Now(),
 		ctx:      ctx,
 		cancel:   cancel,
