@@ -25,6 +25,8 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, jobgraph.JobStatusFinished, res.Status)
 		require.NoError(t, mc.Close())
+		_, err = mc.RPC().Lookup(ctx, minicluster.ResourceManagerAddress)
+		assert.ErrorIs(t, err, rpc.ErrServiceClosed, "the cluster closes the Service it made")
 
 		late := jobgraph.New("late", jobgraph.Batch)
 		late.AddVertex("v", "noop", 1)

@@ -129,6 +129,7 @@ type MiniCluster struct {
 	rpc        rpc.Service
 	ha         ha.Services
 	ownHA      bool
+	ownRPC     bool
 	shuffle    *taskexecutor.Shuffle
 	rm         *resourcemanager.ResourceManager
 	dispatcher dispatcher.Dispatcher
@@ -165,7 +166,7 @@ func New(cfg Config) (*MiniCluster, error) {
 	mc := &MiniCluster{cfg: cfg, log: log, rpc: cfg.RPC, ha: cfg.HA, shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{}),
 		jobMasters: make(map[jobgraph.JobID]*trackedJobMaster)}
 	if mc.rpc == nil {
-		mc.rpc = rpc.NewLocalService()
+		mc.rpc, mc.ownRPC = rpc.NewLocalService(), true
 	}
 	if mc.ha == nil {
 		mc.ha, mc.ownHA = embedded.New(), true
@@ -218,7 +219,10 @@ func New(cfg Config) (*MiniCluster, error) {
 // abandon releases what New built before failing with err.
 func (mc *MiniCluster) abandon(err error) error {
 	if mc.ownHA {
-		return errors.Join(err, mc.ha.Close())
+		err = errors.Join(err, mc.ha.Close())
+	}
+	if mc.ownRPC {
+		err = errors.Join(err, mc.rpc.Close())
 	}
 	return err
 }
@@ -635,9 +639,12 @@ func (mc *MiniCluster) Close() error {
 		te.Close()
 	}
 	mc.closing.Wait()
-	mc.rm.Close()
+	err = errors.Join(err, mc.rm.Close())
 	if mc.ownHA {
 		err = errors.Join(err, mc.ha.Close())
+	}
+	if mc.ownRPC {
+		err = errors.Join(err, mc.rpc.Close())
 	}
 	return err
 }
