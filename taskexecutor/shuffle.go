@@ -251,6 +251,12 @@ type partition struct {
 	err   *PartitionError // when stateFailed
 	done  chan struct{}   // closed on stateFailed: wakes a writer waiting for space
 	subs  []*subpartition
+	// What droppable needs, kept as subpartitions change so that it costs O(1), not
+	// O(subpartitions) (a reader detaching from one of 1,000 subpartitions of each of 1,000
+	// partitions would otherwise cost 10⁹ steps): readers counts the channels attached to any
+	// subpartition, ended the subpartitions that are eofDelivered or abandoned.
+	readers int
+	ended   int
 }
 
 // retained: every batch is kept (blocking, hybrid) rather than consumed (pipelined).
@@ -292,18 +298,10 @@ func (p *partition) fail(err *PartitionError) {
 // or it is a pipelined partition every subpartition of which was read to the end (or abandoned).
 // p.mu held.
 func (p *partition) droppable() bool {
-	readers := 0
-	done := 0
-	for _, sp := range p.subs {
-		readers += len(sp.readers)
-		if sp.eofDelivered || sp.abandoned {
-			done++
-		}
-	}
 	if p.producer == "" {
-		return readers == 0
+		return p.readers == 0
 	}
-	return !p.retained() && p.state == stateFinished && done == len(p.subs)
+	return !p.retained() && p.state == stateFinished && p.ended == len(p.subs)
 }
 
 // subpartition is the data meant for one consumer subtask. Guarded by p.mu, except hungry.
@@ -614,7 +612,12 @@ func (c *channel) fetch() (batch []any, more, eof bool, err error) {
 		p.mu.Unlock()
 		return nil, false, false, nil
 	}
-	sp.eofDelivered = true
+	if !sp.eofDelivered {
+		sp.eofDelivered = true
+		if !sp.abandoned {
+			p.ended++
+		}
+	}
 	drop := p.droppable()
 	p.mu.Unlock()
 	if drop {
@@ -645,15 +648,22 @@ func (c *channel) detach() {
 	p.mu.Lock()
 	if i := slices.Index(sp.readers, c); i >= 0 {
 		sp.readers = slices.Delete(sp.readers, i, i+1)
+		p.readers--
 	}
 	sp.hungry.CompareAndSwap(&c.gate.hungry, nil)
 	if !p.retained() && !sp.eofDelivered && !sp.abandoned && len(sp.readers) == 0 {
 		sp.abandoned = true
+		p.ended++
+		// A writer waits for space only after it saw the queue full (under p.mu), so only then
+		// does it need the token that wakes it to see abandoned.
+		full := sp.queued() >= p.shuffle.capacity
 		clear(sp.batches)
 		sp.batches, sp.head = sp.batches[:0], 0
-		select {
-		case sp.space <- struct{}{}:
-		default:
+		if full {
+			select {
+			case sp.space <- struct{}{}:
+			default:
+			}
 		}
 	}
 	drop := p.droppable()
@@ -745,6 +755,7 @@ func (s *Shuffle) attach(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor
 		}
 		c := &channel{gate: g, index: i, sp: sp}
 		sp.readers = append(sp.readers, c)
+		p.readers++
 		if p.readableWhileProducing() {
 			sp.hungry.Store(&g.hungry)
 		}
@@ -898,8 +909,20 @@ func (g *inputGate) close() {
 		g.curCh.recycle(g.cur)
 		g.cur, g.pos, g.curCh = nil, 0, nil
 	}
-	for _, c := range g.channels {
-		c.detach()
+	// Start at a channel that depends on the subpartition read: the consumers of an ALL_TO_ALL
+	// edge, which read the same partitions, then detach from them in different orders rather
+	// than all queueing for the first partition's lock, then the second's, and so on.
+	n := len(g.channels)
+	if n == 0 {
+		return
+	}
+	first := g.channels[0].sp.index % n
+	for i := range n {
+		j := first + i
+		if j >= n {
+			j -= n
+		}
+		g.channels[j].detach()
 	}
 }
 
