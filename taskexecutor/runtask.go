@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/rpc"
@@ -62,6 +63,9 @@ type task struct {
 
 	// accs are the task's accumulators: its Environment's, read for heartbeats off the loop.
 	accs *AccumulatorRegistry
+
+	watch    *watchdog // the loop's; set once the task is stopped (TaskExecutor.stopTask)
+	released sync.Once // Close no longer waits for the goroutine (task.release)
 }
 
 // newTask runs on the loop.
@@ -111,7 +115,11 @@ func (t *task) run() {
 	// slot no longer holds the task, so freeing the slot frees it at once. The loop answers
 	// promptly, or at once with an error when closed.
 	te := t.te
-	_ = te.loop.Call(context.Background(), func() error { te.taskDone(t); return nil })
+	_ = te.loop.Call(context.Background(), func() error {
+		t.unwatch()
+		te.taskDone(t)
+		return nil
+	})
 	if final != noFinalState {
 		t.report(final, err)
 	}

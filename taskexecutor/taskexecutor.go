@@ -123,6 +123,21 @@ type Config struct {
 	// freed. A silent ResourceManager is registered with again. Option heartbeat.timeout, default
 	// 50 s (0 means the default).
 	HeartbeatTimeout time.Duration
+	// TaskCancellationInterval is option task.cancellation.interval (default 30 s; 0 means the
+	// default, negative is an error): while a task that was canceled or failed from outside has
+	// not returned, the TaskExecutor logs a warning naming it every interval, the first one
+	// interval after the cancellation. Flink's TaskInterrupter also interrupts the task thread
+	// each time; a goroutine cannot be interrupted, but every call of the task API already fails
+	// once the task is stopped (see Invokable).
+	TaskCancellationInterval time.Duration
+	// TaskCancellationTimeout is option task.cancellation.timeout (default 180 s; 0 means the
+	// default; NoTaskCancellationTimeout, Flink's 0, disables it; other negative values are an
+	// error): a task that has not returned this long after it was canceled or failed from
+	// outside makes the TaskExecutor fail fatally, as Flink's TaskCancelerWatchDog does — an
+	// ERROR log names the task, the TaskExecutor disconnects from the ResourceManager and its
+	// JobMasters, its slots and partitions are lost, and the jobs fail over elsewhere. See
+	// TaskExecutor.FatalError.
+	TaskCancellationTimeout time.Duration
 }
 
 // TaskExecutor runs tasks in its slots. It implements rpc.TaskExecutorGateway; its methods are
@@ -148,7 +163,12 @@ type TaskExecutor struct {
 	started    atomic.Bool
 	registered atomic.Bool // under address in rpc
 	killed     atomic.Bool
-	closeOnce  sync.Once
+	// fatal is the error the TaskExecutor failed fatally with (set before killed).
+	fatal atomic.Pointer[error]
+
+	cancelInterval time.Duration // task.cancellation.interval
+	cancelTimeout  time.Duration // task.cancellation.timeout; ≤ 0: no watchdog
+	closeOnce      sync.Once
 
 	// State below is owned by the loop.
 	slots       []slot
@@ -238,6 +258,10 @@ func New(cfg Config) (*TaskExecutor, error) {
 	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
 		return nil, fmt.Errorf("taskexecutor: %w", err)
 	}
+	cancelInterval, cancelTimeout, err := resolveCancellation(cfg.TaskCancellationInterval, cfg.TaskCancellationTimeout)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	te := &TaskExecutor{
 		id:          cfg.ResourceID,
@@ -255,9 +279,11 @@ func New(cfg Config) (*TaskExecutor, error) {
 		allocations: make(map[jobgraph.AllocationID]int),
 		jobs:        make(map[jobgraph.JobID]*jobConnection),
 		tasks:       make(map[jobgraph.ExecutionAttemptID]*task),
+
+		cancelInterval: cancelInterval,
+		cancelTimeout:  cancelTimeout,
 	}
 	// Receivers only: the JobMasters and the ResourceManager send the requests.
-	var err error
 	te.jmHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.JobID]{
 		Timers: te.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
 		OnTimeout: te.jobMasterHeartbeatTimedOut,
@@ -370,16 +396,21 @@ func (te *TaskExecutor) Close() error {
 // fails with ErrKilled, running tasks are canceled without reporting anything, no further calls
 // go to the ResourceManager or JobMasters, and the partitions it produced are lost. Close it
 // afterwards to wait for its goroutines.
-func (te *TaskExecutor) Kill() {
+func (te *TaskExecutor) Kill() { te.die(errKilledStop) }
+
+// die is Kill, with why as the cause the tasks are stopped with. It reports false when the
+// TaskExecutor was dead already. Safe anywhere.
+func (te *TaskExecutor) die(why *stopReason) bool {
 	if !te.killed.CompareAndSwap(false, true) {
-		return
+		return false
 	}
-	te.cancel(errKilledStop)
+	te.cancel(why)
 	te.shuffle.ReleaseAllOf(te.id)
 	te.loop.Execute(func() {
 		te.jmHeartbeats.Stop()
 		te.rmHeartbeats.Stop()
 	})
+	return true
 }
 
 // CrashTask makes the running task of attempt fail with err, as if its task code had returned it.
@@ -393,7 +424,7 @@ func (te *TaskExecutor) CrashTask(attempt jobgraph.ExecutionAttemptID, err error
 		if t == nil {
 			return fmt.Errorf("TaskExecutor %s: cannot crash execution %s: %w", te.id, attempt, ErrTaskNotFound)
 		}
-		t.stop(&stopReason{kind: stopFail, err: err})
+		te.stopTask(t, &stopReason{kind: stopFail, err: err})
 		return nil
 	})
 }
@@ -422,6 +453,9 @@ func (te *TaskExecutor) slotReport() rpc.SlotReport {
 
 func (te *TaskExecutor) alive() error {
 	if te.killed.Load() {
+		if err := te.fatal.Load(); err != nil {
+			return fmt.Errorf("TaskExecutor %s: %w: %w", te.id, ErrFailed, *err)
+		}
 		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrKilled)
 	}
 	select {
@@ -614,7 +648,7 @@ func (te *TaskExecutor) freeSlot(n int, why *stopReason) {
 			why = &stopReason{kind: stopCancel}
 		}
 		for _, t := range s.tasks {
-			t.stop(why)
+			te.stopTask(t, why)
 		}
 		s.state = slotReleasing
 		return
@@ -685,7 +719,7 @@ func (te *TaskExecutor) SubmitTask(ctx context.Context, token jobgraph.JobMaster
 		s.state = slotActive
 		s.tasks[tdd.ExecutionAttemptID] = t
 		te.tasks[tdd.ExecutionAttemptID] = t
-		te.spawn(t.run)
+		te.spawnTask(t)
 		return nil
 	})
 }
@@ -714,7 +748,7 @@ func (te *TaskExecutor) CancelTask(ctx context.Context, attempt jobgraph.Executi
 		if t == nil {
 			return fmt.Errorf("TaskExecutor %s: cannot cancel execution %s: %w", te.id, attempt, ErrTaskNotFound)
 		}
-		t.stop(&stopReason{kind: stopCancel})
+		te.stopTask(t, &stopReason{kind: stopCancel})
 		return nil
 	})
 }

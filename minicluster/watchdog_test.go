@@ -1,0 +1,171 @@
+package minicluster_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/minicluster"
+	"github.com/jobgraph/jobgraph/taskexecutor"
+)
+
+// errorLog keeps the message, virtual time since begin and attributes of every ERROR record.
+type errorLog struct {
+	begin   time.Time
+	mu      *sync.Mutex
+	records *[]errorRecord
+	attrs   []slog.Attr
+}
+
+type errorRecord struct {
+	At    time.Duration
+	Msg   string
+	Attrs map[string]any
+}
+
+func newErrorLog(begin time.Time) *errorLog {
+	return &errorLog{begin: begin, mu: &sync.Mutex{}, records: &[]errorRecord{}}
+}
+
+func (l *errorLog) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelError }
+
+func (l *errorLog) Handle(_ context.Context, r slog.Record) error {
+	attrs := map[string]any{}
+	for _, a := range l.attrs {
+		attrs[a.Key] = a.Value.Any()
+	}
+	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.Any(); return true })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	*l.records = append(*l.records, errorRecord{r.Time.Sub(l.begin), r.Message, attrs})
+	return nil
+}
+
+func (l *errorLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *l
+	c.attrs = append(append([]slog.Attr(nil), l.attrs...), attrs...)
+	return &c
+}
+
+func (l *errorLog) WithGroup(string) slog.Handler { return l }
+
+func (l *errorLog) get() []errorRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]errorRecord(nil), *l.records...)
+}
+
+// Scenario (issue 8): a MiniCluster of 2 TaskExecutors × 1 slot, Flink's
+// task.cancellation.timeout (180 s), a job stuck →(PIPELINED) failer, p=1, fixed-delay restart
+// (1 attempt, 1 s). Attempt 0 of failer fails at t0 = 5 s; the region failover cancels stuck,
+// whose attempt 0 ignores its cancellation. At exactly t0 + 180 s its TaskExecutor fails
+// fatally — an ERROR names the stuck task — and disconnects, so the restart, pending since
+// t0 + 1 s, deploys both tasks on the other TaskExecutor at that same instant: one restart, whose
+// exception history entry has the lost stuck task as a concurrent failure.
+func TestStuckTaskFailsItsTaskExecutorAndTheJobRestartsElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		begin := time.Now()
+		deploys := newDeployLog(begin)
+		errs := newErrorLog(begin)
+		release := make(chan struct{}) // lets the stuck attempt end when the test is over
+		defer close(release)
+		reg := taskexecutor.NewRegistry()
+		reg.Register("stuck", func(ctx context.Context, env taskexecutor.Environment) error {
+			if env.Info().AttemptNumber == 0 {
+				<-release // ignores its cancellation
+				return ctx.Err()
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		reg.Register("failer", func(ctx context.Context, env taskexecutor.Environment) error {
+			if env.Info().AttemptNumber == 0 {
+				time.Sleep(5 * time.Second)
+				return errBoom
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		mc := start(t, minicluster.Config{
+			TaskExecutors:          2,
+			Registry:               reg,
+			ExecutionStateListener: deploys.listen,
+			Logger:                 slog.New(errs),
+		})
+		g := jobgraph.New("stuck-on-cancel", jobgraph.Streaming)
+		stuck := g.AddVertex("stuck", "stuck", 1)
+		g.Connect(stuck, g.AddVertex("failer", "failer", 1), jobgraph.Pointwise, jobgraph.Pipelined)
+		g.RestartStrategy = jobgraph.FixedDelayRestart(1, time.Second)
+		deploys.name(g)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		synctest.Wait()
+		assert.Equal(t, []string{"failer_0#0 at 0s", "stuck_0#0 at 0s"}, deploys.since(0))
+		archived, err := mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		first := archived.JobVertices[0].Subtasks[0].Location
+		other := jobgraph.ResourceID("taskexecutor-0")
+		if first == other {
+			other = "taskexecutor-1"
+		}
+
+		t0 := 5 * time.Second
+		at(begin, t0)
+		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID))
+		at(begin, t0+180*time.Second-time.Nanosecond)
+		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID), "the restart waits for stuck to be canceled")
+		assert.Len(t, deploys.since(0), 2, "nothing redeployed yet")
+		assert.Empty(t, errs.get())
+		assert.Len(t, mc.TaskExecutors(), 2)
+
+		at(begin, t0+180*time.Second)
+		logged := errs.get()
+		require.Len(t, logged, 1)
+		assert.Equal(t, t0+180*time.Second, logged[0].At)
+		assert.Contains(t, logged[0].Msg, "task.cancellation.timeout")
+		for k, v := range map[string]any{"taskExecutor": string(first), "task": "stuck (1/1)", "vertex": "stuck", "subtask": int64(0), "attempt": int64(0)} {
+			assert.Equal(t, v, logged[0].Attrs[k], k)
+		}
+		var failed *taskexecutor.TaskExecutor
+		for _, te := range mc.TaskExecutors() {
+			if te.ResourceID() == first {
+				failed = te
+			}
+		}
+		require.NotNil(t, failed)
+		assert.ErrorIs(t, failed.FatalError(), taskexecutor.ErrTaskCancellationTimeout)
+		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped the failed TaskExecutor")
+
+		assert.Equal(t, []string{"failer_0#1 at 3m5s", "stuck_0#1 at 3m5s"}, deploys.since(2))
+		assert.Equal(t, jobgraph.JobStatusRunning, jobStatus(t, mc, g.JobID))
+		archived, err = mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		for _, jv := range archived.JobVertices {
+			st := jv.Subtasks[0]
+			assert.Equal(t, jobgraph.ExecutionStateRunning, st.State, jv.Name)
+			assert.Equal(t, 1, st.AttemptNumber, jv.Name)
+			assert.Equal(t, other, st.Location, "%s runs on the other TaskExecutor", jv.Name)
+		}
+
+		require.NoError(t, mc.CancelJob(ctx, g.JobID))
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
+		// One restart: the stuck task's lost slot joined the pending one as a concurrent failure.
+		require.Len(t, res.ExceptionHistory, 1)
+		h := res.ExceptionHistory[0]
+		assert.Equal(t, "failer (1/1)", h.TaskName)
+		assert.Equal(t, t0, h.Timestamp.Sub(begin))
+		require.Len(t, h.Concurrent, 1)
+		assert.Equal(t, "stuck (1/1)", h.Concurrent[0].TaskName)
+		assert.Equal(t, t0+180*time.Second, h.Concurrent[0].Timestamp.Sub(begin))
+		assert.Contains(t, h.Concurrent[0].Message, "TaskExecutor "+string(first)+" failed fatally: task stuck (1/1) (vertex \"stuck\", subtask 0, attempt 0)")
+	})
+}
