@@ -147,6 +147,14 @@ const DefaultJobStoreExpiration = time.Hour
 // *DuplicateJobSubmissionError with GloballyTerminated set, and RequestJob returns an error
 // wrapping ErrJobNotFound saying the archive expired. ListJobs lists only jobs that are running
 // or still archived. Flink answers all but the resubmission with FlinkJobNotFoundException.
+//
+// # Memory
+//
+// With the defaults a finished one-vertex job costs about 1.65 KB of archive until
+// jobstore.expiration-time passes, and its clean JobResultStore entry whatever that store keeps
+// (ha/embedded: about 210 B for ever, unless embedded.Options.MaxCleanResults bounds it). A job
+// gone from both is answered with ErrJobNotFound and its JobID may be submitted again. The
+// README's "Memory per finished job" has the numbers and BenchmarkFinishedJobMemory measures them.
 type StandaloneDispatcher struct {
 	cfg        Config
 	log        *slog.Logger

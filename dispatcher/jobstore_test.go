@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/jobmaster"
 )
@@ -374,5 +376,47 @@ func TestSuspendedJobsAreNotBounded(t *testing.T) {
 
 		close(f.slowClose)
 		require.NoError(t, <-closed)
+	})
+}
+
+// With the archive and the embedded JobResultStore both bounded, what a finished job leaves is
+// bounded too: a job evicted from both is not found, and its JobID can be submitted again.
+func TestBoundedArchiveAndResultStoreForgetOldJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		services, err := embedded.NewWithOptions(embedded.Options{MaxCleanResults: 1})
+		require.NoError(t, err)
+		jms := make(chan *fakeJobMaster, 4)
+		var created atomic.Int32
+		d, err := dispatcher.New(dispatcher.Config{HA: services, JobStoreMaxCapacity: 1,
+			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
+				return &fakeFactory{g: g, created: &created, last: jms}, nil
+			})})
+		require.NoError(t, err)
+		ctx := context.Background()
+		run := func(g *jobgraph.JobGraph) {
+			require.NoError(t, d.SubmitJob(ctx, g))
+			(<-jms).end(jobgraph.JobStatusFinished)
+			res, err := d.RequestJobResult(ctx, g.JobID)
+			require.NoError(t, err)
+			require.Equal(t, jobgraph.JobStatusFinished, res.Status)
+		}
+		first, second := graph("first"), graph("second")
+		run(first)
+		run(second) // evicts first from the archive and from the JobResultStore
+
+		_, err = d.RequestJobStatus(ctx, first.JobID)
+		require.ErrorIs(t, err, dispatcher.ErrJobNotFound)
+		_, err = services.JobResultStore().Get(ctx, first.JobID)
+		require.ErrorIs(t, err, ha.ErrNotFound)
+		st, err := d.RequestJobStatus(ctx, second.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusFinished, st)
+
+		again := graph("first again")
+		again.JobID = first.JobID
+		run(again)
+		assert.Equal(t, int32(3), created.Load())
+		require.NoError(t, d.Close())
+		require.NoError(t, services.Close())
 	})
 }

@@ -5,6 +5,7 @@
 package embedded
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,14 +31,41 @@ type Services struct {
 
 var _ ha.Services = (*Services)(nil)
 
-// New returns empty in-memory HA services.
+// Options configures Services; the zero value is what New uses.
+type Options struct {
+	// MaxCleanResults bounds how many clean entries the JobResultStore keeps (entries of jobs
+	// whose cleanup completed). Marking one more clean evicts the entry marked clean the longest
+	// ago; dirty entries are never evicted (recovery needs them). 0 means unlimited, as Flink's
+	// EmbeddedJobResultStore keeps every clean entry; negative is an error.
+	//
+	// What an evicted entry answered stops: the Dispatcher answers job-not-found for that JobID
+	// once its job also left the Dispatcher's archive, and accepts a new submission under it
+	// (Flink does the same with job-result-store.delete-on-commit, its default for the file
+	// store). One clean entry costs its JSON-encoded JobResult plus the map entry: about 210
+	// bytes for a job that finished without failures (BenchmarkCleanResultMemory), more with
+	// an exception history.
+	MaxCleanResults int
+}
+
+// New returns empty in-memory HA services whose JobResultStore keeps every clean entry.
 func New() *Services {
+	s, _ := NewWithOptions(Options{})
+	return s
+}
+
+// NewWithOptions returns empty in-memory HA services configured by o; an error for a negative
+// MaxCleanResults.
+func NewWithOptions(o Options) (*Services, error) {
+	if o.MaxCleanResults < 0 {
+		return nil, fmt.Errorf("ha/embedded: Options.MaxCleanResults is %d, negative (0 means unlimited)", o.MaxCleanResults)
+	}
 	return &Services{
 		loop:      mainloop.New("ha-embedded"),
 		elections: make(map[jobgraph.JobID]*Election),
 		plans:     &planStore{plans: make(map[jobgraph.JobID][]byte)},
-		results:   &resultStore{entries: make(map[jobgraph.JobID][]byte)},
-	}
+		results: &resultStore{entries: make(map[jobgraph.JobID][]byte), max: o.MaxCleanResults,
+			clean: list.New(), cleanAt: make(map[jobgraph.JobID]*list.Element)},
+	}, nil
 }
 
 func (s *Services) election(job jobgraph.JobID) *Election {
@@ -266,6 +294,11 @@ func (p *planStore) JobIDs(ctx context.Context) ([]jobgraph.JobID, error) {
 type resultStore struct {
 	mu      sync.Mutex
 	entries map[jobgraph.JobID][]byte // encoded ha.JobResultEntry
+	// With max > 0: the clean entries in the order they were marked clean (oldest first), and
+	// each one's element, so that marking one clean and evicting the oldest cost O(1).
+	max     int
+	clean   *list.List // of jobgraph.JobID
+	cleanAt map[jobgraph.JobID]*list.Element
 }
 
 func (r *resultStore) CreateDirty(ctx context.Context, result jobgraph.JobResult) error {
@@ -289,12 +322,23 @@ func (r *resultStore) MarkClean(ctx context.Context, id jobgraph.JobID) error {
 	if err != nil {
 		return err
 	}
+	if entry.Clean {
+		return nil
+	}
 	entry.Clean = true
 	data, err := json.Marshal(entry)
 	if err != nil {
 		return err
 	}
 	r.entries[id] = data
+	if r.max > 0 {
+		r.cleanAt[id] = r.clean.PushBack(id)
+		for r.clean.Len() > r.max {
+			oldest := r.clean.Remove(r.clean.Front()).(jobgraph.JobID)
+			delete(r.cleanAt, oldest)
+			delete(r.entries, oldest)
+		}
+	}
 	return nil
 }
 
