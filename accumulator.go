@@ -219,12 +219,18 @@ func (s SerializedAccumulator) Err() error { return s.Failure.Err() }
 
 // Accumulator decodes the snapshot into a new accumulator of its kind. It fails for a failed
 // snapshot (its failure), an unregistered kind (ErrUnknownAccumulatorKind) or a value the kind
-// cannot decode.
-func (s SerializedAccumulator) Accumulator() (Accumulator, error) {
+// cannot decode. A panic in the kind's factory or UnmarshalJSON is recovered as an error: the
+// JobMaster decodes on its main loop what TaskExecutors sent.
+func (s SerializedAccumulator) Accumulator() (a Accumulator, err error) {
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	a, err := NewAccumulator(s.Kind)
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, fmt.Errorf("decoding the %s panicked: %v", s.Kind, r)
+		}
+	}()
+	a, err = NewAccumulator(s.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +238,16 @@ func (s SerializedAccumulator) Accumulator() (Accumulator, error) {
 		return nil, fmt.Errorf("decoding the %s: %w", s.Kind, err)
 	}
 	return a, nil
+}
+
+// mergeInto merges other into acc, a panic in a host's Merge recovered as an error.
+func mergeInto(acc, other Accumulator) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("merging the %s panicked: %v", acc.Kind(), r)
+		}
+	}()
+	return acc.Merge(other)
 }
 
 // Decode unmarshals the value into v (json.Unmarshal), e.g. an *int for an IntCounter, a
@@ -282,8 +298,8 @@ func AccumulatorValue[T any](accs map[string]SerializedAccumulator, name string)
 // is decoded, the later ones are merged into it, and the result is encoded again. A name fails
 // — a SerializedAccumulator with Failure, while the other names merge on — when one of its
 // snapshots failed, two snapshots have different kinds or Go types (ErrAccumulatorTypeMismatch),
-// a kind is not registered (ErrUnknownAccumulatorKind), or a value cannot be decoded. nil when
-// there is nothing.
+// a kind is not registered (ErrUnknownAccumulatorKind), a value cannot be decoded, or a host
+// kind panics (recovered). nil when there is nothing.
 // Flink: AccumulatorHelper.mergeInto, as DefaultExecutionGraph.aggregateUserAccumulators uses it.
 func MergeAccumulators(snapshots ...map[string]SerializedAccumulator) map[string]SerializedAccumulator {
 	type merged struct {
@@ -312,7 +328,7 @@ func MergeAccumulators(snapshots ...map[string]SerializedAccumulator) map[string
 			default:
 				other, err := s.Accumulator()
 				if err == nil {
-					err = m.acc.Merge(other)
+					err = mergeInto(m.acc, other)
 				}
 				if err != nil {
 					m.acc, m.failure = nil, accumulatorFailure(err)

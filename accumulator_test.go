@@ -452,3 +452,61 @@ func TestAccumulatorsAreSafeForConcurrentUse(t *testing.T) {
 	assert.Equal(t, map[int]int{0: 500, 1: 500}, h.Value())
 	assert.Len(t, l.Value(), 1000)
 }
+
+// panicky is a host kind whose Merge and UnmarshalJSON panic on a value of 13.
+type panicky struct{ jobgraph.IntCounter }
+
+func (p *panicky) Kind() string { return "test.Panicky" }
+func (p *panicky) Merge(other jobgraph.Accumulator) error {
+	if o, ok := other.(*panicky); ok && o.Value() == 13 {
+		panic("unlucky merge")
+	}
+	return p.IntCounter.Merge(&other.(*panicky).IntCounter)
+}
+func (p *panicky) UnmarshalJSON(data []byte) error {
+	if string(data) == "666" {
+		panic("unlucky value")
+	}
+	return p.IntCounter.UnmarshalJSON(data)
+}
+
+func init() {
+	if err := jobgraph.RegisterAccumulator(func() jobgraph.Accumulator { return new(panicky) }); err != nil {
+		panic(err)
+	}
+}
+
+// The JobMaster merges on its main loop what TaskExecutors sent: a host kind that panics fails
+// its name, and nothing else.
+func TestMergeAccumulatorsRecoversHostPanics(t *testing.T) {
+	snap := func(v string) map[string]jobgraph.SerializedAccumulator {
+		return map[string]jobgraph.SerializedAccumulator{"p": {Kind: "test.Panicky", Value: json.RawMessage(v)}, "ok": ints(1)["c0"]}
+	}
+	got := jobgraph.MergeAccumulators(snap(`1`), snap(`13`))
+	assert.Equal(t, &jobgraph.ErrorInfo{Message: "merging the test.Panicky panicked: unlucky merge"}, got["p"].Failure)
+	assert.Equal(t, `2`, string(got["ok"].Value))
+	got = jobgraph.MergeAccumulators(snap(`1`), snap(`666`))
+	assert.Equal(t, &jobgraph.ErrorInfo{Message: "decoding the test.Panicky panicked: unlucky value"}, got["p"].Failure)
+}
+
+// Whatever a TaskExecutor sends, merging never panics, and each name has a value or a failure.
+func FuzzMergeAccumulators(f *testing.F) {
+	for _, kind := range []string{"IntCounter", "LongCounter", "DoubleCounter", "Histogram", "ListAccumulator", "test.MaxInt", "nope"} {
+		for _, v := range []string{`1`, `-3`, `1.5`, `"NaN"`, `{"3":2}`, `["a",1]`, `null`, ``, `{`, `99999999999999999999`} {
+			f.Add(kind, []byte(v), kind, []byte(`2`))
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind1 string, v1 []byte, kind2 string, v2 []byte) {
+		got := jobgraph.MergeAccumulators(
+			map[string]jobgraph.SerializedAccumulator{"x": {Kind: kind1, Value: v1}},
+			map[string]jobgraph.SerializedAccumulator{"x": {Kind: kind2, Value: v2}},
+		)
+		s, ok := got["x"]
+		require.True(t, ok)
+		if s.Failure == nil {
+			require.True(t, json.Valid(s.Value), "%q", s.Value)
+		} else {
+			require.Nil(t, s.Value)
+		}
+	})
+}
