@@ -136,11 +136,14 @@ func New(name string, jobType JobType) *JobGraph {
 
 // AddVertex appends a vertex with a random ID running the task code registered as invokable, in
 // the slot-sharing group DefaultSlotSharingGroup, and returns it for further settings (e.g.
-// WithoutSlotSharingGroup). It checks nothing: Validate does.
+// WithoutSlotSharingGroup). It checks nothing: Validate does. On a nil g it returns the vertex
+// without adding it anywhere (Validate of the nil graph fails).
 func (g *JobGraph) AddVertex(name, invokable string, parallelism int) *JobVertex {
 	v := &JobVertex{ID: NewJobVertexID(), Name: name, Invokable: invokable, Parallelism: parallelism,
 		SlotSharingGroup: DefaultSlotSharingGroup}
-	g.Vertices = append(g.Vertices, v)
+	if g != nil {
+		g.Vertices = append(g.Vertices, v)
+	}
 	return v
 }
 
@@ -149,19 +152,30 @@ func (g *JobGraph) AddVertex(name, invokable string, parallelism int) *JobVertex
 // producer's last output and the edge is consumer's last input. Both vertices must be vertices of
 // g; Connect checks nothing, and Validate fails a graph where they are not: a consumer of another
 // graph leaves the data set unread here (RuleUnreadDataSet), a producer of another graph leaves
-// the input dangling (RuleDanglingEdge).
+// the input dangling (RuleDanglingEdge). A nil vertex does not panic: the data set or the edge is
+// left out where the nil vertex would hold it, and Validate reports the same rules; the edge is
+// returned even so.
 func (g *JobGraph) Connect(producer, consumer *JobVertex, pattern DistributionPattern, resultType ResultPartitionType) *JobEdge {
 	ds := &IntermediateDataSet{ID: NewIntermediateDataSetID(), ResultType: resultType}
-	producer.Results = append(producer.Results, ds)
+	if producer != nil {
+		producer.Results = append(producer.Results, ds)
+	}
 	return g.ConnectDataSet(ds, consumer, pattern)
 }
 
 // ConnectDataSet makes consumer read an existing data set too (a data set with several
 // consumers), and returns the new edge, consumer's last input. The data set must be produced by
-// a vertex of g and consumer must be one (see Connect).
+// a vertex of g and consumer must be one (see Connect). A nil ds gives an edge reading the zero
+// data set ID (RuleDanglingEdge); a nil consumer, an edge held by no vertex.
 func (g *JobGraph) ConnectDataSet(ds *IntermediateDataSet, consumer *JobVertex, pattern DistributionPattern) *JobEdge {
-	e := &JobEdge{Source: ds.ID, Target: consumer.ID, DistributionPattern: pattern}
-	consumer.Inputs = append(consumer.Inputs, e)
+	e := &JobEdge{DistributionPattern: pattern}
+	if ds != nil {
+		e.Source = ds.ID
+	}
+	if consumer != nil {
+		e.Target = consumer.ID
+		consumer.Inputs = append(consumer.Inputs, e)
+	}
 	return e
 }
 

@@ -576,3 +576,35 @@ func TestValidateNameLength(t *testing.T) {
 	ve = requireValidationError(t, g.Validate(), jobgraph.RuleConfiguration)
 	assert.Equal(t, fmt.Sprintf(`jobmanager.execution.failover-strategy %q is not one of region, full`, cut), ve.Detail)
 }
+
+// The builder takes nil vertices, data sets and graphs without panicking; Validate then says what
+// is missing.
+func TestBuilderWithNilArguments(t *testing.T) {
+	g := jobgraph.New("nils", jobgraph.Streaming)
+	src := g.AddVertex("src", "source", 1)
+	var e *jobgraph.JobEdge
+	require.NotPanics(t, func() { e = g.Connect(src, nil, jobgraph.AllToAll, jobgraph.Pipelined) })
+	require.NotNil(t, e)
+	e.ShipStrategy = "FORWARD" // the edge can still be configured
+	ve := requireValidationError(t, g.Validate(), jobgraph.RuleUnreadDataSet)
+	assert.Equal(t, src.ID, ve.Vertex)
+
+	g = jobgraph.New("nils", jobgraph.Streaming)
+	sink := g.AddVertex("sink", "sink", 1)
+	require.NotPanics(t, func() { g.Connect(nil, sink, jobgraph.AllToAll, jobgraph.Pipelined) })
+	ve = requireValidationError(t, g.Validate(), jobgraph.RuleDanglingEdge)
+	assert.Equal(t, sink.ID, ve.Vertex)
+
+	g = jobgraph.New("nils", jobgraph.Streaming)
+	sink = g.AddVertex("sink", "sink", 1)
+	require.NotPanics(t, func() { g.ConnectDataSet(nil, sink, jobgraph.AllToAll) })
+	ve = requireValidationError(t, g.Validate(), jobgraph.RuleDanglingEdge)
+	assert.Equal(t, sink.ID, ve.Vertex)
+	assert.True(t, ve.DataSet.IsZero())
+
+	var none *jobgraph.JobGraph
+	var v *jobgraph.JobVertex
+	require.NotPanics(t, func() { v = none.AddVertex("v", "run", 1) })
+	assert.Equal(t, "v", v.Name)
+	requireValidationError(t, none.Validate(), jobgraph.RuleNilGraph)
+}
