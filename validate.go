@@ -46,10 +46,11 @@ const truncateRunes = 64
 
 // Truncate returns s as error messages and logs show it: s itself when it has at most 64 runes,
 // else its first 64 runes followed by "…(N bytes)", N being len(s), so an error stays short
-// whatever it names. Every error of this package that quotes a name or another input string
-// (vertex and job names, group names, unknown enumeration names, malformed IDs, JSON keys)
-// passes it through Truncate; the fields of a ValidationError keep the whole name. Safe for
-// any string, valid UTF-8 or not; it allocates only when it cuts.
+// whatever it names. The errors of Validate, Decode, the ID parsers and the enumerations quote
+// names and other input strings (vertex and job names, group names, unknown enumeration names,
+// malformed IDs, JSON keys) through Truncate; the fields of a ValidationError keep the whole
+// name. Other packages use it for names in their messages (the scheduler's job and task names).
+// Safe for any string, valid UTF-8 or not; it allocates only when it cuts.
 func Truncate(s string) string {
 	if len(s) <= truncateRunes {
 		return s // at most 64 bytes, so at most 64 runes
