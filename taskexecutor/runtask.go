@@ -373,7 +373,7 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 		if !e.waiting {
 			e.waiting = true
 			for _, g := range e.gates {
-				if g.open > 0 && g.err == nil {
+				if !g.ended && g.err == nil {
 					g.hungry.Store(true)
 				}
 			}

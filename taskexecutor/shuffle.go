@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 	"strings"
@@ -74,21 +75,31 @@ type ShuffleConfig struct {
 	// a smaller batch when the reader is idle, when its own task waits for input, and at finish,
 	// so batching never delays a record indefinitely.
 	BatchSize int
-	// QueueCapacity is the number of batches a pipelined subpartition buffers before Emit blocks
-	// (DefaultQueueCapacity).
+	// QueueCapacity is the number of pipelined batches one input gate buffers, shared by every
+	// producer it reads (Flink's floating buffers per gate), before their writers block
+	// (DefaultQueueCapacity). A pipelined subpartition whose reader has not attached yet holds
+	// as many before its writer blocks.
 	QueueCapacity int
 }
 
 // Shuffle is the in-memory shuffle service all TaskExecutors of one process share: it holds the
 // result partitions tasks produce, keyed by rpc.ResultPartitionID, and connects readers to them.
-// Flink: the NettyShuffleEnvironment, with local input channels only.
+// Flink: the NettyShuffleEnvironment, with local input channels only. It is the default
+// ShuffleEnvironment (see InMemoryShuffle).
 //
 // Pipelined partitions (PIPELINED, PIPELINED_BOUNDED, PIPELINED_APPROXIMATE) stream batches of
-// records through a bounded queue per subpartition: a writer blocks while its reader is behind
-// (back-pressure), and a batch is gone once read. Blocking partitions (BLOCKING,
-// BLOCKING_PERSISTENT) keep every batch until released and become readable once their producer
-// FINISHED; each subpartition may be read any number of times. Hybrid partitions (HYBRID_FULL,
-// HYBRID_SELECTIVE) are kept like blocking ones and readable while produced, like pipelined ones.
+// records into the input queue of the gate that reads each subpartition: a writer blocks while
+// that gate holds QueueCapacity batches (back-pressure), and a batch is gone once read. Blocking
+// partitions (BLOCKING, BLOCKING_PERSISTENT) keep every batch until released and become readable
+// once their producer FINISHED; each subpartition may be read any number of times. Hybrid
+// partitions (HYBRID_FULL, HYBRID_SELECTIVE) are kept like blocking ones and readable while
+// produced, like pipelined ones.
+//
+// Cost: an exchange of P producers and C consumers costs O(P + C) while no record flows — one
+// entry per partition, one per gate, and one shared "group" per distinct list of partitions the
+// gates read (all C gates of an ALL_TO_ALL edge share one) — plus, per (producer, consumer) pair
+// that carries data, its batches and a writer slot; end-of-partition is counted per group, not
+// per pair. Flink instead keeps one InputChannel per pair (see docs/ARCHITECTURE.md).
 //
 // A reader may attach before the producer has registered its partition (within a pipelined
 // region, deployment order is arbitrary): the entry is created on demand and the reader waits.
@@ -98,8 +109,26 @@ type Shuffle struct {
 	batchSize int
 	capacity  int
 
-	mu         sync.Mutex // before partition.mu
+	mu         sync.Mutex // before inputGate.mu
 	partitions map[rpc.ResultPartitionID]*partition
+	groups     map[sliceKey]*group // by the Partitions slice of a gate descriptor
+	byHash     map[uint64][]*group // by the hash of the partitions listed
+	seed       maphash.Seed
+
+	// epoch changes (under mu) whenever a route from a subpartition to a gate may have changed:
+	// a writer's cached route is good while epoch has not moved.
+	epoch atomic.Uint64
+	// pairObjects counts the per-(producer, consumer) objects created: writer slots and batch
+	// lists of subpartitions. A test hook: with no record written it stays 0.
+	pairObjects atomic.Int64
+}
+
+// sliceKey names a Partitions slice of a descriptor by its first element and length: the
+// scheduler shares one slice among the consumers of a ConsumedPartitionGroup, so the second
+// gate of a group finds it in O(1).
+type sliceKey struct {
+	first *rpc.ResultPartitionID
+	n     int
 }
 
 // NewShuffle returns an empty shuffle.
@@ -110,15 +139,21 @@ func NewShuffle(cfg ShuffleConfig) *Shuffle {
 	if cfg.QueueCapacity <= 0 {
 		cfg.QueueCapacity = DefaultQueueCapacity
 	}
-	return &Shuffle{
+	s := &Shuffle{
 		batchSize:  cfg.BatchSize,
 		capacity:   cfg.QueueCapacity,
 		partitions: make(map[rpc.ResultPartitionID]*partition),
+		groups:     make(map[sliceKey]*group),
+		byHash:     make(map[uint64][]*group),
+		seed:       maphash.MakeSeed(),
 	}
+	s.epoch.Store(1)
+	return s
 }
 
 // Len is the number of partitions the shuffle holds, counting released and failed ones it still
-// remembers so that late readers get an error rather than wait.
+// remembers so that late readers get an error rather than wait, and entries readers created
+// while waiting for their producer.
 func (s *Shuffle) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,7 +169,7 @@ func (s *Shuffle) ReleasePartitions(ids ...rpc.ResultPartitionID) {
 	defer s.mu.Unlock()
 	for _, id := range ids {
 		if p := s.partitions[id]; p != nil {
-			p.fail(&PartitionError{Partition: id, Reason: ErrPartitionReleased})
+			s.fail(p, &PartitionError{Partition: id, Reason: ErrPartitionReleased})
 		}
 	}
 }
@@ -150,10 +185,9 @@ func (s *Shuffle) ReleaseAllOf(producer jobgraph.ResourceID) []rpc.ResultPartiti
 		if p.producer != producer || producer == "" {
 			continue
 		}
-		p.fail(&PartitionError{Partition: id, Reason: ErrPartitionLost,
+		s.fail(p, &PartitionError{Partition: id, Reason: ErrPartitionLost,
 			Cause: fmt.Errorf("TaskExecutor %s is gone", producer)})
-		p.removed = true
-		delete(s.partitions, id)
+		s.remove(p)
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b rpc.ResultPartitionID) int {
@@ -172,16 +206,12 @@ func (s *Shuffle) releaseJob(job jobgraph.JobID, producer jobgraph.ResourceID) {
 		if p.job != job || p.producer != producer || producer == "" {
 			continue
 		}
-		p.mu.Lock()
-		keep := p.typ.IsPersistent() && p.state == stateFinished
-		p.mu.Unlock()
-		if keep {
+		if p.typ.IsPersistent() && p.state == stateFinished {
 			continue
 		}
-		p.fail(&PartitionError{Partition: id, Reason: ErrPartitionReleased,
+		s.fail(p, &PartitionError{Partition: id, Reason: ErrPartitionReleased,
 			Cause: fmt.Errorf("job %s disconnected from TaskExecutor %s", job, producer)})
-		p.removed = true
-		delete(s.partitions, id)
+		s.remove(p)
 	}
 }
 
@@ -200,30 +230,65 @@ func (s *Shuffle) failProduced(job jobgraph.JobID, producer jobgraph.ResourceID,
 		} else if p.producer != producer {
 			continue // someone else's
 		}
-		p.fail(&PartitionError{Partition: d.ResultPartitionID, Reason: ErrProducerFailed, Cause: cause})
+		s.fail(p, &PartitionError{Partition: d.ResultPartitionID, Reason: ErrProducerFailed, Cause: cause})
 	}
 }
 
 // newPartition adds an entry awaiting its producer. s.mu held.
 func (s *Shuffle) newPartition(job jobgraph.JobID, id rpc.ResultPartitionID, typ jobgraph.ResultPartitionType) *partition {
-	p := &partition{shuffle: s, id: id, job: job, typ: typ, done: make(chan struct{})}
+	p := &partition{id: id, job: job, typ: typ, done: make(chan struct{})}
 	s.partitions[id] = p
 	return p
 }
 
-// maybeDrop removes p from the map if it is no longer needed (see partition.droppable).
-func (s *Shuffle) maybeDrop(p *partition) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p.removed || s.partitions[p.id] != p {
+// fail moves p to stateFailed with err (the first failure wins), drops its data and fails the
+// gates of every group that lists it. s.mu held.
+func (s *Shuffle) fail(p *partition, err *PartitionError) {
+	if p.state == stateFailed {
 		return
 	}
-	p.mu.Lock()
-	drop := p.droppable()
-	p.mu.Unlock()
-	if drop {
-		p.removed = true
-		delete(s.partitions, p.id)
+	p.state = stateFailed
+	p.err = err
+	p.failed.Store(true) // after p.err: a writer that sees it reads p.err
+	close(p.done)
+	p.data = nil
+	s.wakeWriter(p)
+	for _, l := range p.links {
+		g := l.g
+		if g.err != nil {
+			continue
+		}
+		g.err = err
+		for i := range g.subs {
+			for _, gate := range g.subs[i].gates {
+				gate.setErr(err)
+			}
+		}
+	}
+	s.epoch.Add(1)
+}
+
+// remove forgets p. s.mu held.
+func (s *Shuffle) remove(p *partition) {
+	if p.removed {
+		return
+	}
+	p.removed = true
+	delete(s.partitions, p.id)
+	for _, l := range p.links {
+		l.g.live--
+		s.maybeForgetGroup(l.g)
+	}
+	p.links = nil
+	p.data = nil
+	s.epoch.Add(1)
+}
+
+// wakeWriter wakes p's writer if it waits for room to park a batch. s.mu held.
+func (s *Shuffle) wakeWriter(p *partition) {
+	if p.space != nil {
+		close(p.space)
+		p.space = nil
 	}
 }
 
@@ -236,173 +301,326 @@ const (
 	stateFailed // failed, released or lost; err says which
 )
 
-// partition is one result partition. Fields marked s.mu are guarded by Shuffle.mu, the rest by mu.
+// partition is one result partition: O(1) unless data waits in it. Guarded by Shuffle.mu except
+// where marked.
 type partition struct {
-	shuffle *Shuffle
-	id      rpc.ResultPartitionID
+	id rpc.ResultPartitionID // immutable
 
-	job      jobgraph.JobID      // s.mu
-	producer jobgraph.ResourceID // s.mu; "" until a writer registers
-	removed  bool                // s.mu; no longer in the map
+	job      jobgraph.JobID
+	producer jobgraph.ResourceID // "" until a writer registers
+	removed  bool                // no longer in the map
+	typ      jobgraph.ResultPartitionType
+	state    partitionState
+	err      *PartitionError // when stateFailed
+	numSubs  int             // from the writer; 0 before
 
-	mu    sync.Mutex // before inputGate.mu
-	typ   jobgraph.ResultPartitionType
-	state partitionState
-	err   *PartitionError // when stateFailed
-	done  chan struct{}   // closed on stateFailed: wakes a writer waiting for space
-	subs  []*subpartition
-	// What droppable needs, kept as subpartitions change so that it costs O(1), not
-	// O(subpartitions) (a reader detaching from one of 1,000 subpartitions of each of 1,000
-	// partitions would otherwise cost 10⁹ steps): readers counts the channels attached to any
-	// subpartition, ended the subpartitions that are eofDelivered or abandoned.
-	readers int
-	ended   int
+	failed atomic.Bool      // state == stateFailed, for writers that do not take Shuffle.mu
+	done   chan struct{}    // closed on stateFailed: wakes a writer waiting for space
+	free   chan []any       // pipelined: consumed batches for the writer to reuse; immutable once set
+	space  chan struct{}    // closed when parked batches were taken: wakes a writer waiting to park
+	links  []link           // the groups that list p
+	data   map[int]*batches // by subpartition: kept batches (blocking, hybrid), or pipelined ones parked for a reader not attached yet
 }
+
+// link says p is at position pos of group g.
+type link struct {
+	g   *group
+	pos int
+}
+
+type batches struct{ list [][]any }
 
 // retained: every batch is kept (blocking, hybrid) rather than consumed (pipelined).
-func (p *partition) retained() bool { return p.typ.IsBlocking() || p.typ.IsHybrid() }
+func retained(t jobgraph.ResultPartitionType) bool { return t.IsBlocking() || t.IsHybrid() }
 
-// readableWhileProducing: readers see batches before the producer finished.
-func (p *partition) readableWhileProducing() bool { return !p.typ.IsBlocking() }
+// group is what the gates reading one list of partitions share (in a job, the consumers of one
+// ConsumedPartitionGroup): the partitions, which of them finished, the first failure, and per
+// subpartition index the gates reading it. One per list, whatever the number of gates, so an
+// ALL_TO_ALL exchange needs one. Guarded by Shuffle.mu.
+type group struct {
+	hash  uint64
+	ids   []rpc.ResultPartitionID
+	keys  []sliceKey
+	parts []*partition // by position in ids
+	typ   jobgraph.ResultPartitionType
+	subs  []groupSub // by subpartition index, up to the largest read
 
-func (p *partition) sub(i int) *subpartition {
-	for len(p.subs) <= i {
-		sp := &subpartition{p: p, index: len(p.subs)}
-		if !p.retained() {
-			sp.space = make(chan struct{}, 1)
-		}
-		p.subs = append(p.subs, sp)
-	}
-	return p.subs[i]
+	gates    int // attached
+	live     int // partitions still linked
+	finished int // partitions of parts that FINISHED
+	err      *PartitionError
+	removed  bool
+
+	maxSub   int                   // largest subpartition index a gate asked for; -1 for none
+	minSubs  int                   // fewest subpartitions of a registered producer; 0 for none
+	minPart  rpc.ResultPartitionID // the partition with minSubs
+	maxSubs  int                   // most subpartitions of a registered producer
+	doneSubs int                   // pipelined: subpartitions read to their end or abandoned
+	withData map[int][]int         // by subpartition: positions of partitions holding batches for it
 }
 
-// fail moves p to stateFailed with err (the first failure wins), drops its data and wakes its
-// readers and writer.
-func (p *partition) fail(err *PartitionError) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.state == stateFailed {
+type groupSub struct {
+	gates []*inputGate
+	// done: pipelined, a reader read this subpartition of every partition to its end, or went
+	// away before; what is written to it from then on is dropped, so producers never block.
+	done bool
+}
+
+func (g *group) sub(i int) *groupSub {
+	if i >= len(g.subs) {
+		g.subs = slices.Grow(g.subs, i+1-len(g.subs))[:i+1]
+	}
+	return &g.subs[i]
+}
+
+// groupFor finds or creates the group of d's partitions. s.mu held.
+func (s *Shuffle) groupFor(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor) (*group, error) {
+	key := sliceKey{&d.Partitions[0], len(d.Partitions)}
+	if g := s.groups[key]; g != nil {
+		return g, nil
+	}
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	for _, id := range d.Partitions {
+		maphash.WriteComparable(&h, id)
+	}
+	sum := h.Sum64()
+	for _, g := range s.byHash[sum] {
+		if slices.Equal(g.ids, d.Partitions) {
+			g.keys = append(g.keys, key)
+			s.groups[key] = g
+			return g, nil
+		}
+	}
+	g := &group{hash: sum, ids: d.Partitions, keys: []sliceKey{key}, typ: d.ResultType, maxSub: -1,
+		parts: make([]*partition, len(d.Partitions))}
+	for pos, id := range d.Partitions {
+		p := s.partitions[id]
+		if p == nil {
+			p = s.newPartition(job, id, d.ResultType)
+		} else if slices.ContainsFunc(p.links, func(l link) bool { return l.g == g }) {
+			s.unlinkGroup(g)
+			return nil, fmt.Errorf("result partition %s is listed twice in the input", partitionName(id))
+		}
+		p.links = append(p.links, link{g, pos})
+		g.parts[pos] = p
+		g.live++
+		switch p.state {
+		case stateFinished:
+			g.finished++
+		case stateFailed:
+			if g.err == nil {
+				g.err = p.err
+			}
+		}
+		g.producerRegistered(p)
+		for sub := range p.data {
+			if g.withData == nil {
+				g.withData = make(map[int][]int)
+			}
+			g.withData[sub] = append(g.withData[sub], pos)
+		}
+	}
+	s.groups[key] = g
+	s.byHash[sum] = append(s.byHash[sum], g)
+	return g, nil
+}
+
+// producerRegistered notes p's number of subpartitions, if known.
+func (g *group) producerRegistered(p *partition) {
+	if p.numSubs == 0 {
 		return
 	}
-	p.state = stateFailed
-	p.err = err
-	close(p.done)
-	for _, sp := range p.subs {
-		clear(sp.batches)
-		sp.batches, sp.head, sp.free = nil, 0, nil
-		sp.notifyReaders()
+	if g.minSubs == 0 || p.numSubs < g.minSubs {
+		g.minSubs, g.minPart = p.numSubs, p.id
+	}
+	g.maxSubs = max(g.maxSubs, p.numSubs)
+}
+
+// unlinkGroup detaches g from its partitions, drops entries readers created that no producer
+// claimed, and forgets g. s.mu held.
+func (s *Shuffle) unlinkGroup(g *group) {
+	for _, p := range g.parts {
+		if p == nil {
+			continue
+		}
+		if i := slices.IndexFunc(p.links, func(l link) bool { return l.g == g }); i >= 0 {
+			p.links = slices.Delete(p.links, i, i+1)
+			g.live--
+		}
+		if p.producer == "" && len(p.links) == 0 && !p.removed {
+			p.removed = true
+			delete(s.partitions, p.id)
+		}
+	}
+	g.live = 0
+	s.forgetGroup(g)
+}
+
+func (s *Shuffle) forgetGroup(g *group) {
+	if g.removed {
+		return
+	}
+	g.removed = true
+	for _, k := range g.keys {
+		delete(s.groups, k)
+	}
+	list := s.byHash[g.hash]
+	if i := slices.Index(list, g); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(s.byHash, g.hash)
+	} else {
+		s.byHash[g.hash] = list
+	}
+	s.epoch.Add(1)
+}
+
+// maybeForgetGroup forgets g once no gate reads it and no partition links it. s.mu held.
+func (s *Shuffle) maybeForgetGroup(g *group) {
+	if g.gates == 0 && g.live <= 0 {
+		s.forgetGroup(g)
 	}
 }
 
-// droppable reports whether the shuffle may forget p: nothing produces it and nobody reads it,
-// or it is a pipelined partition every subpartition of which was read to the end (or abandoned).
-// p.mu held.
-func (p *partition) droppable() bool {
-	if p.producer == "" {
-		return p.readers == 0
+// groupIdle is called when the last gate of g left: a group is kept only while it must
+// remember pipelined subpartitions that were read or abandoned, for partitions still produced.
+// s.mu held.
+func (s *Shuffle) groupIdle(g *group) {
+	if g.doneSubs == 0 || retained(g.typ) {
+		s.unlinkGroup(g)
+		return
 	}
-	return !p.retained() && p.state == stateFinished && p.ended == len(p.subs)
+	// Drop the entries nobody produces (as when the reader came first and left); keep the rest.
+	for pos, p := range g.parts {
+		if p == nil || p.producer != "" || p.removed {
+			continue
+		}
+		if i := slices.IndexFunc(p.links, func(l link) bool { return l.g == g }); i >= 0 {
+			p.links = slices.Delete(p.links, i, i+1)
+			g.live--
+		}
+		g.parts[pos] = nil
+		if len(p.links) == 0 {
+			p.removed = true
+			delete(s.partitions, p.id)
+		}
+	}
+	s.maybeForgetGroup(g)
 }
 
-// subpartition is the data meant for one consumer subtask. Guarded by p.mu, except hungry.
-type subpartition struct {
-	p     *partition
-	index int
-
-	// batches is a queue from head (pipelined) or every batch ever written (retained; head 0).
-	batches [][]any
-	head    int
-	// free holds consumed batches of a pipelined subpartition for the writer to reuse.
-	free    [][]any
-	readers []*channel
-	// eofDelivered: a reader of this pipelined subpartition got to its end.
-	eofDelivered bool
-	// abandoned: the reader of this pipelined subpartition went away before the end; what is
-	// written from then on is dropped, so the producer never blocks on it.
-	abandoned bool
-	// space gets a token when a reader takes a batch from a full queue (pipelined only).
-	space chan struct{}
-	// hungry points at the reading gate's idle flag while one is attached and the partition is
-	// readable while produced: the writer then hands over partial batches at once.
-	hungry atomic.Pointer[atomic.Bool]
-}
-
-func (sp *subpartition) queued() int { return len(sp.batches) - sp.head }
-
-func (sp *subpartition) notifyReaders() {
-	for _, c := range sp.readers {
-		c.gate.notify(c.index)
+// subDone marks subpartition sub of g read to the end or abandoned (pipelined) and drops the
+// partitions every subpartition of which is done. s.mu held.
+func (s *Shuffle) subDone(g *group, sub int) {
+	gs := g.sub(sub)
+	if gs.done {
+		return
+	}
+	gs.done = true
+	g.doneSubs++
+	s.epoch.Add(1)
+	if g.doneSubs == g.maxSubs {
+		// Once per group: partitions finishing later check for themselves (finished).
+		for _, p := range g.parts {
+			if p != nil {
+				s.maybeDropConsumed(p)
+			}
+		}
 	}
 }
 
-func (sp *subpartition) enqueue(b []any) {
-	if sp.head > 0 && len(sp.batches) == cap(sp.batches) {
-		n := copy(sp.batches, sp.batches[sp.head:])
-		clear(sp.batches[n:])
-		sp.batches = sp.batches[:n]
-		sp.head = 0
+// maybeDropConsumed forgets a finished pipelined partition every subpartition of which was read
+// to the end or abandoned. s.mu held.
+func (s *Shuffle) maybeDropConsumed(p *partition) {
+	if p.removed || retained(p.typ) || p.state != stateFinished {
+		return
 	}
-	sp.batches = append(sp.batches, b)
+	for _, l := range p.links {
+		if l.g.doneSubs >= p.numSubs {
+			s.remove(p)
+			return
+		}
+	}
 }
 
-// push hands batch to the subpartition. For a bounded queue that is full it waits for space
-// (block) until ctx ends or the task stops, or gives up at once (!block, ok false). It returns
-// an emptied batch for the writer to fill next, possibly nil.
-func (sp *subpartition) push(ctx context.Context, stop *stopSignal, batch []any, block bool) (next []any, ok bool, err error) {
-	p := sp.p
-	capacity := p.shuffle.capacity
-	p.mu.Lock()
-	for {
-		if p.state == stateFailed {
-			err := p.err
-			p.mu.Unlock()
-			return nil, false, err
+// route says where a batch for subpartition sub of p goes now: the gate reading it (pipelined:
+// the one; retained: the first), or nowhere (drop: pipelined and read or abandoned). s.mu held.
+func (s *Shuffle) route(p *partition, sub int) (target *inputGate, drop bool) {
+	for _, l := range p.links {
+		if sub >= len(l.g.subs) {
+			continue
 		}
-		if sp.abandoned {
-			p.mu.Unlock()
-			clear(batch)
-			return batch[:0], true, nil
+		gs := &l.g.subs[sub]
+		if len(gs.gates) > 0 {
+			return gs.gates[0], false
 		}
-		if p.retained() || sp.queued() < capacity {
-			break
+		if gs.done && !retained(p.typ) {
+			drop = true
 		}
-		if !block {
-			p.mu.Unlock()
-			return nil, false, nil
-		}
-		p.mu.Unlock()
-		select {
-		case <-sp.space:
-		case <-p.done:
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case <-stop.ctx.Done():
-			return nil, false, stop.ctx.Err()
-		}
-		p.mu.Lock()
 	}
-	sp.enqueue(batch)
-	if n := len(sp.free); n > 0 {
-		next = sp.free[n-1]
-		sp.free[n-1] = nil
-		sp.free = sp.free[:n-1]
+	return nil, drop
+}
+
+// keep adds batch to the kept (or parked) batches of subpartition sub of p, telling p's groups
+// that it holds data for sub. s.mu held.
+func (s *Shuffle) keep(p *partition, sub int, batch []any) {
+	if p.data == nil {
+		p.data = make(map[int]*batches)
 	}
-	if p.readableWhileProducing() {
-		sp.notifyReaders()
+	bs := p.data[sub]
+	if bs == nil {
+		bs = &batches{}
+		p.data[sub] = bs
+		s.pairObjects.Add(1)
+		for _, l := range p.links {
+			if l.g.withData == nil {
+				l.g.withData = make(map[int][]int)
+			}
+			l.g.withData[sub] = append(l.g.withData[sub], l.pos)
+		}
 	}
-	p.mu.Unlock()
-	return next, true, nil
+	bs.list = append(bs.list, batch)
+}
+
+// publish hands a batch of a retained partition to every gate reading sub now; it stays kept
+// for later readers. s.mu held.
+func (s *Shuffle) publish(p *partition, sub int, batch []any) {
+	s.keep(p, sub, batch)
+	for _, l := range p.links {
+		if sub < len(l.g.subs) {
+			for _, gate := range l.g.subs[sub].gates {
+				gate.deliver(entry{batch: batch})
+			}
+		}
+	}
 }
 
 // partitionWriter is the ResultPartitionWriter of one produced partition. Used only from its
 // task's goroutine.
 type partitionWriter struct {
-	p         *partition
-	stop      *stopSignal // the writing task's
-	subs      []*subpartition
-	bufs      [][]any
+	s    *Shuffle
+	p    *partition
+	stop *stopSignal // the writing task's
+	n    int         // subpartitions
+	// slot maps a subpartition to 1 + its index in outs, 0 for none yet: 4 bytes per
+	// subpartition, allocated at the first record. outs holds only subpartitions written to.
+	slot      []int32
+	outs      []outBuf
 	batchSize int
 	eager     bool // hand partial batches to an idle reader (readable while produced)
+	blocking  bool // batches stay here until finish
+	hybrid    bool // batches are kept and published as written
+}
+
+// outBuf is what a writer holds for one subpartition it wrote to.
+type outBuf struct {
+	sub int
+	buf []any
+	// target is the gate reading sub as of epoch (pipelined, hybrid), nil for none.
+	target *inputGate
+	epoch  uint64
+	kept   [][]any // blocking: every batch written, handed over at finish
 }
 
 var _ ResultPartitionWriter = (*partitionWriter)(nil)
@@ -422,70 +640,98 @@ func (s *Shuffle) newWriter(job jobgraph.JobID, producer jobgraph.ResourceID, d 
 	} else if p.producer != "" {
 		return nil, fmt.Errorf("result partition %s is already produced on TaskExecutor %s", partitionName(id), p.producer)
 	}
-	p.mu.Lock()
-	var err *PartitionError
-	switch {
-	case p.state == stateFailed:
-		p.mu.Unlock()
+	if p.state == stateFailed {
 		return nil, p.err
-	case p.typ != d.ResultType:
+	}
+	var err *PartitionError
+	if p.typ != d.ResultType {
 		err = &PartitionError{Partition: id, Reason: ErrProducerFailed,
 			Cause: fmt.Errorf("produced as %s but read as %s", d.ResultType, p.typ)}
-	case len(p.subs) > n:
-		err = &PartitionError{Partition: id, Reason: ErrProducerFailed,
-			Cause: fmt.Errorf("it has %d subpartitions, but a reader asked for subpartition %d", n, len(p.subs)-1)}
 	}
-	if err != nil {
-		p.mu.Unlock()
-		p.producer = producer
-		p.fail(err)
-		return nil, err
+	for _, l := range p.links {
+		if err == nil && l.g.maxSub >= n {
+			err = &PartitionError{Partition: id, Reason: ErrProducerFailed,
+				Cause: fmt.Errorf("it has %d subpartitions, but a reader asked for subpartition %d", n, l.g.maxSub)}
+		}
 	}
 	p.producer = producer
+	if err != nil {
+		s.fail(p, err)
+		return nil, err
+	}
 	p.job = job
 	p.state = stateProducing
-	p.sub(n - 1)
-	p.mu.Unlock()
-	w := &partitionWriter{
+	p.numSubs = n
+	if !retained(p.typ) {
+		p.free = make(chan []any, s.capacity+2)
+	}
+	for _, l := range p.links {
+		l.g.producerRegistered(p)
+	}
+	return &partitionWriter{
+		s:         s,
 		p:         p,
 		stop:      notStopped,
-		subs:      p.subs,
-		bufs:      make([][]any, n),
+		n:         n,
 		batchSize: s.batchSize,
-		eager:     p.readableWhileProducing(),
-	}
-	return w, nil
+		eager:     !p.typ.IsBlocking(),
+		blocking:  p.typ.IsBlocking(),
+		hybrid:    p.typ.IsHybrid(),
+	}, nil
 }
 
-func (w *partitionWriter) NumSubpartitions() int { return len(w.bufs) }
+func (w *partitionWriter) NumSubpartitions() int { return w.n }
+
+// out returns what the writer holds for subpartition s, creating it at the first record.
+func (w *partitionWriter) out(s int) *outBuf {
+	if w.slot == nil {
+		w.slot = make([]int32, w.n)
+	}
+	i := w.slot[s]
+	if i == 0 {
+		w.outs = append(w.outs, outBuf{sub: s})
+		i = int32(len(w.outs))
+		w.slot[s] = i
+		w.s.pairObjects.Add(1)
+	}
+	return &w.outs[i-1]
+}
+
+func (w *partitionWriter) newBuf() []any {
+	select {
+	case b := <-w.p.free:
+		return b
+	default:
+		return make([]any, 0, w.batchSize)
+	}
+}
 
 func (w *partitionWriter) Emit(ctx context.Context, s int, record any) error {
 	if err := w.stop.err(); err != nil {
 		return err
 	}
-	if uint(s) >= uint(len(w.bufs)) {
-		return fmt.Errorf("result partition %s: subpartition %d out of range [0, %d)", partitionName(w.p.id), s, len(w.bufs))
+	if uint(s) >= uint(w.n) {
+		return fmt.Errorf("result partition %s: subpartition %d out of range [0, %d)", partitionName(w.p.id), s, w.n)
 	}
-	buf := w.bufs[s]
-	if buf == nil {
-		buf = make([]any, 0, w.batchSize)
+	o := w.out(s)
+	if o.buf == nil {
+		o.buf = w.newBuf()
 	}
-	buf = append(buf, record)
-	w.bufs[s] = buf
-	if len(buf) >= w.batchSize {
-		return w.flush(ctx, s, true)
+	o.buf = append(o.buf, record)
+	if len(o.buf) >= w.batchSize {
+		return w.flush(ctx, o, true)
 	}
 	if w.eager {
 		// The reader waits for data: hand over what there is (once per wait of the reader).
-		if h := w.subs[s].hungry.Load(); h != nil && h.Load() && h.CompareAndSwap(true, false) {
-			return w.flush(ctx, s, true)
+		if h := w.target(o); h != nil && h.hungry.Load() && h.hungry.CompareAndSwap(true, false) {
+			return w.flush(ctx, o, true)
 		}
 	}
 	return nil
 }
 
 func (w *partitionWriter) Broadcast(ctx context.Context, record any) error {
-	for s := range w.bufs {
+	for s := range w.n {
 		if err := w.Emit(ctx, s, record); err != nil {
 			return err
 		}
@@ -493,10 +739,23 @@ func (w *partitionWriter) Broadcast(ctx context.Context, record any) error {
 	return nil
 }
 
-// flush hands subpartition s's gathered records over; see subpartition.push for block.
-func (w *partitionWriter) flush(ctx context.Context, s int, block bool) error {
-	buf := w.bufs[s]
-	if len(buf) == 0 {
+// target is the gate reading o's subpartition, looked up again when a route changed.
+func (w *partitionWriter) target(o *outBuf) *inputGate {
+	s := w.s
+	if o.epoch == s.epoch.Load() {
+		return o.target
+	}
+	s.mu.Lock()
+	o.target, _ = s.route(w.p, o.sub)
+	o.epoch = s.epoch.Load()
+	s.mu.Unlock()
+	return o.target
+}
+
+// flush hands o's gathered records over. For a pipelined gate (or parking place) that is full it
+// waits for room (block) until ctx ends or the task stops, or gives up at once (!block).
+func (w *partitionWriter) flush(ctx context.Context, o *outBuf, block bool) error {
+	if len(o.buf) == 0 {
 		return nil
 	}
 	if block {
@@ -507,12 +766,95 @@ func (w *partitionWriter) flush(ctx context.Context, s int, block bool) error {
 			return err
 		}
 	}
-	next, ok, err := w.subs[s].push(ctx, w.stop, buf, block)
-	if err != nil || !ok {
-		return err
+	p := w.p
+	if p.failed.Load() {
+		return p.err
 	}
-	w.bufs[s] = next
-	return nil
+	switch {
+	case w.blocking:
+		o.kept = append(o.kept, o.buf)
+		o.buf = nil
+		return nil
+	case w.hybrid:
+		w.s.mu.Lock()
+		if p.state != stateFailed {
+			w.s.publish(p, o.sub, o.buf)
+		}
+		w.s.mu.Unlock()
+		o.buf = nil
+		return nil
+	}
+	for {
+		var wait <-chan struct{}
+		if t := w.target(o); t != nil {
+			ok, full, gone := t.offer(entry{batch: o.buf, src: p}, w.s.capacity)
+			switch {
+			case ok:
+				o.buf = w.newBuf()
+				return nil
+			case gone:
+				o.epoch = 0 // look it up again
+				continue
+			}
+			wait = full
+		} else {
+			var done bool
+			var err error
+			done, wait, err = w.park(o)
+			if err != nil {
+				return err
+			}
+			if done {
+				return nil
+			}
+		}
+		if wait == nil {
+			continue
+		}
+		if !block {
+			return nil
+		}
+		select {
+		case <-wait:
+		case <-p.done:
+			return p.err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.stop.ctx.Done():
+			return w.stop.ctx.Err()
+		}
+	}
+}
+
+// park handles a pipelined batch no gate reads yet: dropped when its reader is done with the
+// subpartition, else parked in the partition while there is room (done), else wait is closed
+// once there may be; a nil wait with !done means a reader came meanwhile.
+func (w *partitionWriter) park(o *outBuf) (done bool, wait <-chan struct{}, err error) {
+	s, p := w.s, w.p
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.state == stateFailed {
+		return false, nil, p.err
+	}
+	t, drop := s.route(p, o.sub)
+	o.target, o.epoch = t, s.epoch.Load()
+	switch {
+	case t != nil:
+		return false, nil, nil
+	case drop:
+		clear(o.buf)
+		o.buf = o.buf[:0]
+		return true, nil, nil
+	}
+	if bs := p.data[o.sub]; bs == nil || len(bs.list) < s.capacity {
+		s.keep(p, o.sub, o.buf)
+		o.buf = w.newBuf()
+		return true, nil, nil
+	}
+	if p.space == nil {
+		p.space = make(chan struct{})
+	}
+	return false, p.space, nil
 }
 
 // flushIdle hands over every partial batch that fits without waiting: the task is about to wait
@@ -521,180 +863,93 @@ func (w *partitionWriter) flushIdle() {
 	if !w.eager {
 		return
 	}
-	for s := range w.bufs {
-		_ = w.flush(context.Background(), s, false) // a failed partition fails the next Emit
+	for i := range w.outs {
+		_ = w.flush(context.Background(), &w.outs[i], false) // a failed partition fails the next Emit
 	}
 }
 
 // finish flushes what is left and marks the partition finished: readers of a blocking partition
 // may start, readers of the others see its end once they have read everything.
 func (w *partitionWriter) finish(ctx context.Context) error {
-	for s := range w.bufs {
-		if err := w.flush(ctx, s, true); err != nil {
+	for i := range w.outs {
+		if err := w.flush(ctx, &w.outs[i], true); err != nil {
 			return err
 		}
 	}
-	p := w.p
-	p.mu.Lock()
+	s, p := w.s, w.p
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if p.state == stateFailed {
-		err := p.err
-		p.mu.Unlock()
-		return err
+		return p.err
+	}
+	if w.blocking {
+		for i := range w.outs {
+			o := &w.outs[i]
+			for _, b := range o.kept {
+				s.publish(p, o.sub, b)
+			}
+			o.kept = nil
+		}
 	}
 	p.state = stateFinished
-	for _, sp := range p.subs {
-		sp.notifyReaders()
+	for _, l := range p.links {
+		g := l.g
+		g.finished++
+		if g.finished == len(g.parts) {
+			for i := range g.subs {
+				for _, gate := range g.subs[i].gates {
+					gate.setEnded()
+				}
+			}
+		}
 	}
-	drop := p.droppable()
-	p.mu.Unlock()
-	if drop {
-		p.shuffle.maybeDrop(p)
-	}
+	s.maybeDropConsumed(p)
 	return nil
 }
 
 // fail marks the partition failed because its producer failed or was canceled.
 func (w *partitionWriter) fail(cause error) {
-	w.p.fail(&PartitionError{Partition: w.p.id, Reason: ErrProducerFailed, Cause: cause})
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	w.s.fail(w.p, &PartitionError{Partition: w.p.id, Reason: ErrProducerFailed, Cause: cause})
 }
 
-// channel is one partition a gate reads (one subpartition of it). Used only by its gate's reader,
-// except gate and index.
-type channel struct {
-	gate   *inputGate
-	index  int
-	sp     *subpartition
-	cursor int // next batch of a retained subpartition
-	ended  bool
+// entry is one batch in a gate's input queue, tagged by the partition that produced it when it
+// is a pipelined batch to give back (src); kept batches are shared and never given back.
+type entry struct {
+	batch []any
+	src   *partition
 }
 
-// fetch takes the channel's next batch. more reports whether the channel may have another one
-// right away; eof that the channel has ended.
-func (c *channel) fetch() (batch []any, more, eof bool, err error) {
-	sp := c.sp
-	p := sp.p
-	p.mu.Lock()
-	if p.state == stateFailed {
-		p.mu.Unlock()
-		return nil, false, false, p.err
-	}
-	if p.retained() {
-		defer p.mu.Unlock()
-		if p.state == stateAwaitingProducer || (p.state == stateProducing && !p.readableWhileProducing()) {
-			return nil, false, false, nil
-		}
-		if c.cursor < len(sp.batches) {
-			batch = sp.batches[c.cursor]
-			c.cursor++
-			return batch, c.cursor < len(sp.batches) || p.state == stateFinished, false, nil
-		}
-		return nil, false, p.state == stateFinished, nil
-	}
-	if sp.queued() > 0 {
-		wasFull := sp.queued() >= p.shuffle.capacity
-		batch = sp.batches[sp.head]
-		sp.batches[sp.head] = nil
-		sp.head++
-		if sp.head == len(sp.batches) {
-			sp.batches, sp.head = sp.batches[:0], 0
-		}
-		more = sp.queued() > 0 || p.state == stateFinished
-		p.mu.Unlock()
-		if wasFull {
-			select {
-			case sp.space <- struct{}{}:
-			default:
-			}
-		}
-		return batch, more, false, nil
-	}
-	if p.state != stateFinished {
-		p.mu.Unlock()
-		return nil, false, false, nil
-	}
-	if !sp.eofDelivered {
-		sp.eofDelivered = true
-		if !sp.abandoned {
-			p.ended++
-		}
-	}
-	drop := p.droppable()
-	p.mu.Unlock()
-	if drop {
-		p.shuffle.maybeDrop(p)
-	}
-	return nil, false, true, nil
-}
-
-// recycle returns a consumed batch of a pipelined subpartition for its writer to reuse.
-func (c *channel) recycle(b []any) {
-	sp := c.sp
-	p := sp.p
-	if p.retained() {
-		return
-	}
-	clear(b)
-	p.mu.Lock()
-	if p.state != stateFailed && len(sp.free) <= p.shuffle.capacity {
-		sp.free = append(sp.free, b[:0])
-	}
-	p.mu.Unlock()
-}
-
-// detach unregisters the channel from its subpartition.
-func (c *channel) detach() {
-	sp := c.sp
-	p := sp.p
-	p.mu.Lock()
-	if i := slices.Index(sp.readers, c); i >= 0 {
-		sp.readers = slices.Delete(sp.readers, i, i+1)
-		p.readers--
-	}
-	sp.hungry.CompareAndSwap(&c.gate.hungry, nil)
-	if !p.retained() && !sp.eofDelivered && !sp.abandoned && len(sp.readers) == 0 {
-		sp.abandoned = true
-		p.ended++
-		// A writer waits for space only after it saw the queue full (under p.mu), so only then
-		// does it need the token that wakes it to see abandoned.
-		full := sp.queued() >= p.shuffle.capacity
-		clear(sp.batches)
-		sp.batches, sp.head = sp.batches[:0], 0
-		if full {
-			select {
-			case sp.space <- struct{}{}:
-			default:
-			}
-		}
-	}
-	drop := p.droppable()
-	p.mu.Unlock()
-	if drop {
-		p.shuffle.maybeDrop(p)
-	}
-}
-
-// inputGate is the InputGate of one input of a task: it merges the subpartitions it reads,
-// batch by batch, in the order batches arrive. Next and poll are used only from the task's
-// goroutine.
+// inputGate is the InputGate of one input of a task: one input queue that every partition it
+// reads hands its batches to, in the order they arrive; it ends once its group's partitions all
+// finished and the queue is empty. Next and poll are used only from the task's goroutine.
 type inputGate struct {
-	channels []*channel
-	open     int         // channels not ended
-	stop     *stopSignal // the reading task's
+	s    *Shuffle
+	grp  *group // nil for a gate without partitions; Shuffle.mu
+	sub  int
+	stop *stopSignal // the reading task's
 
-	mu     sync.Mutex
-	ready  fifo[int] // channels that may have a batch, in notification order
-	queued []bool
-	wake   chan struct{}
+	mu       sync.Mutex
+	queue    fifo[entry]
+	inFlight int           // pipelined batches in queue: the gate's credit is Shuffle.capacity
+	space    chan struct{} // closed when a batch left a full queue: wakes the writers waiting
+	allEnded bool          // every partition finished: after queue, the end
+	perr     *PartitionError
+	detached bool
+	wake     chan struct{}
 	// anyWake, if set, is shared by every gate of the task and gets a token too whenever a
-	// channel is queued: Environment.NextAny waits on it. Set before the gate is attached.
+	// batch arrives: Environment.NextAny waits on it. Set before the gate is attached.
 	anyWake chan struct{}
 
 	hungry atomic.Bool // the reader waits for data
 
+	// The reader's: the batch it hands out, its sticky error, whether it ended.
 	cur    []any
 	pos    int
-	curCh  *channel
+	curSrc *partition
 	err    error
+	ended  bool
 	closed bool
 
 	// beforeWait runs before the gate waits for data: the task flushes its own outputs.
@@ -709,66 +964,78 @@ func (s *Shuffle) newGate(job jobgraph.JobID, d rpc.InputGateDeploymentDescripto
 }
 
 // openGate is newGate for a gate that also signals anyWake (if not nil) when it may have data.
+// O(1) when another gate of the same partition list is attached, O(len(d.Partitions)) for the
+// first.
 func (s *Shuffle) openGate(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor, anyWake chan struct{}) (*inputGate, error) {
-	n := len(d.Partitions)
-	g := &inputGate{
-		channels: make([]*channel, 0, n),
-		ready:    fifo[int]{items: make([]int, 0, n)},
-		queued:   make([]bool, n),
-		wake:     make(chan struct{}, 1),
-		anyWake:  anyWake,
-		stop:     notStopped,
+	g := &inputGate{s: s, sub: d.ConsumedSubpartitionIndex, stop: notStopped, wake: make(chan struct{}, 1), anyWake: anyWake}
+	idx := d.ConsumedSubpartitionIndex
+	if len(d.Partitions) == 0 {
+		g.allEnded = true
+		return g, nil
 	}
-	// Every channel starts queued, so the first Next looks at each. This happens before attach
-	// makes the gate visible to producers, whose notify then finds the channel already queued.
-	g.open = n
-	for i := range n {
-		g.ready.push(i)
-		g.queued[i] = true
-	}
-	if err := s.attach(job, d, g); err != nil {
-		g.close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	grp, err := s.groupFor(job, d)
+	if err != nil {
 		return nil, err
 	}
+	if idx < 0 || (grp.minSubs > 0 && idx >= grp.minSubs) {
+		id, n := d.Partitions[0], 0
+		if grp.minSubs > 0 {
+			id, n = grp.minPart, grp.minSubs
+		}
+		if grp.gates == 0 {
+			s.groupIdle(grp)
+		}
+		return nil, fmt.Errorf("result partition %s has %d subpartitions; cannot read subpartition %d", partitionName(id), n, idx)
+	}
+	gs := grp.sub(idx)
+	if !retained(grp.typ) && (len(gs.gates) > 0 || gs.done) {
+		if grp.gates == 0 {
+			s.groupIdle(grp)
+		}
+		return nil, fmt.Errorf("subpartition %d of pipelined result partition %s is already being read or was read", idx, partitionName(d.Partitions[0]))
+	}
+	gs.gates = append(gs.gates, g)
+	grp.gates++
+	grp.maxSub = max(grp.maxSub, idx)
+	g.grp = grp
+	s.epoch.Add(1)
+	if grp.err != nil {
+		g.perr = grp.err
+	}
+	// What was written for idx before the gate came: kept batches to read, parked ones to take.
+	for _, pos := range grp.withData[idx] {
+		p := grp.parts[pos]
+		if p == nil {
+			continue
+		}
+		bs := p.data[idx]
+		if bs == nil {
+			continue
+		}
+		if retained(p.typ) {
+			for _, b := range bs.list {
+				g.queue.push(entry{batch: b})
+			}
+			continue
+		}
+		for _, b := range bs.list {
+			g.queue.push(entry{batch: b, src: p})
+			g.inFlight++
+		}
+		delete(p.data, idx)
+		s.wakeWriter(p)
+	}
+	if !retained(grp.typ) {
+		delete(grp.withData, idx)
+	}
+	g.allEnded = grp.finished == len(grp.parts)
 	return g, nil
 }
 
-func (s *Shuffle) attach(job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor, g *inputGate) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, id := range d.Partitions {
-		idx := d.ConsumedSubpartitionIndex
-		p := s.partitions[id]
-		if p == nil {
-			p = s.newPartition(job, id, d.ResultType)
-		}
-		p.mu.Lock()
-		if idx < 0 || (p.state != stateAwaitingProducer && p.state != stateFailed && idx >= len(p.subs)) {
-			n := len(p.subs)
-			p.mu.Unlock()
-			return fmt.Errorf("result partition %s has %d subpartitions; cannot read subpartition %d", partitionName(id), n, idx)
-		}
-		sp := p.sub(idx)
-		if !p.retained() && (len(sp.readers) > 0 || sp.eofDelivered || sp.abandoned) {
-			p.mu.Unlock()
-			return fmt.Errorf("subpartition %d of pipelined result partition %s is already being read or was read", idx, partitionName(id))
-		}
-		c := &channel{gate: g, index: i, sp: sp}
-		sp.readers = append(sp.readers, c)
-		p.readers++
-		if p.readableWhileProducing() {
-			sp.hungry.Store(&g.hungry)
-		}
-		g.channels = append(g.channels, c)
-		p.mu.Unlock()
-	}
-	return nil
-}
-
-// notify queues channel i as possibly having a batch and wakes the reader, whether it waits in
-// this gate's Next or in NextAny.
-func (g *inputGate) notify(i int) {
-	g.requeue(i)
+// notify wakes the reader, whether it waits in this gate's Next or in NextAny.
+func (g *inputGate) notify() {
 	select {
 	case g.wake <- struct{}{}:
 	default:
@@ -781,24 +1048,91 @@ func (g *inputGate) notify(i int) {
 	}
 }
 
-func (g *inputGate) requeue(i int) {
+// offer queues a pipelined batch unless the gate holds capacity of them (full is then closed
+// once one left) or is detached (gone).
+func (g *inputGate) offer(e entry, capacity int) (ok bool, full <-chan struct{}, gone bool) {
 	g.mu.Lock()
-	if !g.queued[i] {
-		g.queued[i] = true
-		g.ready.push(i)
+	if g.detached || g.perr != nil {
+		g.mu.Unlock()
+		return false, nil, true
 	}
+	if g.inFlight >= capacity {
+		if g.space == nil {
+			g.space = make(chan struct{})
+		}
+		full = g.space
+		g.mu.Unlock()
+		return false, full, false
+	}
+	g.queue.push(e)
+	g.inFlight++
 	g.mu.Unlock()
+	g.notify()
+	return true, nil, false
 }
 
-func (g *inputGate) pop() (int, bool) {
+// deliver queues a kept batch (no credit: kept batches never block their writer).
+func (g *inputGate) deliver(e entry) {
+	g.mu.Lock()
+	if g.detached || g.perr != nil {
+		g.mu.Unlock()
+		return
+	}
+	g.queue.push(e)
+	g.mu.Unlock()
+	g.notify()
+}
+
+// setEnded tells the gate that every partition it reads finished.
+func (g *inputGate) setEnded() {
+	g.mu.Lock()
+	g.allEnded = true
+	g.mu.Unlock()
+	g.notify()
+}
+
+// setErr fails the gate with err (the first wins) and drops what it holds.
+func (g *inputGate) setErr(err *PartitionError) {
+	g.mu.Lock()
+	if g.perr == nil {
+		g.perr = err
+		g.dropQueued()
+	}
+	g.mu.Unlock()
+	g.notify()
+}
+
+// dropQueued empties the queue and wakes the writers waiting for room. g.mu held.
+func (g *inputGate) dropQueued() {
+	for g.queue.len() > 0 {
+		g.queue.pop()
+	}
+	g.inFlight = 0
+	if g.space != nil {
+		close(g.space)
+		g.space = nil
+	}
+}
+
+// take removes the next batch from the queue.
+func (g *inputGate) take() (e entry, ok, end bool, err *PartitionError) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.ready.len() == 0 {
-		return 0, false
+	if g.perr != nil {
+		return entry{}, false, false, g.perr
 	}
-	i := g.ready.pop()
-	g.queued[i] = false
-	return i, true
+	if g.queue.len() == 0 {
+		return entry{}, false, g.allEnded, nil
+	}
+	e = g.queue.pop()
+	if e.src != nil {
+		g.inFlight--
+		if g.space != nil {
+			close(g.space)
+			g.space = nil
+		}
+	}
+	return e, true, false, nil
 }
 
 func (g *inputGate) Next(ctx context.Context) (any, error) {
@@ -845,9 +1179,9 @@ func (g *inputGate) nextBatch(ctx context.Context) (any, error) {
 }
 
 // poll returns the next record without waiting: from the current batch, else from the next
-// batch of a queued channel (ok true). Otherwise ok is false and err is io.EOF once every
-// channel ended, the partition error that stopped the gate (it sticks), or nil when no
-// channel has a batch now.
+// batch in the queue (ok true). Otherwise ok is false and err is io.EOF once every partition
+// ended and the queue is empty, the partition error that stopped the gate (it sticks), or nil
+// when no batch is there now.
 func (g *inputGate) poll() (record any, ok bool, err error) {
 	if g.pos < len(g.cur) {
 		r := g.cur[g.pos]
@@ -857,46 +1191,58 @@ func (g *inputGate) poll() (record any, ok bool, err error) {
 	if g.err != nil {
 		return nil, false, g.err
 	}
+	if g.ended {
+		return nil, false, io.EOF
+	}
 	g.recycleCur()
 	for {
-		if g.open == 0 {
+		e, ok, end, perr := g.take()
+		switch {
+		case perr != nil:
+			g.err = perr
+			return nil, false, perr
+		case ok:
+			if len(e.batch) == 0 {
+				continue
+			}
+			g.cur, g.pos, g.curSrc = e.batch, 1, e.src
+			return e.batch[0], true, nil
+		case end:
+			g.ended = true
+			g.reachedEnd()
 			return nil, false, io.EOF
 		}
-		i, ok := g.pop()
-		if !ok {
-			return nil, false, nil
-		}
-		c := g.channels[i]
-		if c.ended {
-			continue
-		}
-		b, more, eof, err := c.fetch()
-		if err != nil {
-			g.err = err
-			return nil, false, err
-		}
-		if eof {
-			c.ended = true
-			g.open--
-			continue
-		}
-		if more {
-			g.requeue(i)
-		}
-		if len(b) == 0 {
-			continue
-		}
-		g.cur, g.pos, g.curCh = b, 1, c
-		return b[0], true, nil
+		return nil, false, nil
+	}
+}
+
+// reachedEnd tells the shuffle that the gate read its pipelined subpartition to the end.
+func (g *inputGate) reachedEnd() {
+	s := g.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if grp := g.grp; grp != nil && !retained(grp.typ) {
+		s.subDone(grp, g.sub)
 	}
 }
 
 // recycleCur gives the current batch back to its writer once every record of it was handed out.
 func (g *inputGate) recycleCur() {
-	if g.curCh != nil && g.pos >= len(g.cur) {
-		g.curCh.recycle(g.cur)
-		g.cur, g.pos, g.curCh = nil, 0, nil
+	if g.pos >= len(g.cur) {
+		g.giveBack()
 	}
+}
+
+func (g *inputGate) giveBack() {
+	if src := g.curSrc; src != nil {
+		b := g.cur
+		clear(b)
+		select {
+		case src.free <- b[:0]:
+		default:
+		}
+	}
+	g.cur, g.pos, g.curSrc = nil, 0, nil
 }
 
 // close detaches the gate from its partitions. Idempotent.
@@ -905,24 +1251,29 @@ func (g *inputGate) close() {
 		return
 	}
 	g.closed = true
-	if g.curCh != nil {
-		g.curCh.recycle(g.cur)
-		g.cur, g.pos, g.curCh = nil, 0, nil
-	}
-	// Start at a channel that depends on the subpartition read: the consumers of an ALL_TO_ALL
-	// edge, which read the same partitions, then detach from them in different orders rather
-	// than all queueing for the first partition's lock, then the second's, and so on.
-	n := len(g.channels)
-	if n == 0 {
+	g.giveBack()
+	grp := g.grp
+	if grp == nil {
 		return
 	}
-	first := g.channels[0].sp.index % n
-	for i := range n {
-		j := first + i
-		if j >= n {
-			j -= n
-		}
-		g.channels[j].detach()
+	s := g.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.mu.Lock()
+	g.detached = true
+	g.dropQueued()
+	g.mu.Unlock()
+	gs := grp.sub(g.sub)
+	if i := slices.Index(gs.gates, g); i >= 0 {
+		gs.gates = slices.Delete(gs.gates, i, i+1)
+	}
+	grp.gates--
+	s.epoch.Add(1)
+	if !retained(grp.typ) {
+		s.subDone(grp, g.sub) // abandoned, if not read to the end
+	}
+	if grp.gates == 0 {
+		s.groupIdle(grp)
 	}
 }
 

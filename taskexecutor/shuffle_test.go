@@ -3,10 +3,13 @@ package taskexecutor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,15 +63,31 @@ func emitRange(t testing.TB, w *partitionWriter, sub, from, to int) {
 	}
 }
 
-// queuedRecords counts the records subpartition sub of w's partition holds.
+// queuedRecords counts the records of subpartition sub of w's partition that were handed over
+// and not read yet: parked in the partition, or in the queue of the gate reading it.
 func queuedRecords(w *partitionWriter, sub int) int {
-	p := w.p
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	sp := p.subs[sub]
+	s, p := w.s, w.p
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
-	for _, b := range sp.batches[sp.head:] {
-		n += len(b)
+	if bs := p.data[sub]; bs != nil {
+		for _, b := range bs.list {
+			n += len(b)
+		}
+	}
+	for _, l := range p.links {
+		if sub >= len(l.g.subs) {
+			continue
+		}
+		for _, g := range l.g.subs[sub].gates {
+			g.mu.Lock()
+			for _, e := range g.queue.items[g.queue.head:] {
+				if e.src == p {
+					n += len(e.batch)
+				}
+			}
+			g.mu.Unlock()
+		}
 	}
 	return n
 }
@@ -528,38 +547,237 @@ func TestPipelinedShuffleDoesNotAllocatePerRecord(t *testing.T) {
 	w.fail(errors.New("test over"))
 }
 
-// BenchmarkPipelinedShuffle moves b.N records from a writer goroutine to a reader.
-func BenchmarkPipelinedShuffle(b *testing.B) {
+// allToAll sets up the writers and gates of a pipelined ALL_TO_ALL exchange of p producers and
+// p consumers, the gates first (the reader-before-writer case), every gate descriptor sharing one
+// partition list as the scheduler's do.
+func allToAll(t testing.TB, s *Shuffle, p int) ([]*partitionWriter, []*inputGate) {
+	ids := make([]rpc.ResultPartitionID, p)
+	for i := range ids {
+		ids[i] = partID(1, i, attemptID(1, i, 0))
+	}
+	gates := make([]*inputGate, p)
+	for c := range gates {
+		g, err := s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.Pipelined, Partitions: ids, ConsumedSubpartitionIndex: c})
+		require.NoError(t, err)
+		gates[c] = g
+	}
+	writers := make([]*partitionWriter, p)
+	for i, id := range ids {
+		writers[i] = newTestWriter(t, s, id, jobgraph.Pipelined, p)
+	}
+	return writers, gates
+}
+
+// heapInUse is the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// perTaskBudget bounds what one task of an ALL_TO_ALL exchange may cost the shuffle while no
+// record flows, whatever the parallelism: a partition or a gate, and its share of the group.
+const perTaskBudget = 2048 // bytes
+
+// An ALL_TO_ALL exchange of 2,000 × 2,000 without records creates no per-pair object and costs a
+// bounded number of bytes per task; it still ends (every gate sees every producer's end) and
+// leaves nothing behind. Before the redesign it created 4 million subpartitions with a channel
+// each (hundreds of bytes per pair: about 200 KiB per task here).
+func TestAllToAllExchangeCostIsLinearInTheTasks(t *testing.T) {
+	const p = 2000
 	s := NewShuffle(ShuffleConfig{})
-	pid := partID(1, 0, attemptID(1, 0, 0))
-	g := newTestGate(b, s, jobgraph.PipelinedBounded, 0, pid)
-	defer g.close()
-	w := newTestWriter(b, s, pid, jobgraph.PipelinedBounded, 1)
+	before := heapInUse()
+	writers, gates := allToAll(t, s, p)
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("heap grew by %d bytes for %d tasks: %d per task", grown, 2*p, grown/(2*p))
+	assert.Zero(t, s.pairObjects.Load(), "per-pair objects while no record flows")
+	assert.Less(t, grown, int64(2*p*perTaskBudget), "heap grew by %d bytes: %d per task", grown, grown/(2*p))
+	assert.Equal(t, p, s.Len())
+	assert.Len(t, s.groups, 1, "the gates share one group")
+
+	for _, w := range writers {
+		require.NoError(t, w.finish(ctx))
+	}
+	for _, g := range gates {
+		_, err := g.Next(ctx)
+		require.Equal(t, io.EOF, err)
+	}
+	assert.Zero(t, s.pairObjects.Load())
+	assert.Equal(t, 0, s.Len(), "every subpartition read to its end: the partitions are dropped")
+	for _, g := range gates {
+		g.close()
+	}
+	assert.Empty(t, s.groups)
+	assert.Empty(t, s.byHash)
+	runtime.KeepAlive(writers)
+}
+
+// Only pairs that carry data get per-pair state: one record from producer 0 to consumer 7 makes
+// one writer slot and nothing else.
+func TestOnlyPairsWithDataCostPerPairState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewShuffle(ShuffleConfig{})
+		writers, gates := allToAll(t, s, 64)
+		require.NoError(t, writers[0].Emit(ctx, 7, "x"))
+		for _, w := range writers {
+			require.NoError(t, w.finish(ctx))
+		}
+		assert.Equal(t, int64(1), s.pairObjects.Load())
+		for c, g := range gates {
+			got := drain(t, g)
+			if c == 7 {
+				assert.Equal(t, []any{"x"}, got)
+			} else {
+				assert.Empty(t, got)
+			}
+			g.close()
+		}
+		assert.Equal(t, 0, s.Len())
+	})
+}
+
+// BenchmarkShuffleSetUp sets up the writers and gates of a pipelined ALL_TO_ALL exchange of p × p
+// tasks, finishes the producers and reads every gate to its end; it reports the bytes allocated
+// per task.
+func BenchmarkShuffleSetUp(b *testing.B) {
+	for _, p := range []int{1000, 4000} {
+		b.Run(fmt.Sprintf("p=%d", p), func(b *testing.B) {
+			b.ReportAllocs()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			for range b.N {
+				s := NewShuffle(ShuffleConfig{})
+				writers, gates := allToAll(b, s, p)
+				for _, w := range writers {
+					if err := w.finish(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, g := range gates {
+					if _, err := g.Next(ctx); err != io.EOF {
+						b.Fatal(err)
+					}
+					g.close()
+				}
+			}
+			runtime.ReadMemStats(&m1)
+			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(b.N*2*p), "B/task")
+		})
+	}
+}
+
+// BenchmarkPipelinedShuffle moves b.N records source → sink at parallelism 2, ALL_TO_ALL
+// (each source writes its records round robin to both sinks) through the shuffle, and the same
+// batches of the same records through plain Go channels (one buffered channel per sink, as deep
+// as a gate's queue), in the same run. It reports both rates and their ratio.
+func BenchmarkPipelinedShuffle(b *testing.B) {
+	const p = 2
 	var rec any = 123456
+	perSource := b.N / p
+	total := perSource * p
+
+	s := NewShuffle(ShuffleConfig{})
+	writers, gates := allToAll(b, s, p)
 	b.ReportAllocs()
 	b.ResetTimer()
-	go func() {
-		for range b.N {
-			if err := w.Emit(ctx, 0, rec); err != nil {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range writers {
+		wg.Go(func() {
+			for i := range perSource {
+				if err := w.Emit(ctx, i%p, rec); err != nil {
+					panic(err)
+				}
+			}
+			if err := w.finish(ctx); err != nil {
 				panic(err)
 			}
-		}
-		if err := w.finish(ctx); err != nil {
-			panic(err)
-		}
-	}()
-	n := 0
-	for {
-		_, err := g.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		n++
+		})
 	}
-	if n != b.N {
-		b.Fatalf("read %d records, want %d", n, b.N)
+	counts := make([]int, p)
+	for c, g := range gates {
+		wg.Go(func() {
+			for {
+				_, err := g.Next(ctx)
+				if err == io.EOF {
+					return
+				}
+				if err != nil {
+					panic(err)
+				}
+				counts[c]++
+			}
+		})
 	}
+	wg.Wait()
+	shuffle := time.Since(start)
+	b.StopTimer()
+	if counts[0]+counts[1] != total {
+		b.Fatalf("read %v records, want %d", counts, total)
+	}
+
+	// The same through channels: batches of DefaultBatchSize, recycled through a free list.
+	chans := make([]chan []any, p)
+	for c := range chans {
+		chans[c] = make(chan []any, DefaultQueueCapacity)
+	}
+	free := make(chan []any, 4*p*DefaultQueueCapacity)
+	start = time.Now()
+	var sources sync.WaitGroup
+	for range p {
+		sources.Go(func() {
+			bufs := make([][]any, p)
+			for i := range perSource {
+				c := i % p
+				if bufs[c] == nil {
+					select {
+					case bufs[c] = <-free:
+					default:
+						bufs[c] = make([]any, 0, DefaultBatchSize)
+					}
+				}
+				bufs[c] = append(bufs[c], rec)
+				if len(bufs[c]) == DefaultBatchSize {
+					chans[c] <- bufs[c]
+					bufs[c] = nil
+				}
+			}
+			for c, buf := range bufs {
+				if len(buf) > 0 {
+					chans[c] <- buf
+				}
+			}
+		})
+	}
+	for c := range chans {
+		wg.Go(func() {
+			n := 0
+			for batch := range chans[c] {
+				for range batch {
+					n++
+				}
+				clear(batch)
+				select {
+				case free <- batch[:0]:
+				default:
+				}
+			}
+			counts[c] = n
+		})
+	}
+	sources.Wait()
+	for _, ch := range chans {
+		close(ch)
+	}
+	wg.Wait()
+	channel := time.Since(start)
+	if counts[0]+counts[1] != total {
+		b.Fatalf("channels carried %v records, want %d", counts, total)
+	}
+	shuffleRate := float64(total) / shuffle.Seconds()
+	chanRate := float64(total) / channel.Seconds()
+	b.ReportMetric(shuffleRate, "records/s")
+	b.ReportMetric(chanRate, "chan-records/s")
+	b.ReportMetric(shuffleRate/chanRate, "ratio-to-chan")
 }
