@@ -229,3 +229,33 @@ func TestListJobsWhileSubmitting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, list, 10)
 }
+
+// Close does not wait on a stuck store: a submission whose Put is pending fails with ErrClosed
+// once Close began, and nothing of it is kept.
+func TestCloseEndsASubmissionWaitingOnTheStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &blockingHA{Services: embedded.New(), calls: make(chan *heldCall)}
+		jms := make(chan *fakeJobMaster, 4)
+		d, err := dispatcher.New(dispatcher.Config{HA: h, JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
+			return &fakeFactory{g: g, created: new(atomic.Int32), last: jms}, nil
+		})})
+		require.NoError(t, err)
+		g := graph("stuck")
+		submitted := make(chan error, 1)
+		go func() { submitted <- d.SubmitJob(context.Background(), g) }()
+		h.release(t, "JobResultStore.Get")
+		held := h.next(t)
+		require.Equal(t, "ExecutionPlanStore.Put", held.name) // never released
+		closed := make(chan error, 1)
+		go func() { closed <- d.Close() }()
+		synctest.Wait()
+		err = <-submitted
+		require.ErrorIs(t, err, dispatcher.ErrClosed)
+		require.ErrorIs(t, err, context.Canceled)
+		require.NoError(t, <-closed)
+		_, err = h.Services.ExecutionPlanStore().Get(context.Background(), g.JobID)
+		require.ErrorIs(t, err, ha.ErrNotFound)
+		assert.Empty(t, jms, "no JobMaster was created")
+		require.NoError(t, h.Services.Close())
+	})
+}

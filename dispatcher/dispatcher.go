@@ -171,6 +171,9 @@ type StandaloneDispatcher struct {
 
 	submitting sync.WaitGroup // submissions past their reservation; Close waits for them
 	watchers   sync.WaitGroup
+	// stopped ends the store calls of submissions and cleanups in flight; Close cancels it.
+	stopped context.Context
+	stop    context.CancelFunc
 }
 
 type job struct {
@@ -226,7 +229,10 @@ func New(cfg Config) (*StandaloneDispatcher, error) {
 	if expiration == 0 {
 		expiration = DefaultJobStoreExpiration
 	}
+	stopped, stop := context.WithCancel(context.Background())
 	return &StandaloneDispatcher{
+		stopped:    stopped,
+		stop:       stop,
 		cfg:        cfg,
 		log:        log,
 		loop:       mainloop.NewWithClosedError("dispatcher", ErrClosed),
@@ -279,7 +285,14 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 		return err
 	}
 	defer d.submitting.Done()
+	// Close ends the submission's store calls too, so that it never waits on a stuck store.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.stopped, cancel)()
 	if err := d.persistAndRun(ctx, g, entry); err != nil {
+		if d.stopped.Err() != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w: job %s: %w", ErrClosed, id, err)
+		}
 		d.loop.Execute(func() {
 			if d.jobs[id] == entry {
 				delete(d.jobs, id)
@@ -392,7 +405,8 @@ func withInitializing(a *executiongraph.ArchivedExecutionGraph, submitted time.T
 // cleanUpGlobally records the result of a globally terminated job and removes its HA data. It
 // reports whether the JobResultStore has the job's result.
 func (d *StandaloneDispatcher) cleanUpGlobally(id jobgraph.JobID, result *jobgraph.JobResult) (recorded bool) {
-	ctx := context.Background()
+	// Close cancels what is left: a dirty entry stays for recovery, as after a crash.
+	ctx := d.stopped
 	// Dirty first, then global cleanup, then clean: a crash in between leaves a dirty entry
 	// that recovery finishes cleaning, and the job is never run again.
 	if err := d.cfg.HA.JobResultStore().CreateDirty(ctx, *result); err != nil && !errors.Is(err, ha.ErrAlreadyExists) {
@@ -657,13 +671,16 @@ func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMes
 
 // Close stops accepting jobs, closes every runner — jobs not yet ended are SUSPENDED, and pending
 // RequestJobResult calls return that — and waits for everything the Dispatcher started.
-// Persisted graphs of suspended jobs stay in the ExecutionPlanStore for recovery.
+// Persisted graphs of suspended jobs stay in the ExecutionPlanStore for recovery. Store calls
+// still in flight see their context canceled: a submission waiting on the store fails with
+// ErrClosed, and a cleanup leaves the job's JobResultStore entry dirty for recovery.
 func (d *StandaloneDispatcher) Close() error {
 	var runners []jobmaster.JobManagerRunner
 	_ = d.loop.Call(context.Background(), func() error {
 		d.closing = true
 		return nil
 	})
+	d.stop()
 	// Submissions past their reservation either give up (they see closing) or finish starting
 	// their runner; either way their runner is known once they are done.
 	d.submitting.Wait()
