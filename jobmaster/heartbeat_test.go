@@ -374,6 +374,10 @@ func TestSilentTaskExecutorIsDisconnectedAfterExactlyTheHeartbeatTimeout(t *test
 		require.Error(t, res.Err)
 		assert.ErrorIs(t, res.Err, jobmaster.ErrHeartbeatTimeout)
 		assert.Contains(t, res.Err.Error(), "heartbeat of TaskExecutor te-2 timed out after 5s")
+		assert.ErrorIs(t, res.Err, rpc.ErrHeartbeatTimeout)
+		var timeout *rpc.HeartbeatTimeoutError // a type a user can name, outside the internal packages
+		require.ErrorAs(t, res.Err, &timeout)
+		assert.Equal(t, rpc.HeartbeatTimeoutError{Target: "TaskExecutor te-2", Timeout: 5 * time.Second}, *timeout)
 		assert.Equal(t, 7500*time.Millisecond, res.Archived.StatusTimestamps[jobgraph.JobStatusFailed].Sub(e.start))
 		src := res.Archived.JobVertices[0].Subtasks
 		assert.Equal(t, jobgraph.ExecutionStateFinished, src[0].State)
