@@ -33,8 +33,9 @@ var ErrJobAlreadyDone = errors.New("job already done")
 
 // JobMaster is a running JobMaster of one leader session, as its ServiceProcess and runner see
 // it; DefaultJobMaster is the in-process default, and a host may bring its own through a
-// JobMasterServiceFactory. Methods are safe for concurrent use and are called off the runner's
-// main loop (they may wait on the JobMaster's loop). Flink: JobMasterService (with the
+// JobMasterServiceFactory. Methods are safe for concurrent use. Address, Gateway and Done must
+// not block (the runner's loop calls Address); the others are called off the runner's loop and
+// may wait on the JobMaster's. Flink: JobMasterService (with the
 // JobMaster's RestfulGateway methods).
 type JobMaster interface {
 	// Address resolves to Gateway through the rpc.Service.
