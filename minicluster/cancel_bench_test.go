@@ -12,14 +12,14 @@ import (
 )
 
 // BenchmarkCancelRunningJob cancels a RUNNING streaming job — source → sink, ALL_TO_ALL,
-// PIPELINED, both of parallelism p in one slot-sharing group, every task blocking until its
-// context is canceled — and waits for its JobResult, which must say CANCELED. Submitting the job
-// and waiting until all 2p tasks are RUNNING is outside the timer. The cluster has 4
-// TaskExecutors of p/4 slots each. Besides ns/op it reports cpu-s/op, the CPU time the whole
-// process spent from CancelJob to the result (where the OS tells it), which a machine shared
-// with other work changes less than the wall time.
+// PIPELINED, both of parallelism p (1,000 and 4,000) in one slot-sharing group, every task
+// blocking until its context is canceled — and waits for its JobResult, which must say CANCELED.
+// Submitting the job and waiting until all 2p tasks are RUNNING is outside the timer. The
+// cluster has 4 TaskExecutors of p/4 slots each. Besides ns/op it reports cpu-s/op, the CPU time
+// the whole process spent from CancelJob to the result (where the OS tells it), which a machine
+// shared with other work changes less than the wall time.
 func BenchmarkCancelRunningJob(b *testing.B) {
-	for _, p := range []int{1000} {
+	for _, p := range []int{1000, 4000} {
 		b.Run(fmt.Sprintf("p=%d", p), func(b *testing.B) { benchmarkCancelRunningJob(b, p) })
 	}
 }
