@@ -18,24 +18,24 @@ type cancelCase struct {
 	name string
 	// setup builds the call for a task whose context is task. The returned call is what is
 	// repeated; blocks says whether it waits before the cancellation.
-	setup func(t *testing.T, s *Shuffle, task *stopSignal) (call func() error, blocks bool)
+	setup func(t *testing.T, s *Shuffle, task *TaskStop) (call func() error, blocks bool)
 }
 
-func cancelWriter(t *testing.T, s *Shuffle, task *stopSignal, subs int) *partitionWriter {
+func cancelWriter(t *testing.T, s *Shuffle, task *TaskStop, subs int) *partitionWriter {
 	w := newTestWriter(t, s, partID(1, 0, attemptID(1, 0, 0)), jobgraph.PipelinedBounded, subs)
 	w.stop = task
 	t.Cleanup(func() { w.fail(context.Canceled) })
 	return w
 }
 
-func cancelGate(t *testing.T, s *Shuffle, task *stopSignal) *inputGate {
+func cancelGate(t *testing.T, s *Shuffle, task *TaskStop) *inputGate {
 	g := newTestGate(t, s, jobgraph.PipelinedBounded, 0, partID(1, 0, attemptID(1, 0, 0)))
 	g.stop = task
 	t.Cleanup(g.close)
 	return g
 }
 
-func cancelEnv(t *testing.T, s *Shuffle, task *stopSignal) *environment {
+func cancelEnv(t *testing.T, s *Shuffle, task *TaskStop) *environment {
 	env := newEnvironment(task, TaskInfo{TaskName: "sink (1/1)"})
 	t.Cleanup(env.closeInputs)
 	d := rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.PipelinedBounded, Partitions: []rpc.ResultPartitionID{partID(1, 0, attemptID(1, 0, 0))}}
@@ -44,13 +44,13 @@ func cancelEnv(t *testing.T, s *Shuffle, task *stopSignal) *environment {
 }
 
 var cancelCases = []cancelCase{
-	{name: "Emit into a subpartition whose reader detached", setup: func(t *testing.T, s *Shuffle, task *stopSignal) (func() error, bool) {
+	{name: "Emit into a subpartition whose reader detached", setup: func(t *testing.T, s *Shuffle, task *TaskStop) (func() error, bool) {
 		g := cancelGate(t, s, notStopped)
 		w := cancelWriter(t, s, task, 1)
 		g.close() // the reader went away: what is written is dropped
 		return func() error { return w.Emit(context.Background(), 0, 1) }, false
 	}},
-	{name: "Broadcast into subpartitions whose readers detached", setup: func(t *testing.T, s *Shuffle, task *stopSignal) (func() error, bool) {
+	{name: "Broadcast into subpartitions whose readers detached", setup: func(t *testing.T, s *Shuffle, task *TaskStop) (func() error, bool) {
 		w := cancelWriter(t, s, task, 2)
 		for sub := range 2 {
 			g, err := s.newGate(jobID(1), rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.PipelinedBounded,
@@ -60,29 +60,29 @@ var cancelCases = []cancelCase{
 		}
 		return func() error { return w.Broadcast(context.Background(), 1) }, false
 	}},
-	{name: "Emit into a full queue nobody reads", setup: func(t *testing.T, s *Shuffle, task *stopSignal) (func() error, bool) {
+	{name: "Emit into a full queue nobody reads", setup: func(t *testing.T, s *Shuffle, task *TaskStop) (func() error, bool) {
 		cancelGate(t, s, notStopped)
 		w := cancelWriter(t, s, task, 1)
 		return func() error { return w.Emit(context.Background(), 0, 1) }, true
 	}},
-	{name: "Next with records at hand", setup: func(t *testing.T, s *Shuffle, task *stopSignal) (func() error, bool) {
+	{name: "Next with records at hand", setup: func(t *testing.T, s *Shuffle, task *TaskStop) (func() error, bool) {
 		g := cancelGate(t, s, task)
 		w := cancelWriter(t, s, notStopped, 1)
 		emitRange(t, w, 0, 0, 3*DefaultBatchSize)
 		return func() error { _, err := g.Next(context.Background()); return err }, false
 	}},
-	{name: "Next on an input without data", setup: func(t *testing.T, s *Shuffle, task *stopSignal) (func() error, bool) {
+	{name: "Next on an input without data", setup: func(t *testing.T, s *Shuffle, task *TaskStop) (func() error, bool) {
 		g := cancelGate(t, s, task)
 		cancelWriter(t, s, notStopped, 1)
 		return func() error { _, err := g.Next(context.Background()); return err }, true
 	}},
-	{name: "NextAny with records at hand", setup: func(t *testing.T, s *Shuffle, task *stopSignal) (func() error, bool) {
+	{name: "NextAny with records at hand", setup: func(t *testing.T, s *Shuffle, task *TaskStop) (func() error, bool) {
 		env := cancelEnv(t, s, task)
 		w := cancelWriter(t, s, notStopped, 1)
 		emitRange(t, w, 0, 0, 3*DefaultBatchSize)
 		return func() error { _, _, err := env.NextAny(context.Background()); return err }, false
 	}},
-	{name: "NextAny on inputs without data", setup: func(t *testing.T, s *Shuffle, task *stopSignal) (func() error, bool) {
+	{name: "NextAny on inputs without data", setup: func(t *testing.T, s *Shuffle, task *TaskStop) (func() error, bool) {
 		env := cancelEnv(t, s, task)
 		cancelWriter(t, s, notStopped, 1)
 		return func() error { _, _, err := env.NextAny(context.Background()); return err }, true
@@ -98,7 +98,7 @@ func TestTaskAPICallsFailOnceTheTaskIsCanceled(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := NewShuffle(ShuffleConfig{})
-				task := newStopSignal(context.Background())
+				task := newTaskStop(context.Background())
 				defer task.cancel(nil)
 				cancel := func() { task.stop(&stopReason{kind: stopCancel}) }
 				call, blocks := c.setup(t, s, task)

@@ -284,12 +284,12 @@ func TestNextAnyReturnsWhenCtxEnds(t *testing.T) {
 		got := startReader(env, rctx)
 		nothingYet(t, got)
 		for _, g := range env.gates {
-			assert.True(t, g.hungry.Load(), "a waiting NextAny asks every open input's writers for partial batches")
+			assert.True(t, g.(*inputGate).hungry.Load(), "a waiting NextAny asks every open input's writers for partial batches")
 		}
 		cancel()
 		assert.Equal(t, anyRecord{In: -1, Err: context.Canceled}, <-got)
 		for _, g := range env.gates {
-			assert.False(t, g.hungry.Load())
+			assert.False(t, g.(*inputGate).hungry.Load())
 		}
 
 		// With ctx ended, NextAny takes no new batch; the next call with a live ctx does.

@@ -57,7 +57,7 @@ type task struct {
 	token     jobgraph.JobMasterID
 
 	// sig carries the task's context (ctx, cancel are its fields, for brevity); safe anywhere.
-	sig    *stopSignal
+	sig    *TaskStop
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -86,7 +86,7 @@ func (te *TaskExecutor) newTask(tdd rpc.TaskDeploymentDescriptor, jc *jobConnect
 	} else {
 		t.missing = &UnknownInvokableError{Name: tdd.Invokable, TaskExecutor: te.id, Registered: te.registry.Names()}
 	}
-	t.sig = newStopSignal(te.ctx)
+	t.sig = newTaskStop(te.ctx)
 	t.ctx, t.cancel = t.sig.ctx, t.sig.cancel
 	return t
 }
@@ -134,13 +134,13 @@ const noFinalState = jobgraph.ExecutionStateCreated
 func (t *task) execute() (jobgraph.ExecutionState, error) {
 	te := t.te
 	if t.missing != nil {
-		te.shuffle.failProduced(t.tdd.JobID, te.id, t.tdd.ProducedPartitions, t.missing)
+		te.shuffle.FailPartitions(t.ioOwner(), t.tdd.ProducedPartitions, t.missing)
 		return jobgraph.ExecutionStateFailed, t.missing
 	}
 	t.report(jobgraph.ExecutionStateInitializing, nil)
 	env, err := t.setup()
 	if err != nil {
-		te.shuffle.failProduced(t.tdd.JobID, te.id, t.tdd.ProducedPartitions, err)
+		te.shuffle.FailPartitions(t.ioOwner(), t.tdd.ProducedPartitions, err)
 		return t.end(nil, fmt.Errorf("setting up %s: %w", t.tdd.TaskName, err))
 	}
 	if t.stopped() == nil {
@@ -230,31 +230,33 @@ func (t *task) setup() (*environment, error) {
 		Config:             tdd.Config,
 	})
 	env.accs = t.accs
-	for i, d := range tdd.ProducedPartitions {
-		w, err := te.shuffle.newWriter(tdd.JobID, te.id, d)
-		if err != nil {
-			env.failOutputs(err)
-			return nil, fmt.Errorf("output %d: %w", i, err)
-		}
-		w.stop = t.sig
-		env.writers = append(env.writers, w)
+	owner := t.ioOwner()
+	owner.Wake, owner.BeforeWait = env.wake, env.flushIdle
+	writers, err := te.shuffle.CreateResultPartitionWriters(owner, tdd.ProducedPartitions)
+	if err != nil {
+		return nil, err
 	}
-	for i, d := range tdd.InputGates {
-		if err := env.openInput(te.shuffle, tdd.JobID, d); err != nil {
-			env.closeInputs()
-			env.failOutputs(err)
-			return nil, fmt.Errorf("input %d: %w", i, err)
-		}
+	env.writers = writers
+	gates, err := te.shuffle.CreateInputGates(owner, tdd.InputGates)
+	if err != nil {
+		env.failOutputs(err)
+		return nil, err
 	}
+	env.gates = gates
 	return env, nil
+}
+
+// ioOwner describes the task to the shuffle.
+func (t *task) ioOwner() ShuffleIOOwnerContext {
+	return ShuffleIOOwnerContext{JobID: t.tdd.JobID, TaskName: t.tdd.TaskName, TaskExecutor: t.te.id, Stop: t.sig}
 }
 
 // environment is the Environment of one task. Used only from the task's goroutine.
 type environment struct {
-	stop    *stopSignal // the task's; its gates and writers share it
+	stop    *TaskStop // the task's; its gates and writers share it
 	info    TaskInfo
-	gates   []*inputGate
-	writers []*partitionWriter
+	gates   []ShuffleReader
+	writers []ShuffleWriter
 
 	// What NextAny needs. wake is shared by every gate (inputGate.anyWake).
 	wake    chan struct{}
@@ -272,19 +274,17 @@ var (
 	_ AnyInputReader = (*environment)(nil)
 )
 
-func newEnvironment(stop *stopSignal, info TaskInfo) *environment {
+func newEnvironment(stop *TaskStop, info TaskInfo) *environment {
 	return &environment{stop: stop, info: info, wake: make(chan struct{}, 1), cur: -1, accs: NewAccumulatorRegistry()}
 }
 
-// openInput attaches the task's next input gate, reading what d names.
+// openInput attaches the task's next input gate, reading what d names (in tests).
 func (e *environment) openInput(s *Shuffle, job jobgraph.JobID, d rpc.InputGateDeploymentDescriptor) error {
-	g, err := s.openGate(job, d, e.wake)
+	gates, err := s.CreateInputGates(ShuffleIOOwnerContext{JobID: job, Stop: e.stop, Wake: e.wake, BeforeWait: e.flushIdle}, []rpc.InputGateDeploymentDescriptor{d})
 	if err != nil {
 		return err
 	}
-	g.beforeWait = e.flushIdle
-	g.stop = e.stop
-	e.gates = append(e.gates, g)
+	e.gates = append(e.gates, gates...)
 	return nil
 }
 
@@ -310,13 +310,11 @@ func (e *environment) Output(i int) ResultPartitionWriter {
 
 // NextAny hands out the records of the batch it took last; see AnyInputReader.
 func (e *environment) NextAny(ctx context.Context) (int, any, error) {
-	if err := e.stop.err(); err != nil {
+	if err := e.stop.Err(); err != nil {
 		return -1, nil, err
 	}
 	if i := e.cur; i >= 0 {
-		if g := e.gates[i]; g.pos < len(g.cur) {
-			r := g.cur[g.pos]
-			g.pos++
+		if r, ok := e.gates[i].Buffered(); ok {
 			return i, r, nil
 		}
 	}
@@ -330,14 +328,11 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 	if e.err != nil {
 		return e.errIn, nil, e.err
 	}
-	if e.cur >= 0 {
-		e.gates[e.cur].recycleCur()
-		e.cur = -1
-	}
+	e.cur = -1
 	n := len(e.gates)
 	defer e.notWaiting()
 	for {
-		if err := e.stop.check(ctx); err != nil {
+		if err := e.stop.Check(ctx); err != nil {
 			return -1, nil, err
 		}
 		open := 0
@@ -347,7 +342,7 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 				i -= n
 			}
 			g := e.gates[i]
-			r, ok, err := g.poll()
+			r, ok, err := g.Poll()
 			switch {
 			case ok:
 				e.cur = i
@@ -373,9 +368,7 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 		if !e.waiting {
 			e.waiting = true
 			for _, g := range e.gates {
-				if !g.ended && g.err == nil {
-					g.hungry.Store(true)
-				}
+				g.SetWaiting(true)
 			}
 		}
 		select {
@@ -393,25 +386,25 @@ func (e *environment) notWaiting() {
 	}
 	e.waiting = false
 	for _, g := range e.gates {
-		g.hungry.Store(false)
+		g.SetWaiting(false)
 	}
 }
 
 func (e *environment) flushIdle() {
 	for _, w := range e.writers {
-		w.flushIdle()
+		w.FlushIdle()
 	}
 }
 
 func (e *environment) closeInputs() {
 	for _, g := range e.gates {
-		g.close()
+		g.Close()
 	}
 }
 
 func (e *environment) finishOutputs(ctx context.Context) error {
 	for _, w := range e.writers {
-		if err := w.finish(ctx); err != nil {
+		if err := w.Finish(ctx); err != nil {
 			return err
 		}
 	}
@@ -420,7 +413,7 @@ func (e *environment) finishOutputs(ctx context.Context) error {
 
 func (e *environment) failOutputs(cause error) {
 	for _, w := range e.writers {
-		w.fail(cause)
+		w.Fail(cause)
 	}
 }
 

@@ -601,8 +601,8 @@ func (s *Shuffle) publish(p *partition, sub int, batch []any) {
 type partitionWriter struct {
 	s    *Shuffle
 	p    *partition
-	stop *stopSignal // the writing task's
-	n    int         // subpartitions
+	stop *TaskStop // the writing task's
+	n    int       // subpartitions
 	// slot maps a subpartition to 1 + its index in outs, 0 for none yet: 4 bytes per
 	// subpartition, allocated at the first record. outs holds only subpartitions written to.
 	slot      []int32
@@ -707,7 +707,7 @@ func (w *partitionWriter) newBuf() []any {
 }
 
 func (w *partitionWriter) Emit(ctx context.Context, s int, record any) error {
-	if err := w.stop.err(); err != nil {
+	if err := w.stop.Err(); err != nil {
 		return err
 	}
 	if uint(s) >= uint(w.n) {
@@ -762,7 +762,7 @@ func (w *partitionWriter) flush(ctx context.Context, o *outBuf, block bool) erro
 		// Once per batch: an Emit into a subpartition whose reader went away never waits, so
 		// this is where a task looping on Emit learns that ctx ended or that its TaskExecutor
 		// is closing.
-		if err := w.stop.check(ctx); err != nil {
+		if err := w.stop.Check(ctx); err != nil {
 			return err
 		}
 	}
@@ -928,7 +928,7 @@ type inputGate struct {
 	s    *Shuffle
 	grp  *group // nil for a gate without partitions; Shuffle.mu
 	sub  int
-	stop *stopSignal // the reading task's
+	stop *TaskStop // the reading task's
 
 	mu       sync.Mutex
 	queue    fifo[entry]
@@ -1136,7 +1136,7 @@ func (g *inputGate) take() (e entry, ok, end bool, err *PartitionError) {
 }
 
 func (g *inputGate) Next(ctx context.Context) (any, error) {
-	if err := g.stop.err(); err != nil {
+	if err := g.stop.Err(); err != nil {
 		return nil, err
 	}
 	if g.pos < len(g.cur) {
@@ -1150,7 +1150,7 @@ func (g *inputGate) Next(ctx context.Context) (any, error) {
 func (g *inputGate) nextBatch(ctx context.Context) (any, error) {
 	for {
 		if g.err == nil {
-			if err := g.stop.check(ctx); err != nil {
+			if err := g.stop.Check(ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -1275,55 +1275,6 @@ func (g *inputGate) close() {
 	if grp.gates == 0 {
 		s.groupIdle(grp)
 	}
-}
-
-// stopSignal is how the gates and writers of a task learn that the task was stopped (canceled,
-// failed from outside, or its TaskExecutor is closing), so that every call of the task API that
-// waits, or that a task may loop on, fails from then on — whatever ctx the task passes, and even
-// when the call would neither wait nor fail otherwise (an Emit into a subpartition whose reader
-// went away, a Next with records at hand). Flink gets the same from interrupting the task thread
-// and from releasing the task's network resources (Task.TaskCanceler).
-type stopSignal struct {
-	ctx    context.Context // the task's context
-	cancel context.CancelCauseFunc
-	// stopped is set by stop just before ctx is canceled, so a task that sees ctx canceled
-	// never gets nil from its next call: one atomic load per call is all the hot paths pay.
-	// When ctx ends otherwise (its TaskExecutor is closing or was killed) the calls see it at
-	// their next batch or wait (check).
-	stopped atomic.Bool
-}
-
-// notStopped is the signal of gates and writers that belong to no task (in tests).
-var notStopped = &stopSignal{ctx: context.Background(), cancel: func(error) {}}
-
-func newStopSignal(parent context.Context) *stopSignal {
-	ctx, cancel := context.WithCancelCause(parent)
-	return &stopSignal{ctx: ctx, cancel: cancel}
-}
-
-// stop cancels the task's context with why (the first reason wins) and tells its gates and
-// writers. Safe anywhere.
-func (s *stopSignal) stop(why error) {
-	s.stopped.Store(true)
-	s.cancel(why)
-}
-
-// err is context.Canceled — what the task's context's Err returns once canceled — once stop
-// was called, else nil. Every call of the task API checks it first.
-func (s *stopSignal) err() error {
-	if s.stopped.Load() {
-		return context.Canceled
-	}
-	return nil
-}
-
-// check returns the task's context's error, or ctx's, once either has ended: the test a call
-// makes once per batch and before it waits.
-func (s *stopSignal) check(ctx context.Context) error {
-	if err := s.ctx.Err(); err != nil {
-		return err
-	}
-	return ctx.Err()
 }
 
 // fifo is a queue on a slice that reuses its array.

@@ -109,9 +109,10 @@ type Config struct {
 	// ResourceManagerAddress is where Start registers the TaskExecutor. When empty the
 	// TaskExecutor registers with no ResourceManager (and tells none about freed slots).
 	ResourceManagerAddress string
-	// Shuffle carries records between tasks; share one between the TaskExecutors of a process.
-	// A private one when nil.
-	Shuffle *Shuffle
+	// Shuffle is the ShuffleEnvironment that carries records between tasks (Flink: the
+	// TaskExecutor's ShuffleEnvironment, chosen by shuffle-service-factory.class). A private
+	// in-memory *Shuffle when nil; TaskExecutors of one process that exchange records share one.
+	Shuffle ShuffleEnvironment
 	// Logger receives the TaskExecutor's logs (slog.Default() when nil).
 	Logger *slog.Logger
 	// HeartbeatInterval is option heartbeat.interval (default 10 s; 0 means the default). The
@@ -149,7 +150,7 @@ type TaskExecutor struct {
 	registry *Registry
 	rpc      rpc.Service
 	rmAddr   string
-	shuffle  *Shuffle
+	shuffle  ShuffleEnvironment
 	log      *slog.Logger
 
 	loop *mainloop.Loop
@@ -316,7 +317,7 @@ func (te *TaskExecutor) ResourceID() jobgraph.ResourceID { return te.id }
 func (te *TaskExecutor) Address() string { return te.address }
 
 // Shuffle returns the shuffle the TaskExecutor's tasks read and write.
-func (te *TaskExecutor) Shuffle() *Shuffle { return te.shuffle }
+func (te *TaskExecutor) Shuffle() ShuffleEnvironment { return te.shuffle }
 
 // Start registers the TaskExecutor under its address, then with the ResourceManager, reporting
 // all its slots free. It may be called once.
@@ -776,7 +777,7 @@ func (te *TaskExecutor) ReleasePartitions(ctx context.Context, job jobgraph.JobI
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	te.shuffle.ReleasePartitions(partitions...)
+	te.shuffle.ReleasePartitionsLocally(partitions...)
 	return nil
 }
 
@@ -807,7 +808,7 @@ func (te *TaskExecutor) disconnectJobMaster(job jobgraph.JobID, cause error) {
 		}
 	}
 	te.forgetJob(job)
-	te.shuffle.releaseJob(job, te.id)
+	te.shuffle.ReleaseJobPartitions(job, te.id)
 }
 
 // HeartbeatFromJobMaster answers a JobMaster's heartbeat request. The request names the JobMaster
