@@ -80,6 +80,11 @@ type Config struct {
 	// ExecutionStateListener, if set, hears every state every execution attempt enters after
 	// CREATED. It runs on the job's JobMaster loop and must not block.
 	ExecutionStateListener func(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState)
+	// TaskCancellationInterval and TaskCancellationTimeout are every TaskExecutor's
+	// task.cancellation.interval (default 30 s) and task.cancellation.timeout (default 180 s;
+	// taskexecutor.NoTaskCancellationTimeout disables it): see taskexecutor.Config.
+	TaskCancellationInterval time.Duration
+	TaskCancellationTimeout  time.Duration
 	// ExceptionHistorySize: web.exception-history-size, default 16.
 	ExceptionHistorySize int
 	// JobStoreExpiration: jobstore.expiration-time, default 1 h; negative: never. See
@@ -251,6 +256,10 @@ func validate(cfg *Config) error {
 		return invalid("ExceptionHistorySize (web.exception-history-size) is %d, negative", cfg.ExceptionHistorySize)
 	case cfg.JobStoreMaxCapacity < 0:
 		return invalid("JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative", cfg.JobStoreMaxCapacity)
+	case cfg.TaskCancellationInterval < 0:
+		return invalid("TaskCancellationInterval (task.cancellation.interval) is %v, negative", cfg.TaskCancellationInterval)
+	case cfg.TaskCancellationTimeout < 0 && cfg.TaskCancellationTimeout != taskexecutor.NoTaskCancellationTimeout:
+		return invalid("TaskCancellationTimeout (task.cancellation.timeout) is %v, negative; taskexecutor.NoTaskCancellationTimeout disables the watchdog", cfg.TaskCancellationTimeout)
 	case cfg.RunCancelTimeout < 0:
 		return invalid("RunCancelTimeout is %v, negative", cfg.RunCancelTimeout)
 	}
@@ -318,17 +327,19 @@ func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.Tas
 	n := mc.nextTE
 	mc.nextTE++
 	te, err := taskexecutor.New(taskexecutor.Config{
-		ResourceID:             jobgraph.ResourceID(fmt.Sprintf("taskexecutor-%d", n)),
-		Address:                fmt.Sprintf("taskexecutor-%d", n),
-		NumSlots:               mc.cfg.SlotsPerTaskExecutor,
-		SlotProfile:            mc.cfg.SlotProfile,
-		Registry:               mc.cfg.Registry,
-		RPC:                    mc.rpc,
-		ResourceManagerAddress: ResourceManagerAddress,
-		Shuffle:                mc.shuffle,
-		Logger:                 mc.log,
-		HeartbeatInterval:      mc.cfg.HeartbeatInterval,
-		HeartbeatTimeout:       mc.cfg.HeartbeatTimeout,
+		ResourceID:               jobgraph.ResourceID(fmt.Sprintf("taskexecutor-%d", n)),
+		Address:                  fmt.Sprintf("taskexecutor-%d", n),
+		NumSlots:                 mc.cfg.SlotsPerTaskExecutor,
+		SlotProfile:              mc.cfg.SlotProfile,
+		Registry:                 mc.cfg.Registry,
+		RPC:                      mc.rpc,
+		ResourceManagerAddress:   ResourceManagerAddress,
+		Shuffle:                  mc.shuffle,
+		Logger:                   mc.log,
+		HeartbeatInterval:        mc.cfg.HeartbeatInterval,
+		HeartbeatTimeout:         mc.cfg.HeartbeatTimeout,
+		TaskCancellationInterval: mc.cfg.TaskCancellationInterval,
+		TaskCancellationTimeout:  mc.cfg.TaskCancellationTimeout,
 	})
 	if err != nil {
 		mc.mu.Unlock()
@@ -460,11 +471,16 @@ func (mc *MiniCluster) Dispatcher() dispatcher.Dispatcher { return mc.dispatcher
 func (mc *MiniCluster) ResourceManager() *resourcemanager.ResourceManager { return mc.rm }
 
 // TaskExecutors returns the cluster's running TaskExecutors in start order: those Start and
-// AddTaskExecutor started, less those KillTaskExecutor and RemoveTaskExecutor took away.
+// AddTaskExecutor started, less those KillTaskExecutor and RemoveTaskExecutor took away and those
+// that failed fatally (TaskExecutor.FatalError, a task stuck past task.cancellation.timeout), as
+// Flink's MiniCluster terminates a TaskManager that reports a fatal error. The cluster still
+// releases a failed one on Close.
 func (mc *MiniCluster) TaskExecutors() []*taskexecutor.TaskExecutor {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	return slices.Clone(mc.taskExecutors)
+	return slices.DeleteFunc(slices.Clone(mc.taskExecutors), func(te *taskexecutor.TaskExecutor) bool {
+		return te.FatalError() != nil
+	})
 }
 
 // RPC returns the cluster's RPC service, where every endpoint is registered.

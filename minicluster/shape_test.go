@@ -41,6 +41,8 @@ func TestNewRefusesBadConfigNamingTheOptionKey(t *testing.T) {
 		{"exception history", minicluster.Config{ExceptionHistorySize: -1}, "minicluster: invalid configuration: ExceptionHistorySize (web.exception-history-size) is -1, negative"},
 		{"job store capacity", minicluster.Config{JobStoreMaxCapacity: -1}, "minicluster: invalid configuration: JobStoreMaxCapacity (jobstore.max-capacity) is -1, negative"},
 		{"run cancel timeout", minicluster.Config{RunCancelTimeout: -time.Second}, "minicluster: invalid configuration: RunCancelTimeout is -1s, negative"},
+		{"task cancellation interval", minicluster.Config{TaskCancellationInterval: -time.Second}, "minicluster: invalid configuration: TaskCancellationInterval (task.cancellation.interval) is -1s, negative"},
+		{"task cancellation timeout", minicluster.Config{TaskCancellationTimeout: -time.Second}, "minicluster: invalid configuration: TaskCancellationTimeout (task.cancellation.timeout) is -1s, negative; taskexecutor.NoTaskCancellationTimeout disables the watchdog"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name != "no registry" {

@@ -69,7 +69,23 @@ func (l *errorLog) get() []errorRecord {
 // fatally — an ERROR names the stuck task — and disconnects, so the restart, pending since
 // t0 + 1 s, deploys both tasks on the other TaskExecutor at that same instant: one restart, whose
 // exception history entry has the lost stuck task as a concurrent failure.
+//
+// Config.TaskCancellationTimeout reaches the TaskExecutors: with 20 s the same happens at t0 + 20 s.
 func TestStuckTaskFailsItsTaskExecutorAndTheJobRestartsElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured time.Duration // minicluster.Config.TaskCancellationTimeout
+		timeout    time.Duration // the timeout in force
+		redeployed string        // when both tasks are redeployed, t0 + timeout
+	}{
+		{"Flink's default", 0, 180 * time.Second, "3m5s"},
+		{"configured", 20 * time.Second, 20 * time.Second, "25s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { stuckTaskFailsItsTaskExecutor(t, tc.configured, tc.timeout, tc.redeployed) })
+	}
+}
+
+func stuckTaskFailsItsTaskExecutor(t *testing.T, configured, timeout time.Duration, redeployed string) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		begin := time.Now()
@@ -95,10 +111,11 @@ func TestStuckTaskFailsItsTaskExecutorAndTheJobRestartsElsewhere(t *testing.T) {
 			return ctx.Err()
 		})
 		mc := start(t, minicluster.Config{
-			TaskExecutors:          2,
-			Registry:               reg,
-			ExecutionStateListener: deploys.listen,
-			Logger:                 slog.New(errs),
+			TaskExecutors:           2,
+			Registry:                reg,
+			ExecutionStateListener:  deploys.listen,
+			Logger:                  slog.New(errs),
+			TaskCancellationTimeout: configured,
 		})
 		g := jobgraph.New("stuck-on-cancel", jobgraph.Streaming)
 		stuck := g.AddVertex("stuck", "stuck", 1)
@@ -119,22 +136,23 @@ func TestStuckTaskFailsItsTaskExecutorAndTheJobRestartsElsewhere(t *testing.T) {
 		t0 := 5 * time.Second
 		at(begin, t0)
 		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID))
-		at(begin, t0+180*time.Second-time.Nanosecond)
+		at(begin, t0+timeout-time.Nanosecond)
 		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID), "the restart waits for stuck to be canceled")
 		assert.Len(t, deploys.since(0), 2, "nothing redeployed yet")
 		assert.Empty(t, errs.get())
-		assert.Len(t, mc.TaskExecutors(), 2)
+		running := mc.TaskExecutors()
+		assert.Len(t, running, 2)
 
-		at(begin, t0+180*time.Second)
+		at(begin, t0+timeout)
 		logged := errs.get()
 		require.Len(t, logged, 1)
-		assert.Equal(t, t0+180*time.Second, logged[0].At)
+		assert.Equal(t, t0+timeout, logged[0].At)
 		assert.Contains(t, logged[0].Msg, "task.cancellation.timeout")
 		for k, v := range map[string]any{"taskExecutor": string(first), "task": "stuck (1/1)", "vertex": "stuck", "subtask": int64(0), "attempt": int64(0)} {
 			assert.Equal(t, v, logged[0].Attrs[k], k)
 		}
 		var failed *taskexecutor.TaskExecutor
-		for _, te := range mc.TaskExecutors() {
+		for _, te := range running {
 			if te.ResourceID() == first {
 				failed = te
 			}
@@ -142,8 +160,10 @@ func TestStuckTaskFailsItsTaskExecutorAndTheJobRestartsElsewhere(t *testing.T) {
 		require.NotNil(t, failed)
 		assert.ErrorIs(t, failed.FatalError(), taskexecutor.ErrTaskCancellationTimeout)
 		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped the failed TaskExecutor")
+		require.Len(t, mc.TaskExecutors(), 1, "the cluster no longer lists the failed TaskExecutor")
+		assert.Equal(t, other, mc.TaskExecutors()[0].ResourceID())
 
-		assert.Equal(t, []string{"failer_0#1 at 3m5s", "stuck_0#1 at 3m5s"}, deploys.since(2))
+		assert.Equal(t, []string{"failer_0#1 at " + redeployed, "stuck_0#1 at " + redeployed}, deploys.since(2))
 		assert.Equal(t, jobgraph.JobStatusRunning, jobStatus(t, mc, g.JobID))
 		archived, err = mc.RequestJob(ctx, g.JobID)
 		require.NoError(t, err)
@@ -165,7 +185,7 @@ func TestStuckTaskFailsItsTaskExecutorAndTheJobRestartsElsewhere(t *testing.T) {
 		assert.Equal(t, t0, h.Timestamp.Sub(begin))
 		require.Len(t, h.Concurrent, 1)
 		assert.Equal(t, "stuck (1/1)", h.Concurrent[0].TaskName)
-		assert.Equal(t, t0+180*time.Second, h.Concurrent[0].Timestamp.Sub(begin))
+		assert.Equal(t, t0+timeout, h.Concurrent[0].Timestamp.Sub(begin))
 		assert.Contains(t, h.Concurrent[0].Message, "TaskExecutor "+string(first)+" failed fatally: task stuck (1/1) (vertex \"stuck\", subtask 0, attempt 0)")
 	})
 }
