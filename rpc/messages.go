@@ -82,11 +82,19 @@ type ResultPartitionDeploymentDescriptor struct {
 
 // InputGateDeploymentDescriptor tells a task about one input (one per JobEdge, in input-index
 // order): the partitions it reads and which subpartition of each.
-// Flink: org.apache.flink.runtime.deployment.InputGateDeploymentDescriptor.
+//
+// The scheduler builds the Partitions of one ConsumedPartitionGroup once (per generation of
+// producer attempts) and gives the same slice to every consumer of the group: deploying the C
+// consumers of a P-partition group costs P IDs, not P × C. Whoever receives a descriptor must
+// not modify its slices. Its JSON form names a range of one producer's partitions in O(1) bytes
+// plus one pair per change of attempt number along the range ("partitionRange", see
+// MarshalJSON), the explicit list otherwise.
+// Flink: org.apache.flink.runtime.deployment.InputGateDeploymentDescriptor, whose
+// ShuffleDescriptors Flink serializes and compresses once per group.
 type InputGateDeploymentDescriptor struct {
 	DataSetID  jobgraph.IntermediateDataSetID `json:"dataSetId"`
 	ResultType jobgraph.ResultPartitionType   `json:"resultType"`
-	// Partitions are read in this order.
+	// Partitions are read in this order; shared, read-only.
 	Partitions []ResultPartitionID `json:"partitions"`
 	// ConsumedSubpartitionIndex is the subpartition this consumer reads of every partition of the
 	// gate: one index for the gate, not one per partition, so an ALL_TO_ALL gate of P partitions
