@@ -30,8 +30,10 @@ func benchJobGraph(parallelism int, jobType jobgraph.JobType, resultType jobgrap
 	return g
 }
 
-// BenchmarkBuildExecutionGraph measures Build, regions included, and reports MiB-retained: the
-// live heap one built graph keeps (HeapAlloc after a GC with the graph alive, minus before).
+// BenchmarkBuildExecutionGraph mirrors Flink's BuildExecutionGraphBenchmark: one op is Build —
+// JobGraph → ExecutionGraph with its ConsumedPartitionGroups, ConsumerVertexGroups and pipelined
+// regions. MiB-retained is the live heap one built graph keeps (HeapAlloc after a GC with the
+// graph alive, minus before).
 func BenchmarkBuildExecutionGraph(b *testing.B) {
 	for _, bc := range benchCases {
 		b.Run(bc.name, func(b *testing.B) {

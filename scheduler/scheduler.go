@@ -724,14 +724,20 @@ func (s *DefaultScheduler) deployBulk(b *bulk) {
 			s.log.Debug("skipping a superseded deployment", "task", e.Vertex().Name(), "attempt", e.AttemptNumber())
 			continue
 		}
-		e.ResourceID = ss.slot.TaskExecutor
-		e.AllocationID = ss.slot.AllocationID
-		s.transition(e, jobgraph.ExecutionStateDeploying)
-		s.deployer.Deploy(s.tdds.build(e), ss.slot)
+		s.deploy(e, ss.slot)
 		if !s.schedulingAllowed() {
 			return
 		}
 	}
+}
+
+// deploy records slot on e (SCHEDULED, current), moves it to DEPLOYING and hands its descriptor
+// to the Deployer. Flink: Execution.deploy.
+func (s *DefaultScheduler) deploy(e *executiongraph.Execution, slot slotpool.AllocatedSlot) {
+	e.ResourceID = slot.TaskExecutor
+	e.AllocationID = slot.AllocationID
+	s.transition(e, jobgraph.ExecutionStateDeploying)
+	s.deployer.Deploy(s.tdds.build(e), slot)
 }
 
 // slotRequestFailed fails the executions waiting for a shared slot whose request failed.
