@@ -43,6 +43,8 @@ type hbTE struct {
 	frees       []hbFree
 	requests    []time.Duration
 	submits     []rpc.TaskDeploymentDescriptor
+	submitCalls []int            // the number of descriptors of each SubmitTasks call
+	failSubmit  map[string]error // by task name: what SubmitTasks answers for it
 	disconnects []error
 }
 
@@ -55,6 +57,23 @@ func (f *hbTE) SubmitTask(_ context.Context, _ jobgraph.JobMasterID, tdd rpc.Tas
 	defer f.mu.Unlock()
 	f.submits = append(f.submits, tdd)
 	return nil
+}
+
+func (f *hbTE) SubmitTasks(_ context.Context, _ jobgraph.JobMasterID, tdds []rpc.TaskDeploymentDescriptor) ([]error, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.submits = append(f.submits, tdds...)
+	f.submitCalls = append(f.submitCalls, len(tdds))
+	var errs []error
+	for i, tdd := range tdds {
+		if err := f.failSubmit[tdd.TaskName]; err != nil {
+			if errs == nil {
+				errs = make([]error, len(tdds))
+			}
+			errs[i] = err
+		}
+	}
+	return errs, nil
 }
 
 func (f *hbTE) CancelTask(context.Context, jobgraph.ExecutionAttemptID) error { return nil }
@@ -112,7 +131,7 @@ func (f *hbTE) snapshot() hbTE {
 	defer f.mu.Unlock()
 	return hbTE{
 		held: slices.Clone(f.held), frees: slices.Clone(f.frees), requests: slices.Clone(f.requests),
-		submits: slices.Clone(f.submits), disconnects: slices.Clone(f.disconnects),
+		submits: slices.Clone(f.submits), disconnects: slices.Clone(f.disconnects), submitCalls: slices.Clone(f.submitCalls),
 	}
 }
 
@@ -187,13 +206,19 @@ type hbEnv struct {
 
 func newHBEnv(t *testing.T, cfg jobmaster.Config) *hbEnv {
 	t.Helper()
+	g := jobgraph.New("src-sink", jobgraph.Batch)
+	src := g.AddVertex("src", "noop", 2)
+	sink := g.AddVertex("sink", "noop", 2)
+	g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Blocking)
+	return newHBEnvFor(t, cfg, g)
+}
+
+// newHBEnvFor is newHBEnv for the job g.
+func newHBEnvFor(t *testing.T, cfg jobmaster.Config, g *jobgraph.JobGraph) *hbEnv {
+	t.Helper()
 	e := &hbEnv{t: t, ctx: context.Background(), start: time.Now(), svc: rpc.NewLocalService(), rm: &hbRM{id: jobgraph.NewResourceManagerID()},
-		token: jobgraph.NewJobMasterID(), names: map[jobgraph.AllocationID]string{}}
+		token: jobgraph.NewJobMasterID(), names: map[jobgraph.AllocationID]string{}, g: g}
 	require.NoError(t, e.svc.Register("rm", e.rm))
-	e.g = jobgraph.New("src-sink", jobgraph.Batch)
-	src := e.g.AddVertex("src", "noop", 2)
-	sink := e.g.AddVertex("sink", "noop", 2)
-	e.g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Blocking)
 	cfg.RPC, cfg.ResourceManagerAddress = e.svc, "rm"
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

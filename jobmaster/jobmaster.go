@@ -185,6 +185,12 @@ type DefaultJobMaster struct {
 	terminal     bool
 	closed       bool
 
+	// deployMu orders every enqueue on the outbox against the open deploy batch: openDeploys is
+	// the batch of deployments queued last and not yet sent, nil once any other call is queued
+	// after it (a deploy then starts a new batch, so no call changes place with another).
+	deployMu    sync.Mutex
+	openDeploys *deployBatch
+
 	// The newest requirements not yet sent, shared with the outbox.
 	declareMu     sync.Mutex
 	declareLatest []rpc.ResourceRequirement
@@ -327,13 +333,94 @@ func (jm *DefaultJobMaster) sendAside(call func(ctx context.Context) error, onEr
 
 // send runs call in the outbox, in order with every other outgoing call.
 func (jm *DefaultJobMaster) send(call func(ctx context.Context) error, onError func(err error)) {
-	jm.outbox.Execute(func() {
+	jm.enqueue(func() {
 		ctx, cancel := jm.rpcContext()
 		defer cancel()
 		if err := call(ctx); err != nil && onError != nil {
 			jm.loop.Execute(func() { onError(err) })
 		}
 	})
+}
+
+// enqueue queues fn on the outbox after everything queued before, and closes the open deploy
+// batch: a later deploy goes after fn. Every outbox call but deploys goes through here.
+func (jm *DefaultJobMaster) enqueue(fn func()) {
+	jm.deployMu.Lock()
+	defer jm.deployMu.Unlock()
+	jm.openDeploys = nil
+	jm.outbox.Execute(fn)
+}
+
+// deployBatch is consecutive deployments in the outbox, by TaskExecutor in order of first
+// deployment: one SubmitTasks call per TaskExecutor, however many tasks a bulk puts there.
+// Guarded by the JobMaster's deployMu until the outbox takes it.
+type deployBatch struct {
+	byTE  map[jobgraph.ResourceID]int // index into perTE
+	perTE []teDeploys
+}
+
+type teDeploys struct {
+	id   jobgraph.ResourceID
+	gw   rpc.TaskExecutorGateway
+	tdds []rpc.TaskDeploymentDescriptor
+}
+
+// queueDeploy adds tdd for the TaskExecutor id to the open deploy batch, or queues a new batch
+// on the outbox. On the main loop.
+func (jm *DefaultJobMaster) queueDeploy(id jobgraph.ResourceID, gw rpc.TaskExecutorGateway, tdd rpc.TaskDeploymentDescriptor) {
+	jm.deployMu.Lock()
+	defer jm.deployMu.Unlock()
+	b := jm.openDeploys
+	if b == nil {
+		b = &deployBatch{byTE: map[jobgraph.ResourceID]int{}}
+		jm.openDeploys = b
+		jm.outbox.Execute(func() { jm.sendDeploys(b) })
+	}
+	i, ok := b.byTE[id]
+	if !ok {
+		i = len(b.perTE)
+		b.byTE[id] = i
+		b.perTE = append(b.perTE, teDeploys{id: id, gw: gw})
+	}
+	b.perTE[i].tdds = append(b.perTE[i].tdds, tdd)
+}
+
+// sendDeploys carries out a deploy batch: it closes the batch and calls SubmitTasks once per
+// TaskExecutor; the deployments that failed go back to the main loop in one closure, each to
+// OnDeployFailed. On the outbox.
+func (jm *DefaultJobMaster) sendDeploys(b *deployBatch) {
+	jm.deployMu.Lock()
+	if jm.openDeploys == b {
+		jm.openDeploys = nil
+	}
+	perTE := b.perTE
+	jm.deployMu.Unlock()
+	type failed struct {
+		attempt jobgraph.ExecutionAttemptID
+		err     error
+	}
+	var failures []failed
+	for _, d := range perTE {
+		ctx, cancel := jm.rpcContext()
+		errs, err := d.gw.SubmitTasks(ctx, jm.token, d.tdds)
+		cancel()
+		for i, tdd := range d.tdds {
+			e := err
+			if e == nil && errs != nil {
+				e = errs[i]
+			}
+			if e != nil {
+				failures = append(failures, failed{tdd.ExecutionAttemptID, fmt.Errorf("deploying %s to %s: %w", tdd.TaskName, d.id, e)})
+			}
+		}
+	}
+	if len(failures) > 0 {
+		jm.loop.Execute(func() {
+			for _, f := range failures {
+				jm.sched.OnDeployFailed(f.attempt, f.err)
+			}
+		})
+	}
 }
 
 // declareRequirements sends the pool's requirements to the ResourceManager. Declarations replace
@@ -372,7 +459,7 @@ func (jm *DefaultJobMaster) sendFreeSlot(slot slotpool.AllocatedSlot, cause erro
 		return
 	}
 	jm.freeing[slot.AllocationID] = true
-	jm.outbox.Execute(func() {
+	jm.enqueue(func() {
 		ctx, cancel := jm.rpcContext()
 		defer cancel()
 		err := te.FreeSlot(ctx, slot.AllocationID, rpc.Failure(cause))
@@ -406,7 +493,8 @@ func (jm *DefaultJobMaster) freeSlotFailed(slot slotpool.AllocatedSlot, err erro
 		"taskExecutor", slot.TaskExecutor, "accepted", len(accepted) == 1, "err", err)
 }
 
-// deployer carries the scheduler's side effects out through the outbox.
+// deployer carries the scheduler's side effects out through the outbox. Deploy joins the open
+// deploy batch (one SubmitTasks call per TaskExecutor, see queueDeploy); the other calls close it.
 type deployer struct{ jm *DefaultJobMaster }
 
 func (d deployer) Deploy(tdd rpc.TaskDeploymentDescriptor, slot slotpool.AllocatedSlot) {
@@ -417,10 +505,7 @@ func (d deployer) Deploy(tdd rpc.TaskDeploymentDescriptor, slot slotpool.Allocat
 		jm.loop.Execute(func() { jm.sched.OnDeployFailed(tdd.ExecutionAttemptID, err) })
 		return
 	}
-	jm.send(func(ctx context.Context) error { return te.SubmitTask(ctx, jm.token, tdd) },
-		func(err error) {
-			jm.sched.OnDeployFailed(tdd.ExecutionAttemptID, fmt.Errorf("deploying %s to %s: %w", tdd.TaskName, slot.TaskExecutor, err))
-		})
+	jm.queueDeploy(slot.TaskExecutor, te, tdd)
 }
 
 func (d deployer) CancelTask(attempt jobgraph.ExecutionAttemptID, location jobgraph.ResourceID) {
@@ -578,7 +663,7 @@ func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token
 			return nil
 		}
 		gw, token, from, address, job := jm.rm, jm.token, jm.resourceID, jm.address, jm.job
-		jm.outbox.Execute(func() {
+		jm.enqueue(func() {
 			ctx, cancel := jm.rpcContext()
 			defer cancel()
 			rmID, err := gw.RegisterJobMaster(ctx, token, from, address, job)

@@ -71,6 +71,9 @@ func (f *fakeTaskExecutor) Take() []slotCall {
 func (f *fakeTaskExecutor) SubmitTask(context.Context, jobgraph.JobMasterID, rpc.TaskDeploymentDescriptor) error {
 	return nil
 }
+func (f *fakeTaskExecutor) SubmitTasks(context.Context, jobgraph.JobMasterID, []rpc.TaskDeploymentDescriptor) ([]error, error) {
+	return nil, nil
+}
 func (f *fakeTaskExecutor) CancelTask(context.Context, jobgraph.ExecutionAttemptID) error { return nil }
 func (f *fakeTaskExecutor) FreeSlot(context.Context, jobgraph.AllocationID, *jobgraph.ErrorInfo) error {
 	return nil

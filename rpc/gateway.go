@@ -122,6 +122,13 @@ type TaskExecutorGateway interface {
 	// SubmitTask starts an execution in the slot named by the descriptor. Fenced by the
 	// JobMasterID the slot was offered to: a stale one fails with ErrFencingTokenMismatch.
 	SubmitTask(ctx context.Context, token jobgraph.JobMasterID, tdd TaskDeploymentDescriptor) error
+	// SubmitTasks submits several descriptors in one call, in order, each as SubmitTask would:
+	// what a JobMaster deploys to one TaskExecutor in one go. errs is nil when every one
+	// started, else errs[i] is what SubmitTask(tdds[i]) would have returned (nil for those that
+	// started); err is a failure of the whole call (the TaskExecutor closed, ctx ended, the
+	// transport failed), after which the caller cannot tell which started. Flink sends one
+	// submitTask RPC per task; batching them is ours.
+	SubmitTasks(ctx context.Context, token jobgraph.JobMasterID, tdds []TaskDeploymentDescriptor) (errs []error, err error)
 	// CancelTask cancels a running execution; CANCELED is reported once it has returned.
 	CancelTask(ctx context.Context, attempt jobgraph.ExecutionAttemptID) error
 	// FreeSlot frees an allocated slot (canceling what runs in it) and tells the ResourceManager

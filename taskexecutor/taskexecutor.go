@@ -690,39 +690,64 @@ func (te *TaskExecutor) hasSlotsOf(job jobgraph.JobID) bool {
 // rpc.ErrFencingTokenMismatch error when token is not the JobMasterID the slot was offered to.
 // Task code missing from the Registry is not an error here: the task is reported FAILED.
 func (te *TaskExecutor) SubmitTask(ctx context.Context, token jobgraph.JobMasterID, tdd rpc.TaskDeploymentDescriptor) error {
-	return te.call(ctx, func() error {
-		n, ok := te.allocations[tdd.AllocationID]
-		if !ok {
-			return fmt.Errorf("TaskExecutor %s: cannot deploy %s: no slot allocated for allocation %s: %w",
-				te.id, tdd.TaskName, tdd.AllocationID, ErrSlotNotFound)
-		}
-		s := &te.slots[n]
-		if s.job != tdd.JobID {
-			return fmt.Errorf("TaskExecutor %s: cannot deploy %s: slot %d (allocation %s) belongs to job %s, not %s: %w",
-				te.id, tdd.TaskName, n, tdd.AllocationID, s.job, tdd.JobID, ErrSlotNotFound)
-		}
-		if s.state == slotReleasing {
-			return fmt.Errorf("TaskExecutor %s: cannot deploy %s: slot %d (allocation %s) is being freed: %w",
-				te.id, tdd.TaskName, n, tdd.AllocationID, ErrSlotNotFound)
-		}
-		jc := te.jobs[tdd.JobID]
-		if jc == nil || jc.token != token {
-			expected := "none"
-			if jc != nil {
-				expected = jc.token.String()
+	return te.call(ctx, func() error { return te.submit(token, tdd) })
+}
+
+// SubmitTasks implements rpc.TaskExecutorGateway: each descriptor in order as SubmitTask, on one
+// pass of the main loop; errs[i] is the error SubmitTask(tdds[i]) would have returned (errs is nil
+// when all started). err is the TaskExecutor's closed error or ctx's, and then none started.
+func (te *TaskExecutor) SubmitTasks(ctx context.Context, token jobgraph.JobMasterID, tdds []rpc.TaskDeploymentDescriptor) ([]error, error) {
+	var errs []error
+	err := te.call(ctx, func() error {
+		for i, tdd := range tdds {
+			if err := te.submit(token, tdd); err != nil {
+				if errs == nil {
+					errs = make([]error, len(tdds))
+				}
+				errs[i] = err
 			}
-			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id), Expected: expected, Got: token.String()}
 		}
-		if _, dup := te.tasks[tdd.ExecutionAttemptID]; dup {
-			return fmt.Errorf("TaskExecutor %s: execution %s already runs here", te.id, tdd.ExecutionAttemptID)
-		}
-		t := te.newTask(tdd, jc, n)
-		s.state = slotActive
-		s.tasks[tdd.ExecutionAttemptID] = t
-		te.tasks[tdd.ExecutionAttemptID] = t
-		te.spawnTask(t)
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// submit starts the execution of tdd; see SubmitTask. On the loop.
+func (te *TaskExecutor) submit(token jobgraph.JobMasterID, tdd rpc.TaskDeploymentDescriptor) error {
+	n, ok := te.allocations[tdd.AllocationID]
+	if !ok {
+		return fmt.Errorf("TaskExecutor %s: cannot deploy %s: no slot allocated for allocation %s: %w",
+			te.id, tdd.TaskName, tdd.AllocationID, ErrSlotNotFound)
+	}
+	s := &te.slots[n]
+	if s.job != tdd.JobID {
+		return fmt.Errorf("TaskExecutor %s: cannot deploy %s: slot %d (allocation %s) belongs to job %s, not %s: %w",
+			te.id, tdd.TaskName, n, tdd.AllocationID, s.job, tdd.JobID, ErrSlotNotFound)
+	}
+	if s.state == slotReleasing {
+		return fmt.Errorf("TaskExecutor %s: cannot deploy %s: slot %d (allocation %s) is being freed: %w",
+			te.id, tdd.TaskName, n, tdd.AllocationID, ErrSlotNotFound)
+	}
+	jc := te.jobs[tdd.JobID]
+	if jc == nil || jc.token != token {
+		expected := "none"
+		if jc != nil {
+			expected = jc.token.String()
+		}
+		return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id), Expected: expected, Got: token.String()}
+	}
+	if _, dup := te.tasks[tdd.ExecutionAttemptID]; dup {
+		return fmt.Errorf("TaskExecutor %s: execution %s already runs here", te.id, tdd.ExecutionAttemptID)
+	}
+	t := te.newTask(tdd, jc, n)
+	s.state = slotActive
+	s.tasks[tdd.ExecutionAttemptID] = t
+	te.tasks[tdd.ExecutionAttemptID] = t
+	te.spawnTask(t)
+	return nil
 }
 
 // taskDone forgets a task whose goroutine has reported its final state. On the loop.

@@ -82,6 +82,7 @@ var cases = []struct {
 	{"RequestSlot/IdempotentForTheSameAllocation", requestSlotIdempotent},
 	{"RequestSlot/SlotOccupiedByAnotherAllocation", requestSlotOccupied},
 	{"SubmitTask/IntoASlotNotAllocatedToTheJob", submitIntoForeignSlot},
+	{"SubmitTasks/EachDescriptorAsSubmitTask", submitTasksEach},
 	{"Fencing/StaleResourceManagerID", fencingStaleResourceManager},
 	{"Fencing/StaleJobMasterID", fencingStaleJobMaster},
 	{"Fencing/StaleDisconnectJobMaster", fencingStaleDisconnect},
@@ -242,6 +243,43 @@ func submitIntoForeignSlot(s *suite) {
 	require.NoError(s.t, s.te.SubmitTask(s.ctx, s.jm.token, d))
 	s.waitFor("the task finishes", func() bool {
 		return slices.Contains(s.jm.statesOf(d.ExecutionAttemptID), jobgraph.ExecutionStateFinished)
+	})
+	s.settle()
+	assert.Empty(s.t, s.jm.statesOf(other.ExecutionAttemptID))
+	assert.Empty(s.t, s.jm.statesOf(unknown.ExecutionAttemptID))
+}
+
+// SubmitTasks answers for each descriptor what SubmitTask would have: the job's own task runs,
+// one for another job's slot, one for an unknown allocation and one with a stale JobMasterID are
+// refused, and errs is nil when every descriptor started.
+func submitTasksEach(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	ok := s.tdd(s.job, a, InvokableFinish)
+	other := s.tdd(jobgraph.NewJobID(), a, InvokableFinish)
+	unknown := s.tdd(s.job, jobgraph.NewAllocationID(), InvokableFinish)
+	errs, err := s.te.SubmitTasks(s.ctx, s.jm.token, []rpc.TaskDeploymentDescriptor{other, ok, unknown})
+	require.NoError(s.t, err)
+	require.Len(s.t, errs, 3)
+	assert.Error(s.t, errs[0], "the slot is allocated to another job")
+	assert.NoError(s.t, errs[1], "the job's own task starts")
+	assert.Error(s.t, errs[2], "no slot is allocated under that allocation")
+	s.waitFor("the task finishes", func() bool {
+		return slices.Contains(s.jm.statesOf(ok.ExecutionAttemptID), jobgraph.ExecutionStateFinished)
+	})
+
+	b := jobgraph.NewAllocationID()
+	s.allocate(1, b)
+	stale := s.tdd(s.job, b, InvokableFinish)
+	errs, err = s.te.SubmitTasks(s.ctx, jobgraph.NewJobMasterID(), []rpc.TaskDeploymentDescriptor{stale})
+	require.NoError(s.t, err)
+	require.Len(s.t, errs, 1)
+	assert.ErrorIs(s.t, errs[0], rpc.ErrFencingTokenMismatch, "a JobMasterID other than the slot's")
+	errs, err = s.te.SubmitTasks(s.ctx, s.jm.token, []rpc.TaskDeploymentDescriptor{stale})
+	require.NoError(s.t, err)
+	assert.Nil(s.t, errs, "all started")
+	s.waitFor("the task finishes", func() bool {
+		return slices.Contains(s.jm.statesOf(stale.ExecutionAttemptID), jobgraph.ExecutionStateFinished)
 	})
 	s.settle()
 	assert.Empty(s.t, s.jm.statesOf(other.ExecutionAttemptID))
