@@ -34,7 +34,7 @@ type scaleCluster struct {
 	allRunning chan struct{}
 }
 
-func startScaleCluster(b *testing.B, p int) *scaleCluster {
+func startScaleCluster(b testing.TB, p int) *scaleCluster {
 	sc := &scaleCluster{p: p, allRunning: make(chan struct{}, 1)}
 	reg := taskexecutor.NewRegistry()
 	reg.Register("block", func(ctx context.Context, env taskexecutor.Environment) error {
@@ -77,7 +77,7 @@ func scaleJob(p int) *jobgraph.JobGraph {
 }
 
 // submitUntilRunning submits a fresh scaleJob and returns once all its tasks are RUNNING.
-func (sc *scaleCluster) submitUntilRunning(b *testing.B) *jobgraph.JobGraph {
+func (sc *scaleCluster) submitUntilRunning(b testing.TB) *jobgraph.JobGraph {
 	sc.running.Store(0)
 	g := scaleJob(sc.p)
 	if err := sc.mc.SubmitJob(context.Background(), g); err != nil {
@@ -88,7 +88,7 @@ func (sc *scaleCluster) submitUntilRunning(b *testing.B) *jobgraph.JobGraph {
 }
 
 // cancel cancels the job and waits for its result, which must be CANCELED.
-func (sc *scaleCluster) cancel(b *testing.B, g *jobgraph.JobGraph) {
+func (sc *scaleCluster) cancel(b testing.TB, g *jobgraph.JobGraph) {
 	ctx := context.Background()
 	if err := sc.mc.CancelJob(ctx, g.JobID); err != nil {
 		b.Fatal(err)
@@ -153,28 +153,58 @@ func (h *heapSampler) stop() float64 {
 	return float64(h.peak.Load()) / (1 << 20)
 }
 
+// cpuMeter adds up the CPU time the whole process spends between start and stop, where the OS
+// tells it (processCPUSeconds): on a machine shared with other work it changes less than the
+// wall time.
+type cpuMeter struct {
+	seconds, at float64
+	unknown     bool
+}
+
+func (m *cpuMeter) start() {
+	v, ok := processCPUSeconds()
+	m.at, m.unknown = v, m.unknown || !ok
+}
+
+func (m *cpuMeter) stop() {
+	v, ok := processCPUSeconds()
+	m.seconds += v - m.at
+	m.unknown = m.unknown || !ok
+}
+
+// report reports cpu-s/op unless the OS did not say.
+func (m *cpuMeter) report(b *testing.B) {
+	if !m.unknown {
+		b.ReportMetric(m.seconds/float64(b.N), "cpu-s/op")
+	}
+}
+
 // BenchmarkJobToRunning is issue 10's whole-cluster figure: on a MiniCluster of 50
 // TaskExecutors, one op submits scaleJob(p) and waits until all 2p tasks are RUNNING (counted by
 // the ExecutionStateListener). Canceling the job afterwards is outside the timer, and so is a
 // runtime.GC before each op. peak-heap-MiB is the highest heap in use (HeapInuse, sampled every
-// millisecond by heapSampler) during any op; the target at 10,000 is ≤ 1 s and ≤ 256 MiB.
+// millisecond by heapSampler) during any op, cpu-s/op the process's CPU time per op; the target at 10,000 is ≤ 1 s and ≤ 256 MiB.
 func BenchmarkJobToRunning(b *testing.B) {
 	for _, p := range scaleParallelisms {
 		b.Run(fmt.Sprintf("streaming-%d", p), func(b *testing.B) {
 			sc := startScaleCluster(b, p)
 			var peaks []float64
+			var cpu cpuMeter
 			for b.Loop() {
 				b.StopTimer()
 				runtime.GC()
 				h := startHeapSampler()
+				cpu.start()
 				b.StartTimer()
 				g := sc.submitUntilRunning(b)
 				b.StopTimer()
+				cpu.stop()
 				peaks = append(peaks, h.stop())
 				sc.cancel(b, g)
 				b.StartTimer()
 			}
 			b.ReportMetric(slices.Max(peaks), "peak-heap-MiB")
+			cpu.report(b)
 		})
 	}
 }
@@ -187,18 +217,22 @@ func BenchmarkCancelJob(b *testing.B) {
 		b.Run(fmt.Sprintf("streaming-%d", p), func(b *testing.B) {
 			sc := startScaleCluster(b, p)
 			var peaks []float64
+			var cpu cpuMeter
 			for b.Loop() {
 				b.StopTimer()
 				g := sc.submitUntilRunning(b)
 				runtime.GC()
 				h := startHeapSampler()
+				cpu.start()
 				b.StartTimer()
 				sc.cancel(b, g)
 				b.StopTimer()
+				cpu.stop()
 				peaks = append(peaks, h.stop())
 				b.StartTimer()
 			}
 			b.ReportMetric(slices.Max(peaks), "peak-heap-MiB")
+			cpu.report(b)
 		})
 	}
 }
