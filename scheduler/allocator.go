@@ -143,12 +143,24 @@ func (a *slotAllocator) allocate(execs []*executiongraph.Execution) {
 		a.complete(b)
 		return
 	}
-	for _, ss := range fresh {
-		if !ss.released {
-			a.request(ss)
+	requestAll := func() {
+		for _, ss := range fresh {
+			if !ss.released {
+				a.request(ss)
+			}
 		}
 	}
+	// One pool change for the whole bulk: the pool declares its requirements once, not once per
+	// request, and the requests it fulfils at once complete after the loop.
+	if bp, ok := a.pool.(batchingPool); ok {
+		bp.Batch(requestAll)
+	} else {
+		requestAll()
+	}
 }
+
+// batchingPool is a SlotPool that can take many calls as one change (*slotpool.Pool.Batch).
+type batchingPool interface{ Batch(fn func()) }
 
 func (a *slotAllocator) complete(b *bulk) {
 	if b.done {

@@ -144,6 +144,18 @@ func (p *Pool) leave() {
 	p.effects = p.effects[:0]
 }
 
+// Batch runs fn, which may call the pool any number of times, as one change of the pool: the
+// callbacks those calls queue (OnDone of requests fulfilled at once, OnReturnSlot, the
+// requirements declaration) run once fn has returned, in the order they were queued, and
+// requirements changed by many requests are computed and declared once. A scheduler asking for
+// the 10,000 slots of one bulk calls RequestSlot 10,000 times inside one Batch. On the pool's
+// goroutine, like every method; Batch inside Batch is one batch.
+func (p *Pool) Batch(fn func()) {
+	p.enter()
+	defer p.leave()
+	fn()
+}
+
 func (p *Pool) requirementsChanged() {
 	if p.declareQueued {
 		return

@@ -2,6 +2,7 @@ package slotpool
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -665,4 +666,32 @@ func TestOnDoneInsideCallbacksKeepsOrder(t *testing.T) {
 	r2.OnDone(func(AllocatedSlot, error) { order = append(order, "r2") })
 	p.OfferSlots(te1, []rpc.SlotOffer{offer(0, p1), offer(1, p1)})
 	assert.Equal(t, []string{"r1", "r2", "r2 added late"}, order)
+}
+
+// Requests made inside one Batch declare their requirements once, and a request fulfilled at
+// once inside it completes (OnDone) after the batch's function returned; outside a Batch each
+// request declares on its own.
+func TestBatchDeclaresTheRequirementsOfManyRequestsOnce(t *testing.T) {
+	p, _, rec := newTestPool(t)
+	for i := range 3 {
+		_, err := p.RequestSlot(NewSlotRequestID(), p1, 0)
+		require.NoError(t, err, "request %d", i)
+	}
+	assert.Equal(t, [][]rpc.ResourceRequirement{reqs(p1, 1), reqs(p1, 2), reqs(p1, 3)}, rec.takeDeclared())
+
+	p, _, rec = newTestPool(t)
+	require.NoError(t, p.IncreaseRequirements(p1, 3))
+	require.Len(t, p.OfferSlots(te1, []rpc.SlotOffer{offer(0, p1), offer(1, p1), offer(2, p1)}), 3)
+	rec.takeDeclared()
+	var order []string
+	p.Batch(func() {
+		for i := range 3 {
+			r, err := p.RequestSlot(NewSlotRequestID(), p1, 0)
+			require.NoError(t, err, "request %d", i)
+			r.OnDone(func(AllocatedSlot, error) { order = append(order, fmt.Sprintf("done %d", i)) })
+		}
+		order = append(order, "batch returns")
+	})
+	assert.Equal(t, []string{"batch returns", "done 0", "done 1", "done 2"}, order)
+	assert.Equal(t, [][]rpc.ResourceRequirement{reqs(p1, 6)}, rec.takeDeclared(), "one declaration for the three requests")
 }
