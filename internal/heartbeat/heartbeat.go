@@ -98,8 +98,12 @@ type Manager[K comparable] struct {
 	request   func(K)
 	onTimeout func(K)
 
-	targets map[K]*target
-	order   []K // monitored targets, in the order they were first monitored
+	targets map[K]*target[K]
+	// order holds the monitored targets in the order they were first monitored, and targets
+	// removed since the last compaction (removed set, dead of them): Unmonitor marks instead of
+	// deleting from the slice, so it costs O(1) amortized, not O(targets).
+	order   []*target[K]
+	dead    int
 	ticking bool
 	stopTck func() bool
 	stopped bool
@@ -107,9 +111,11 @@ type Manager[K comparable] struct {
 
 // target is one monitored target: its pending timeout and that timeout's generation, so a
 // timeout that was already posted when it was reset does nothing.
-type target struct {
-	cancel func() bool
-	gen    uint64
+type target[K comparable] struct {
+	key     K
+	cancel  func() bool
+	gen     uint64
+	removed bool
 }
 
 // New returns a Manager monitoring nothing.
@@ -130,7 +136,7 @@ func New[K comparable](cfg Config[K]) (*Manager[K], error) {
 		timeout:   timeout,
 		request:   cfg.RequestHeartbeat,
 		onTimeout: cfg.OnTimeout,
-		targets:   make(map[K]*target),
+		targets:   make(map[K]*target[K]),
 	}, nil
 }
 
@@ -149,9 +155,9 @@ func (m *Manager[K]) Monitor(k K) {
 	}
 	t, ok := m.targets[k]
 	if !ok {
-		t = &target{}
+		t = &target[K]{key: k}
 		m.targets[k] = t
-		m.order = append(m.order, k)
+		m.order = append(m.order, t)
 	}
 	m.arm(k, t)
 	if m.request != nil && !m.ticking {
@@ -189,7 +195,15 @@ func (m *Manager[K]) IsMonitored(k K) bool {
 }
 
 // Targets returns the monitored targets, in the order they were first monitored.
-func (m *Manager[K]) Targets() []K { return slices.Clone(m.order) }
+func (m *Manager[K]) Targets() []K {
+	out := make([]K, 0, len(m.targets))
+	for _, t := range m.order {
+		if !t.removed {
+			out = append(out, t.key)
+		}
+	}
+	return out
+}
 
 // Stop unmonitors every target and cancels every timer: no callback runs afterwards, and Monitor
 // does nothing. Stopping twice is harmless. Flink: HeartbeatManager.stop.
@@ -209,7 +223,7 @@ func (m *Manager[K]) Stop() {
 }
 
 // arm (re)starts t's timeout.
-func (m *Manager[K]) arm(k K, t *target) {
+func (m *Manager[K]) arm(k K, t *target[K]) {
 	if t.cancel != nil {
 		t.cancel()
 	}
@@ -218,19 +232,23 @@ func (m *Manager[K]) arm(k K, t *target) {
 	t.cancel = m.timers.Schedule(m.timeout, func() { m.timedOut(k, t, gen) })
 }
 
-func (m *Manager[K]) remove(k K, t *target) {
+func (m *Manager[K]) remove(k K, t *target[K]) {
 	if t.cancel != nil {
 		t.cancel()
 		t.cancel = nil
 	}
 	t.gen++
 	delete(m.targets, k)
-	if i := slices.Index(m.order, k); i >= 0 {
-		m.order = slices.Delete(m.order, i, i+1)
+	t.removed = true
+	m.dead++
+	if m.dead > len(m.order)/2 {
+		// Compact once more than half is dead: each removal pays O(1) amortized.
+		m.order = slices.DeleteFunc(m.order, func(t *target[K]) bool { return t.removed })
+		m.dead = 0
 	}
 }
 
-func (m *Manager[K]) timedOut(k K, t *target, gen uint64) {
+func (m *Manager[K]) timedOut(k K, t *target[K], gen uint64) {
 	if m.stopped || m.targets[k] != t || t.gen != gen {
 		return
 	}
@@ -248,12 +266,12 @@ func (m *Manager[K]) tick() {
 	}
 	// Requests may change what is monitored; a target unmonitored by an earlier request is
 	// skipped, one monitored meanwhile waits for the next tick.
-	for _, k := range slices.Clone(m.order) {
+	for _, t := range slices.Clone(m.order) {
 		if m.stopped {
 			return
 		}
-		if _, ok := m.targets[k]; ok {
-			m.request(k)
+		if !t.removed {
+			m.request(t.key)
 		}
 	}
 	if m.stopped {

@@ -336,3 +336,61 @@ func TestTimeoutError(t *testing.T) {
 	require.True(t, errors.As(wrapped, &te))
 	assert.Equal(t, "TaskExecutor taskexecutor-1", te.Target)
 }
+
+// Unmonitor marks a target and compacts later, so the order of the targets left (first
+// monitored first; a target monitored again goes last) must survive removals on both sides of
+// a compaction, and a tick must request exactly those targets in that order.
+func TestTargetsKeepTheirOrderAcrossRemovals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, true, 0, 0)
+		var targets []string
+		f.on(func() {
+			for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+				f.m.Monitor(k)
+			}
+			f.m.Unmonitor("b")
+			f.m.Unmonitor("d")
+			f.m.Monitor("b") // again: now last
+			f.m.Unmonitor("a")
+			f.m.Unmonitor("e") // more than half of the slice dead: compacted here
+			f.m.Unmonitor("x") // never monitored: nothing changes
+			f.m.Monitor("c")   // a heartbeat: keeps its place
+			targets = f.m.Targets()
+		})
+		assert.Equal(t, []string{"c", "f", "b"}, targets)
+		advance(10 * time.Second)
+		assert.Equal(t, []event{
+			{At: 10 * time.Second, Kind: "request", Target: "c"},
+			{At: 10 * time.Second, Kind: "request", Target: "f"},
+			{At: 10 * time.Second, Kind: "request", Target: "b"},
+		}, f.take())
+	})
+}
+
+// BenchmarkUnmonitor monitors n targets, then unmonitors them oldest first (as jobs end in the
+// order they started): one op is all n Unmonitor calls. Deleting from a slice made this
+// O(n²); marking and compacting makes it O(n).
+func BenchmarkUnmonitor(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("targets-%d", n), func(b *testing.B) {
+			m, err := heartbeat.New(heartbeat.Config[int]{Timers: nopTimers{}, OnTimeout: func(int) {}})
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				for k := range n {
+					m.Monitor(k)
+				}
+				b.StartTimer()
+				for k := range n {
+					m.Unmonitor(k)
+				}
+			}
+		})
+	}
+}
+
+// nopTimers schedules nothing.
+type nopTimers struct{}
+
+func (nopTimers) Schedule(time.Duration, func()) func() bool { return func() bool { return true } }
