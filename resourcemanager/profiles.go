@@ -70,6 +70,19 @@ func fulfilled(reqs []rpc.ResourceRequirement, acquired map[jobgraph.ResourcePro
 	if len(reqs) == 0 || len(acquired) == 0 {
 		return out
 	}
+	if len(reqs) == 1 {
+		// One line (a job whose slots share one profile, the common case, checked on every slot
+		// occupied): the maximum assignment is every matching slot, up to the line's count. No
+		// flow network to build.
+		n := 0
+		for p, k := range acquired {
+			if k > 0 && p.IsMatching(reqs[0].Profile) {
+				n += k
+			}
+		}
+		out[0] = min(n, reqs[0].Count)
+		return out
+	}
 	a := newAssignment(reqs, acquired)
 	a.matchExactly()
 	for a.augment() { // each call counts at least one more slot; it ends when none can be
