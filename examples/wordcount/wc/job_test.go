@@ -367,8 +367,8 @@ func TestBuildJob(t *testing.T) {
 	assert.Equal(t, jobgraph.AllToAll, sink.Inputs[0].DistributionPattern)
 	assert.Empty(t, sink.Results)
 
-	// The config JSON of every vertex: b (5) → 0; a (3) → 1; c (1) → 1.
-	assert.JSONEq(t, `{"splits":[[{"path":"b.go","size":5}],[{"path":"a.go","size":3},{"path":"c.go","size":1}]]}`, string(src.Config))
+	// The config JSON of every vertex: by path, ⌊2·bytes before / 9⌋: a 0 → 0; b 3 → 0; c 8 → 1.
+	assert.JSONEq(t, `{"splits":[[{"path":"a.go","size":3},{"path":"b.go","size":5}],[{"path":"c.go","size":1}]]}`, string(src.Config))
 	assert.JSONEq(t, `{}`, string(cnt.Config))
 	assert.JSONEq(t, `{}`, string(sink.Config))
 
