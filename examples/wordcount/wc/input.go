@@ -162,4 +162,3 @@ func SplitFiles(files []InputFile, n int) [][]InputFile {
 	}
 	return shares
 }
-
