@@ -1,0 +1,302 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// writeFileAtomically writes data to path so a reader sees the old content or the new, never a
+// part: temp file in the same directory, fsync, rename, fsync the directory.
+func writeFileAtomically(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+const metadataPrefix, metadataSuffix = "checkpoint-", ".json"
+
+// FileCompletedCheckpointStore is a durable CompletedCheckpointStore in one directory: one
+// metadata file per retained snapshot, "checkpoint-<20-digit id>.json", each written atomically
+// (temp file, fsync, rename, fsync directory) before Add returns. Open recovers the snapshots the
+// directory holds. A subsumed checkpoint's metadata is removed and then its state files, except
+// files a retained snapshot still lists; a subsumed savepoint's files are never deleted. Flink:
+// DefaultCompletedCheckpointStore over a file-system state handle store.
+type FileCompletedCheckpointStore struct {
+	mu          sync.Mutex
+	dir         string
+	maxRetained int
+	cps         []CompletedCheckpoint
+	shutdown    bool
+}
+
+// OpenFileCompletedCheckpointStore opens (creating it if needed) the store in dir, keeping
+// maxRetained snapshots (0 means DefaultNumRetained). It recovers every metadata file in dir,
+// oldest first; if more than maxRetained are there, it keeps them all until the next Add
+// subsumes the surplus. Errors: ErrInvalidConfig, the I/O error, or a metadata file that does not
+// decode (named in the error; nothing is deleted).
+func OpenFileCompletedCheckpointStore(dir string, maxRetained int) (*FileCompletedCheckpointStore, error) {
+	n, err := resolveRetained(maxRetained)
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, errorsJoin(ErrInvalidConfig, "checkpoint store directory is empty")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &FileCompletedCheckpointStore{dir: dir, maxRetained: n}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, metadataPrefix) || !strings.HasSuffix(name, metadataSuffix) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		var cp CompletedCheckpoint
+		if err := json.Unmarshal(data, &cp); err != nil {
+			return nil, fmt.Errorf("checkpoint: metadata file %s: %w", filepath.Join(dir, name), err)
+		}
+		s.cps = append(s.cps, cp)
+	}
+	slices.SortFunc(s.cps, func(a, b CompletedCheckpoint) int { return int(a.CheckpointID - b.CheckpointID) })
+	return s, nil
+}
+
+func (s *FileCompletedCheckpointStore) metadataPath(id CheckpointID) string {
+	return filepath.Join(s.dir, fmt.Sprintf("%s%020d%s", metadataPrefix, id, metadataSuffix))
+}
+
+// Add implements CompletedCheckpointStore: the metadata is durable before Add returns.
+func (s *FileCompletedCheckpointStore) Add(cp CompletedCheckpoint) ([]CompletedCheckpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return nil, ErrShutdown
+	}
+	if err := validateNew(s.cps, cp); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomically(s.metadataPath(cp.CheckpointID), data); err != nil {
+		return nil, fmt.Errorf("checkpoint: storing checkpoint %d: %w", cp.CheckpointID, err)
+	}
+	s.cps = append(s.cps, cloneCompleted(cp))
+	over := len(s.cps) - s.maxRetained
+	if over <= 0 {
+		return nil, nil
+	}
+	subsumed := slices.Clone(s.cps[:over])
+	s.cps = slices.Delete(s.cps, 0, over)
+	for _, old := range subsumed {
+		s.discard(old, old.Properties.DiscardOnSubsumed())
+	}
+	return subsumed, nil
+}
+
+// discard removes cp's metadata and, if withState, the files no retained snapshot lists. Best
+// effort: a file that cannot be removed stays (it is garbage, never a loss).
+func (s *FileCompletedCheckpointStore) discard(cp CompletedCheckpoint, withState bool) {
+	if err := os.Remove(s.metadataPath(cp.CheckpointID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return // metadata still there: keep the state it points to
+	}
+	if !withState {
+		return
+	}
+	referenced := map[string]bool{}
+	for _, kept := range s.cps {
+		for _, f := range kept.referencedFiles() {
+			referenced[f] = true
+		}
+	}
+	for _, f := range cp.referencedFiles() {
+		if !referenced[f] {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+// Latest implements CompletedCheckpointStore.
+func (s *FileCompletedCheckpointStore) Latest() (CompletedCheckpoint, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cps) == 0 {
+		return CompletedCheckpoint{}, false
+	}
+	return cloneCompleted(s.cps[len(s.cps)-1]), true
+}
+
+// All implements CompletedCheckpointStore.
+func (s *FileCompletedCheckpointStore) All() []CompletedCheckpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]CompletedCheckpoint, len(s.cps))
+	for i, cp := range s.cps {
+		out[i] = cloneCompleted(cp)
+	}
+	return out
+}
+
+// MaxRetained implements CompletedCheckpointStore.
+func (s *FileCompletedCheckpointStore) MaxRetained() int { return s.maxRetained }
+
+// Shutdown implements CompletedCheckpointStore.
+func (s *FileCompletedCheckpointStore) Shutdown(discard bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shutdown = true
+	if !discard {
+		return nil
+	}
+	all := s.cps
+	s.cps = nil
+	for _, cp := range all {
+		s.discard(cp, cp.Properties.DiscardOnSubsumed())
+	}
+	return nil
+}
+
+// FileCheckpointIDCounter is a durable CheckpointIDCounter: the next ID in one file, rewritten
+// atomically (temp file, fsync, rename, fsync directory) before GetAndIncrement returns, so a
+// counter opened over the same file later, in this process or another, never hands out an ID
+// again. Flink: ZooKeeperCheckpointIDCounter / KubernetesCheckpointIDCounter, on a file.
+type FileCheckpointIDCounter struct {
+	mu       sync.Mutex
+	path     string
+	next     CheckpointID
+	shutdown bool
+}
+
+// OpenFileCheckpointIDCounter opens (creating it with InitialCheckpointID if missing) the counter
+// file at path. Errors: ErrInvalidConfig for an empty path, the I/O error, or a file that does
+// not hold a positive number (named in the error).
+func OpenFileCheckpointIDCounter(path string) (*FileCheckpointIDCounter, error) {
+	if path == "" {
+		return nil, errorsJoin(ErrInvalidConfig, "checkpoint ID counter path is empty")
+	}
+	c := &FileCheckpointIDCounter{path: path, next: InitialCheckpointID}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		if err := c.write(InitialCheckpointID); err != nil {
+			return nil, err
+		}
+		return c, nil
+	case err != nil:
+		return nil, err
+	}
+	n, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if perr != nil || n <= 0 {
+		return nil, fmt.Errorf("checkpoint: ID counter file %s holds %q, not a positive number", path, jobgraphTruncate(string(data)))
+	}
+	c.next = CheckpointID(n)
+	return c, nil
+}
+
+func (c *FileCheckpointIDCounter) write(next CheckpointID) error {
+	return writeFileAtomically(c.path, []byte(strconv.FormatInt(int64(next), 10)+"\n"))
+}
+
+// GetAndIncrement implements CheckpointIDCounter.
+func (c *FileCheckpointIDCounter) GetAndIncrement() (CheckpointID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return 0, ErrShutdown
+	}
+	id := c.next
+	if err := c.write(id + 1); err != nil {
+		return 0, fmt.Errorf("checkpoint: advancing ID counter %s: %w", c.path, err)
+	}
+	c.next = id + 1
+	return id, nil
+}
+
+// Get implements CheckpointIDCounter.
+func (c *FileCheckpointIDCounter) Get() (CheckpointID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return 0, ErrShutdown
+	}
+	return c.next, nil
+}
+
+// SetCount implements CheckpointIDCounter.
+func (c *FileCheckpointIDCounter) SetCount(next CheckpointID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return ErrShutdown
+	}
+	if next < c.next {
+		return errorsJoin(ErrIDCounterDecrease, "SetCount(%d) below the next ID %d", next, c.next)
+	}
+	if err := c.write(next); err != nil {
+		return err
+	}
+	c.next = next
+	return nil
+}
+
+// Shutdown implements CheckpointIDCounter; discard removes the file.
+func (c *FileCheckpointIDCounter) Shutdown(discard bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shutdown = true
+	if discard {
+		if err := os.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package checkpoint
+
+import (
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// DefaultStatsHistorySize is Flink's web.checkpoints.history default: how many checkpoints the
+// history of a CheckpointingStatistics snapshot holds.
+const DefaultStatsHistorySize = 10
+
+// CheckpointStatsStatus is a checkpoint's status in the statistics, Flink's
+// CheckpointStatsStatus names.
+type CheckpointStatsStatus string
+
+// The statuses.
+const (
+	StatusInProgress CheckpointStatsStatus = "IN_PROGRESS"
+	StatusCompleted  CheckpointStatsStatus = "COMPLETED"
+	StatusFailed     CheckpointStatsStatus = "FAILED"
+)
+
+// CheckpointingStatistics is a snapshot of the statistics in the shape of Flink's REST
+// /jobs/:jobid/checkpoints response (CheckpointingStatistics): timestamps are epoch
+// milliseconds, sizes bytes, durations milliseconds. Plain data.
+type CheckpointingStatistics struct {
+	Counts  CheckpointCounts       `json:"counts"`
+	Latest  LatestCheckpoints      `json:"latest"`
+	History []CheckpointStatistics `json:"history"`
+}
+
+// CheckpointCounts are Flink's counts: Total is every triggered checkpoint.
+type CheckpointCounts struct {
+	Restored   int64 `json:"restored"`
+	Total      int64 `json:"total"`
+	InProgress int64 `json:"in_progress"`
+	Completed  int64 `json:"completed"`
+	Failed     int64 `json:"failed"`
+}
+
+// LatestCheckpoints are the newest completed checkpoint, savepoint, failed one and the restored
+// one; nil when there is none.
+type LatestCheckpoints struct {
+	Completed *CheckpointStatistics `json:"completed"`
+	Savepoint *CheckpointStatistics `json:"savepoint"`
+	Failed    *CheckpointStatistics `json:"failed"`
+	Restored  *RestoredCheckpoint   `json:"restored"`
+}
+
+// RestoredCheckpoint is Flink's RestoredCheckpointStatistics.
+type RestoredCheckpoint struct {
+	ID               CheckpointID `json:"id"`
+	RestoreTimestamp int64        `json:"restore_timestamp"`
+	IsSavepoint      bool         `json:"is_savepoint"`
+	ExternalPath     string       `json:"external_path,omitempty"`
+}
+
+// CheckpointStatistics is one checkpoint in the history (Flink's CheckpointStatistics with its
+// Completed/Failed fields), with its tasks (per vertex, with per-subtask acknowledgements, from
+// Flink's /checkpoints/details/:id/subtasks/:vertexid).
+type CheckpointStatistics struct {
+	ID                      CheckpointID                         `json:"id"`
+	Status                  CheckpointStatsStatus                `json:"status"`
+	IsSavepoint             bool                                 `json:"is_savepoint"`
+	CheckpointType          SnapshotType                         `json:"checkpoint_type"`
+	TriggerTimestamp        int64                                `json:"trigger_timestamp"`
+	LatestAckTimestamp      int64                                `json:"latest_ack_timestamp"`
+	StateSize               int64                                `json:"state_size"`
+	EndToEndDuration        int64                                `json:"end_to_end_duration"`
+	NumSubtasks             int                                  `json:"num_subtasks"`
+	NumAcknowledgedSubtasks int                                  `json:"num_acknowledged_subtasks"`
+	ExternalPath            string                               `json:"external_path,omitempty"`
+	Discarded               bool                                 `json:"discarded,omitempty"`
+	FailureTimestamp        int64                                `json:"failure_timestamp,omitempty"`
+	FailureMessage          string                               `json:"failure_message,omitempty"`
+	Tasks                   map[string]*TaskCheckpointStatistics `json:"tasks"`
+
+	byVertex map[jobgraph.JobVertexID]*TaskCheckpointStatistics
+}
+
+// TaskCheckpointStatistics is one vertex's part of a checkpoint (Flink's
+// TaskCheckpointStatistics) with its subtasks.
+type TaskCheckpointStatistics struct {
+	ID                      CheckpointID                  `json:"id"`
+	Status                  CheckpointStatsStatus         `json:"status"`
+	LatestAckTimestamp      int64                         `json:"latest_ack_timestamp"`
+	StateSize               int64                         `json:"state_size"`
+	EndToEndDuration        int64                         `json:"end_to_end_duration"`
+	NumSubtasks             int                           `json:"num_subtasks"`
+	NumAcknowledgedSubtasks int                           `json:"num_acknowledged_subtasks"`
+	Subtasks                []SubtaskCheckpointStatistics `json:"subtasks"`
+}
+
+// SubtaskCheckpointStatistics is one subtask's acknowledgement; Status "pending_or_failed" until
+// it acknowledged, as Flink's REST API says.
+type SubtaskCheckpointStatistics struct {
+	Index            int    `json:"index"`
+	Status           string `json:"status"`
+	AckTimestamp     int64  `json:"ack_timestamp,omitempty"`
+	EndToEndDuration int64  `json:"end_to_end_duration,omitempty"`
+	StateSize        int64  `json:"state_size,omitempty"`
+}
+
+// CheckpointStatsTracker keeps checkpoint statistics as Flink's CheckpointStatsTracker does.
+// Not safe for concurrent use: the coordinator updates it on its goroutine; Snapshot returns a
+// copy for anyone else.
+type CheckpointStatsTracker struct {
+	historySize                                    int
+	counts                                         CheckpointCounts
+	history                                        []*CheckpointStatistics // newest last
+	byID                                           map[CheckpointID]*CheckpointStatistics
+	latestCompleted, latestSavepoint, latestFailed *CheckpointStatistics
+	restored                                       *RestoredCheckpoint
+}
+
+// NewCheckpointStatsTracker keeps historySize checkpoints in the history (0 means
+// DefaultStatsHistorySize).
+func NewCheckpointStatsTracker(historySize int) *CheckpointStatsTracker {
+	if historySize <= 0 {
+		historySize = DefaultStatsHistorySize
+	}
+	return &CheckpointStatsTracker{historySize: historySize, byID: map[CheckpointID]*CheckpointStatistics{}}
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+// ReportPendingCheckpoint records a triggered checkpoint and the number of subtasks per vertex.
+func (s *CheckpointStatsTracker) ReportPendingCheckpoint(id CheckpointID, trigger time.Time, props CheckpointProperties, subtasks map[jobgraph.JobVertexID]int) {
+	st := &CheckpointStatistics{ID: id, Status: StatusInProgress, IsSavepoint: props.IsSavepoint(), CheckpointType: props.Type,
+		TriggerTimestamp: millis(trigger), Tasks: map[string]*TaskCheckpointStatistics{},
+		byVertex: map[jobgraph.JobVertexID]*TaskCheckpointStatistics{}}
+	for v, n := range subtasks {
+		t := &TaskCheckpointStatistics{ID: id, Status: StatusInProgress, NumSubtasks: n, Subtasks: make([]SubtaskCheckpointStatistics, n)}
+		for i := range t.Subtasks {
+			t.Subtasks[i] = SubtaskCheckpointStatistics{Index: i, Status: "pending_or_failed"}
+		}
+		st.Tasks[v.String()] = t
+		st.byVertex[v] = t
+		st.NumSubtasks += n
+	}
+	s.counts.Total++
+	s.counts.InProgress++
+	s.byID[id] = st
+	s.history = append(s.history, st)
+	if len(s.history) > s.historySize {
+		old := s.history[0]
+		s.history = s.history[1:]
+		if old.Status != StatusInProgress {
+			delete(s.byID, old.ID)
+		}
+	}
+}
+
+// ReportSubtaskAck records one subtask's acknowledgement.
+func (s *CheckpointStatsTracker) ReportSubtaskAck(id CheckpointID, vertex jobgraph.JobVertexID, subtask int, ack time.Time, stateSize int64) {
+	st := s.byID[id]
+	if st == nil {
+		return
+	}
+	t := st.byVertex[vertex]
+	if t == nil || subtask < 0 || subtask >= len(t.Subtasks) {
+		return
+	}
+	ms := millis(ack)
+	d := ms - st.TriggerTimestamp
+	t.Subtasks[subtask] = SubtaskCheckpointStatistics{Index: subtask, Status: "completed", AckTimestamp: ms, EndToEndDuration: d, StateSize: stateSize}
+	t.NumAcknowledgedSubtasks++
+	t.StateSize += stateSize
+	t.LatestAckTimestamp = max(t.LatestAckTimestamp, ms)
+	t.EndToEndDuration = max(t.EndToEndDuration, d)
+	st.NumAcknowledgedSubtasks++
+	st.StateSize += stateSize
+	st.LatestAckTimestamp = max(st.LatestAckTimestamp, ms)
+}
+
+func (s *CheckpointStatsTracker) finish(id CheckpointID, status CheckpointStatsStatus, at time.Time) *CheckpointStatistics {
+	st := s.byID[id]
+	if st == nil || st.Status != StatusInProgress {
+		return nil
+	}
+	st.Status = status
+	for _, t := range st.Tasks {
+		t.Status = status
+	}
+	s.counts.InProgress--
+	if !s.inHistory(st) {
+		delete(s.byID, id)
+	}
+	return st
+}
+
+func (s *CheckpointStatsTracker) inHistory(st *CheckpointStatistics) bool {
+	for _, h := range s.history {
+		if h == st {
+			return true
+		}
+	}
+	return false
+}
+
+// ReportCompletedCheckpoint records that checkpoint id completed (was stored) at completion.
+func (s *CheckpointStatsTracker) ReportCompletedCheckpoint(id CheckpointID, completion time.Time, externalPath string) {
+	st := s.finish(id, StatusCompleted, completion)
+	if st == nil {
+		return
+	}
+	s.counts.Completed++
+	st.EndToEndDuration = millis(completion) - st.TriggerTimestamp
+	st.ExternalPath = externalPath
+	if st.IsSavepoint {
+		s.latestSavepoint = st
+	} else {
+		s.latestCompleted = st
+	}
+}
+
+// ReportFailedCheckpoint records that checkpoint id failed at failure with cause.
+func (s *CheckpointStatsTracker) ReportFailedCheckpoint(id CheckpointID, failure time.Time, cause error) {
+	st := s.finish(id, StatusFailed, failure)
+	if st == nil {
+		return
+	}
+	s.counts.Failed++
+	st.FailureTimestamp = millis(failure)
+	st.EndToEndDuration = millis(failure) - st.TriggerTimestamp
+	if cause != nil {
+		st.FailureMessage = cause.Error()
+	}
+	s.latestFailed = st
+}
+
+// ReportFailedCheckpointsWithoutInProgress counts a checkpoint that failed before it was pending
+// (Flink's reportFailedCheckpointsWithoutInProgress).
+func (s *CheckpointStatsTracker) ReportFailedCheckpointsWithoutInProgress() {
+	s.counts.Failed++
+	s.counts.Total++
+}
+
+// ReportRestoredCheckpoint records a restore from cp at restore.
+func (s *CheckpointStatsTracker) ReportRestoredCheckpoint(cp CompletedCheckpoint, restore time.Time) {
+	s.counts.Restored++
+	s.restored = &RestoredCheckpoint{ID: cp.CheckpointID, RestoreTimestamp: millis(restore), IsSavepoint: cp.Properties.IsSavepoint(), ExternalPath: cp.ExternalPointer}
+}
+
+// Snapshot returns a deep copy, the history newest first as Flink's REST API lists it.
+func (s *CheckpointStatsTracker) Snapshot() CheckpointingStatistics {
+	out := CheckpointingStatistics{Counts: s.counts, History: make([]CheckpointStatistics, 0, len(s.history))}
+	for i := len(s.history) - 1; i >= 0; i-- {
+		out.History = append(out.History, *copyStats(s.history[i]))
+	}
+	out.Latest.Completed = copyStats(s.latestCompleted)
+	out.Latest.Savepoint = copyStats(s.latestSavepoint)
+	out.Latest.Failed = copyStats(s.latestFailed)
+	if s.restored != nil {
+		r := *s.restored
+		out.Latest.Restored = &r
+	}
+	return out
+}
+
+func copyStats(st *CheckpointStatistics) *CheckpointStatistics {
+	if st == nil {
+		return nil
+	}
+	c := *st
+	c.byVertex = nil
+	c.Tasks = make(map[string]*TaskCheckpointStatistics, len(st.Tasks))
+	for k, t := range st.Tasks {
+		tc := *t
+		tc.Subtasks = append([]SubtaskCheckpointStatistics(nil), t.Subtasks...)
+		c.Tasks[k] = &tc
+	}
+	return &c
+}

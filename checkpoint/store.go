@@ -1,0 +1,219 @@
+package checkpoint
+
+import (
+	"slices"
+	"sync"
+)
+
+// DefaultNumRetained is Flink's execution.checkpointing.num-retained (formerly
+// state.checkpoints.num-retained) default.
+const DefaultNumRetained = 1
+
+// CompletedCheckpointStore keeps the completed checkpoints and savepoints a job can recover from.
+// Flink: org.apache.flink.runtime.checkpoint.CompletedCheckpointStore. Implementations are safe for
+// concurrent use; Add and Shutdown may do I/O, so the coordinator calls them through its
+// IOExecutor, never on its owner's loop.
+//
+// Retention: the store keeps the newest MaxRetained snapshots (checkpoints and savepoints alike,
+// ordered by ID). A snapshot that leaves the list is subsumed: a checkpoint's state is discarded,
+// a savepoint's never (DiscardOnSubsumed), so savepoints are never subsumed by checkpoints in the
+// sense that their data survives; a file is deleted only when no retained snapshot lists it.
+type CompletedCheckpointStore interface {
+	// Add stores cp (durably, for a durable store) and then removes the oldest snapshots beyond
+	// MaxRetained, returning those it removed (oldest first). Flink:
+	// addCheckpointAndSubsumeOldestOne. Errors: ErrInvalidCheckpoint (ID ≤ 0, or not newer than
+	// the newest stored: nothing changes), or the I/O error of storing (nothing stored). A failure
+	// to delete a subsumed checkpoint's files is not an error of Add: the files stay.
+	Add(cp CompletedCheckpoint) (subsumed []CompletedCheckpoint, err error)
+	// Latest returns the newest stored snapshot; false if none.
+	Latest() (CompletedCheckpoint, bool)
+	// All returns the stored snapshots, oldest first (copies).
+	All() []CompletedCheckpoint
+	// MaxRetained is the number of snapshots kept (≥ 1).
+	MaxRetained() int
+	// Shutdown ends the store. discard removes every stored checkpoint's state and metadata (a
+	// globally terminal job without retained checkpoints; savepoints' state stays); otherwise
+	// everything stays for the next leader or process. Later Adds fail with ErrShutdown.
+	Shutdown(discard bool) error
+}
+
+// CheckpointIDCounter hands out checkpoint IDs. Flink:
+// org.apache.flink.runtime.checkpoint.CheckpointIDCounter. Implementations are safe for concurrent
+// use and may do I/O (called through the coordinator's IOExecutor).
+type CheckpointIDCounter interface {
+	// GetAndIncrement returns the next ID and advances the counter (durably, for a durable
+	// counter: an ID it returned is never returned again, also by a counter opened later over the
+	// same storage). On error the counter has not advanced as far as the caller knows.
+	GetAndIncrement() (CheckpointID, error)
+	// Get returns the ID GetAndIncrement would return next.
+	Get() (CheckpointID, error)
+	// SetCount makes next the ID GetAndIncrement returns next (after restoring a checkpoint whose
+	// ID is next-1). A next below the current value fails with ErrIDCounterDecrease and changes
+	// nothing: IDs are never reused (where Flink's setCount may go back).
+	SetCount(next CheckpointID) error
+	// Shutdown ends the counter; discard removes its storage (a globally terminal job).
+	Shutdown(discard bool) error
+}
+
+// StandaloneCompletedCheckpointStore is the in-memory CompletedCheckpointStore. Flink:
+// StandaloneCompletedCheckpointStore. Its subsumed checkpoints are simply dropped (the state
+// handles are plain data and own no files it could delete).
+type StandaloneCompletedCheckpointStore struct {
+	mu          sync.Mutex
+	maxRetained int
+	cps         []CompletedCheckpoint
+	shutdown    bool
+}
+
+// NewStandaloneCompletedCheckpointStore keeps maxRetained snapshots; 0 means DefaultNumRetained.
+// A negative maxRetained is an ErrInvalidConfig error.
+func NewStandaloneCompletedCheckpointStore(maxRetained int) (*StandaloneCompletedCheckpointStore, error) {
+	n, err := resolveRetained(maxRetained)
+	if err != nil {
+		return nil, err
+	}
+	return &StandaloneCompletedCheckpointStore{maxRetained: n}, nil
+}
+
+func resolveRetained(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, errorsJoin(ErrInvalidConfig, "execution.checkpointing.num-retained %d is negative", n)
+	case n == 0:
+		return DefaultNumRetained, nil
+	}
+	return n, nil
+}
+
+func validateNew(cps []CompletedCheckpoint, cp CompletedCheckpoint) error {
+	if cp.CheckpointID <= 0 {
+		return errorsJoin(ErrInvalidCheckpoint, "checkpoint ID %d is not positive", cp.CheckpointID)
+	}
+	if len(cps) > 0 && cp.CheckpointID <= cps[len(cps)-1].CheckpointID {
+		return errorsJoin(ErrInvalidCheckpoint, "checkpoint %d is not newer than the stored checkpoint %d", cp.CheckpointID, cps[len(cps)-1].CheckpointID)
+	}
+	return nil
+}
+
+// Add implements CompletedCheckpointStore.
+func (s *StandaloneCompletedCheckpointStore) Add(cp CompletedCheckpoint) ([]CompletedCheckpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return nil, ErrShutdown
+	}
+	if err := validateNew(s.cps, cp); err != nil {
+		return nil, err
+	}
+	s.cps = append(s.cps, cloneCompleted(cp))
+	var subsumed []CompletedCheckpoint
+	if over := len(s.cps) - s.maxRetained; over > 0 {
+		subsumed = slices.Clone(s.cps[:over])
+		s.cps = slices.Delete(s.cps, 0, over)
+	}
+	return subsumed, nil
+}
+
+// Latest implements CompletedCheckpointStore.
+func (s *StandaloneCompletedCheckpointStore) Latest() (CompletedCheckpoint, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cps) == 0 {
+		return CompletedCheckpoint{}, false
+	}
+	return cloneCompleted(s.cps[len(s.cps)-1]), true
+}
+
+// All implements CompletedCheckpointStore.
+func (s *StandaloneCompletedCheckpointStore) All() []CompletedCheckpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]CompletedCheckpoint, len(s.cps))
+	for i, cp := range s.cps {
+		out[i] = cloneCompleted(cp)
+	}
+	return out
+}
+
+// MaxRetained implements CompletedCheckpointStore.
+func (s *StandaloneCompletedCheckpointStore) MaxRetained() int { return s.maxRetained }
+
+// Shutdown implements CompletedCheckpointStore.
+func (s *StandaloneCompletedCheckpointStore) Shutdown(discard bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shutdown = true
+	if discard {
+		s.cps = nil
+	}
+	return nil
+}
+
+// cloneCompleted deep-copies cp so no caller shares the store's slices.
+func cloneCompleted(cp CompletedCheckpoint) CompletedCheckpoint {
+	cp.TaskStates = slices.Clone(cp.TaskStates)
+	for i := range cp.TaskStates {
+		st := &cp.TaskStates[i].State
+		st.Data = slices.Clone(st.Data)
+		st.Files = slices.Clone(st.Files)
+	}
+	return cp
+}
+
+// StandaloneCheckpointIDCounter is the in-memory CheckpointIDCounter, starting at
+// InitialCheckpointID. Flink: StandaloneCheckpointIDCounter. It does not survive the process: a
+// job that must never reuse an ID across processes uses FileCheckpointIDCounter.
+type StandaloneCheckpointIDCounter struct {
+	mu       sync.Mutex
+	next     CheckpointID
+	shutdown bool
+}
+
+// NewStandaloneCheckpointIDCounter returns a counter whose first ID is InitialCheckpointID.
+func NewStandaloneCheckpointIDCounter() *StandaloneCheckpointIDCounter {
+	return &StandaloneCheckpointIDCounter{next: InitialCheckpointID}
+}
+
+// GetAndIncrement implements CheckpointIDCounter.
+func (c *StandaloneCheckpointIDCounter) GetAndIncrement() (CheckpointID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return 0, ErrShutdown
+	}
+	id := c.next
+	c.next++
+	return id, nil
+}
+
+// Get implements CheckpointIDCounter.
+func (c *StandaloneCheckpointIDCounter) Get() (CheckpointID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return 0, ErrShutdown
+	}
+	return c.next, nil
+}
+
+// SetCount implements CheckpointIDCounter.
+func (c *StandaloneCheckpointIDCounter) SetCount(next CheckpointID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return ErrShutdown
+	}
+	if next < c.next {
+		return errorsJoin(ErrIDCounterDecrease, "SetCount(%d) below the next ID %d", next, c.next)
+	}
+	c.next = next
+	return nil
+}
+
+// Shutdown implements CheckpointIDCounter.
+func (c *StandaloneCheckpointIDCounter) Shutdown(bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shutdown = true
+	return nil
+}
