@@ -452,7 +452,7 @@ func TestSavepointAfterCheckpointIsLatestForRecovery(t *testing.T) {
 
 	// Savepoint 12 pending, checkpoint 13 completes: 12 is not subsumed.
 	require.NoError(t, h.c.TriggerSavepoint(h.jm, "/savepoints/sp-12", time.Minute, h.done("sp12")))
-	h.trigger("cp13") // savepoint pending does not block? max concurrent 1 counts it: cp13 waits
+	h.trigger("cp13") // the pending savepoint counts toward max concurrent 1 (Flink): cp13 waits
 	assert.Equal(t, 1, h.c.NumQueuedRequests())
 	h.timers.Advance(time.Minute)
 	require.Len(t, h.results, 3)
