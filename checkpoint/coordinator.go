@@ -401,7 +401,7 @@ func (c *CheckpointCoordinator) onTriggerInitialized(r *triggerRequest, trigger 
 	p := newPendingCheckpoint(id, r.props, trigger, plan)
 	p.external, p.onDone = r.path, r.done
 	c.pending[id] = p
-	c.stats.ReportPendingCheckpoint(id, trigger, r.props, p.subtasksPerVertex())
+	p.stats = c.stats.reportPending(id, trigger, r.props, p.subtasksPerVertex())
 	timeout := c.timeout
 	if r.timeout > 0 {
 		timeout = r.timeout
@@ -455,7 +455,7 @@ func (c *CheckpointCoordinator) ReceiveAcknowledgeMessage(token jobgraph.JobMast
 		return ErrUnknownCheckpoint
 	}
 	v := ack.Attempt.ExecutionVertexID
-	c.stats.ReportSubtaskAck(p.id, v.JobVertexID, v.Subtask, now, ack.State.Size)
+	reportSubtaskAck(p.stats, v.JobVertexID, v.Subtask, now, ack.State.Size)
 	if p.outstanding == 0 {
 		c.complete(p)
 		c.executeQueued()

@@ -46,6 +46,7 @@ type PendingCheckpoint struct {
 	tasks         map[jobgraph.ExecutionAttemptID]*pendingTask
 	order         []*pendingTask
 	slab          []pendingTask
+	stats         *CheckpointStatistics
 	outstanding   int
 	stateSize     int64
 	disposed      bool

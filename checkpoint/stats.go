@@ -127,6 +127,10 @@ func millis(t time.Time) int64 { return t.UnixMilli() }
 
 // ReportPendingCheckpoint records a triggered checkpoint and the number of subtasks per vertex.
 func (s *CheckpointStatsTracker) ReportPendingCheckpoint(id CheckpointID, trigger time.Time, props CheckpointProperties, subtasks map[jobgraph.JobVertexID]int) {
+	s.reportPending(id, trigger, props, subtasks)
+}
+
+func (s *CheckpointStatsTracker) reportPending(id CheckpointID, trigger time.Time, props CheckpointProperties, subtasks map[jobgraph.JobVertexID]int) *CheckpointStatistics {
 	st := &CheckpointStatistics{ID: id, Status: StatusInProgress, IsSavepoint: props.IsSavepoint(), CheckpointType: props.Type,
 		TriggerTimestamp: millis(trigger), Tasks: map[string]*TaskCheckpointStatistics{},
 		byVertex: map[jobgraph.JobVertexID]*TaskCheckpointStatistics{}}
@@ -150,12 +154,18 @@ func (s *CheckpointStatsTracker) ReportPendingCheckpoint(id CheckpointID, trigge
 			delete(s.byID, old.ID)
 		}
 	}
+	return st
 }
 
 // ReportSubtaskAck records one subtask's acknowledgement.
 func (s *CheckpointStatsTracker) ReportSubtaskAck(id CheckpointID, vertex jobgraph.JobVertexID, subtask int, ack time.Time, stateSize int64) {
-	st := s.byID[id]
-	if st == nil {
+	reportSubtaskAck(s.byID[id], vertex, subtask, ack, stateSize)
+}
+
+// reportSubtaskAck is ReportSubtaskAck on an entry the caller holds (the coordinator keeps its
+// pending checkpoints' entries, saving a lookup per ack).
+func reportSubtaskAck(st *CheckpointStatistics, vertex jobgraph.JobVertexID, subtask int, ack time.Time, stateSize int64) {
+	if st == nil || st.Status != StatusInProgress {
 		return
 	}
 	t := st.byVertex[vertex]
