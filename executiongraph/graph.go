@@ -15,6 +15,8 @@ import (
 // vertex whose current execution is not terminal.
 var ErrIllegalTransition = errors.New("illegal state transition")
 
+func init() { jobgraph.RegisterErrorCode("executiongraph.illegal-transition", ErrIllegalTransition) }
+
 // numJobStatuses is the number of jobgraph.JobStatus values; per-status arrays are this long.
 const numJobStatuses = jobgraph.NumJobStatuses
 

@@ -163,6 +163,8 @@ func WithJobID(id jobgraph.JobID) Option {
 // ErrInvalidPlan matches every *PlanError with errors.Is.
 var ErrInvalidPlan = errors.New("invalid Flink plan")
 
+func init() { jobgraph.RegisterErrorCode("flinkplan.invalid-plan", ErrInvalidPlan) }
+
 // PlanError says what is wrong with a plan and, when one node is to blame, which.
 type PlanError struct {
 	// Node is the offending node's ID as the plan writes it (or "nodes[i]" when the node has no

@@ -18,6 +18,11 @@ var ErrNotFound = errors.New("ha: not found")
 // ErrAlreadyExists is returned by JobResultStore.CreateDirty for a job that has an entry.
 var ErrAlreadyExists = errors.New("ha: already exists")
 
+func init() {
+	jobgraph.RegisterErrorCode("ha.not-found", ErrNotFound)
+	jobgraph.RegisterErrorCode("ha.already-exists", ErrAlreadyExists)
+}
+
 // SessionID is a leader session: granted with leadership, confirmed with the leader's address,
 // and used as the fencing token of the session (a JobMasterID is a JobMaster's SessionID).
 type SessionID [16]byte

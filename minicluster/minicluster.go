@@ -434,7 +434,13 @@ var ErrTaskExecutorRemoved = errors.New("TaskExecutor removed from the MiniClust
 
 // The removal crosses the gateways as plain data; registered, it still matches errors.Is in the
 // JobResult's RootCause.
-func init() { jobgraph.RegisterErrorCode("minicluster.task-executor-removed", ErrTaskExecutorRemoved) }
+func init() {
+	jobgraph.RegisterErrorCode("minicluster.task-executor-removed", ErrTaskExecutorRemoved)
+	jobgraph.RegisterErrorCode("minicluster.closed", ErrClosed)
+	jobgraph.RegisterErrorCode("minicluster.not-started", ErrNotStarted)
+	jobgraph.RegisterErrorCode("minicluster.task-executor-not-found", ErrTaskExecutorNotFound)
+	jobgraph.RegisterErrorCode("minicluster.job-not-running", ErrJobNotRunning)
+}
 
 // RemoveTaskExecutor shuts TaskExecutor id down and says goodbye: once its tasks and goroutines
 // have ended, the ResourceManager forgets it and its slots, and every JobMaster of the cluster is

@@ -53,6 +53,12 @@ type Timers interface {
 // (anything but "none" once resolved) and Config.Timers is nil: restarts wait on the main loop.
 var ErrNoTimers = errors.New("no Config.Timers to wait out restart backoffs on")
 
+func init() {
+	jobgraph.RegisterErrorCode("scheduler.unknown-strategy", ErrUnknownStrategy)
+	jobgraph.RegisterErrorCode("scheduler.no-timers", ErrNoTimers)
+	jobgraph.RegisterErrorCode("scheduler.no-failure-yet", ErrNoFailureYet)
+}
+
 // Config configures a DefaultScheduler. The zero value is usable for a job that never restarts
 // (restart strategy "none", the default without checkpointing): region scheduling, the pool's
 // slot request timeout, time.Now, slog.Default(), no listeners. A job that may restart needs
