@@ -34,7 +34,17 @@ func TestTwoTasksAckDuplicateDeclineAndRetention(t *testing.T) {
 	assert.Equal(t, 1, p1.NumberOfAcknowledgedTasks())
 	assert.Equal(t, 1, p1.NumberOfNonAcknowledgedTasks())
 
+	at, size, acked := p1.TaskAcknowledgement(a0)
+	assert.True(t, acked)
+	assert.Equal(t, start.Add(2*time.Millisecond), at)
+	assert.Equal(t, int64(100), size)
+	_, _, acked = p1.TaskAcknowledgement(a1)
+	assert.False(t, acked)
+
 	assert.ErrorIs(t, h.ack(1, a0, 999), checkpoint.ErrDuplicateAcknowledge)
+	at, size, _ = p1.TaskAcknowledgement(a0)
+	assert.Equal(t, start.Add(2*time.Millisecond), at, "a duplicate changes nothing")
+	assert.Equal(t, int64(100), size)
 	assert.Equal(t, 1, p1.NumberOfAcknowledgedTasks())
 	assert.Equal(t, 1, p1.NumberOfNonAcknowledgedTasks())
 	st := h.c.Statistics()

@@ -100,6 +100,16 @@ func (p *PendingCheckpoint) IsAcknowledgedBy(attempt jobgraph.ExecutionAttemptID
 	return t != nil && t.acked
 }
 
+// TaskAcknowledgement returns when attempt acknowledged and the state size it reported; acked is
+// false for an attempt that has not acknowledged or that the checkpoint does not wait for.
+func (p *PendingCheckpoint) TaskAcknowledgement(attempt jobgraph.ExecutionAttemptID) (ackTime time.Time, stateSize int64, acked bool) {
+	t := p.tasks[attempt]
+	if t == nil || !t.acked {
+		return time.Time{}, 0, false
+	}
+	return t.ackTime, t.state.Size, true
+}
+
 // Acknowledge records attempt's state, acknowledged at ackTime.
 func (p *PendingCheckpoint) Acknowledge(attempt jobgraph.ExecutionAttemptID, state StateHandle, ackTime time.Time) TaskAcknowledgeResult {
 	if p.disposed {
