@@ -186,8 +186,10 @@ type DefaultJobMaster struct {
 	closed       bool
 
 	// deployMu orders every enqueue on the outbox against the open deploy batch: openDeploys is
-	// the batch of deployments queued last and not yet sent, nil once any other call is queued
-	// after it (a deploy then starts a new batch, so no call changes place with another).
+	// the batch the main loop is filling, not on the outbox yet. It goes onto the outbox when the
+	// loop task that opened it has returned (a flush the loop runs next), or earlier when any other
+	// call is enqueued (the batch first, so no call changes place with another); a deploy after
+	// that starts a new batch.
 	deployMu    sync.Mutex
 	openDeploys *deployBatch
 
@@ -347,8 +349,16 @@ func (jm *DefaultJobMaster) send(call func(ctx context.Context) error, onError f
 func (jm *DefaultJobMaster) enqueue(fn func()) {
 	jm.deployMu.Lock()
 	defer jm.deployMu.Unlock()
-	jm.openDeploys = nil
+	jm.flushDeploysLocked()
 	jm.outbox.Execute(fn)
+}
+
+// flushDeploysLocked puts the open deploy batch, if any, on the outbox. deployMu held.
+func (jm *DefaultJobMaster) flushDeploysLocked() {
+	if b := jm.openDeploys; b != nil {
+		jm.openDeploys = nil
+		jm.outbox.Execute(func() { jm.sendDeploys(b) })
+	}
 }
 
 // deployBatch is consecutive deployments in the outbox, by TaskExecutor in order of first
@@ -365,8 +375,12 @@ type teDeploys struct {
 	tdds []rpc.TaskDeploymentDescriptor
 }
 
-// queueDeploy adds tdd for the TaskExecutor id to the open deploy batch, or queues a new batch
-// on the outbox. On the main loop.
+// queueDeploy adds tdd for the TaskExecutor id to the open deploy batch, or opens a new one. A
+// new batch is flushed to the outbox by a closure posted to the main loop, which runs once the
+// loop task deploying now (a whole bulk, say) has returned: so every deployment of one loop task
+// to one TaskExecutor is one SubmitTasks call, whatever the outbox is doing meanwhile. (Sending
+// the batch from the outbox as soon as it was queued raced with the loop still filling it.) On
+// the main loop.
 func (jm *DefaultJobMaster) queueDeploy(id jobgraph.ResourceID, gw rpc.TaskExecutorGateway, tdd rpc.TaskDeploymentDescriptor) {
 	jm.deployMu.Lock()
 	defer jm.deployMu.Unlock()
@@ -374,7 +388,16 @@ func (jm *DefaultJobMaster) queueDeploy(id jobgraph.ResourceID, gw rpc.TaskExecu
 	if b == nil {
 		b = &deployBatch{byTE: map[jobgraph.ResourceID]int{}}
 		jm.openDeploys = b
-		jm.outbox.Execute(func() { jm.sendDeploys(b) })
+		flush := func() {
+			jm.deployMu.Lock()
+			defer jm.deployMu.Unlock()
+			if jm.openDeploys == b {
+				jm.flushDeploysLocked()
+			}
+		}
+		if !jm.loop.Execute(flush) {
+			jm.flushDeploysLocked() // the loop is closing: nothing will run the flush
+		}
 	}
 	i, ok := b.byTE[id]
 	if !ok {
@@ -385,16 +408,11 @@ func (jm *DefaultJobMaster) queueDeploy(id jobgraph.ResourceID, gw rpc.TaskExecu
 	b.perTE[i].tdds = append(b.perTE[i].tdds, tdd)
 }
 
-// sendDeploys carries out a deploy batch: it closes the batch and calls SubmitTasks once per
+// sendDeploys carries out a closed deploy batch: it calls SubmitTasks once per
 // TaskExecutor; the deployments that failed go back to the main loop in one closure, each to
 // OnDeployFailed. On the outbox.
 func (jm *DefaultJobMaster) sendDeploys(b *deployBatch) {
-	jm.deployMu.Lock()
-	if jm.openDeploys == b {
-		jm.openDeploys = nil
-	}
-	perTE := b.perTE
-	jm.deployMu.Unlock()
+	perTE := b.perTE // closed: it left openDeploys before it was queued here
 	type failed struct {
 		attempt jobgraph.ExecutionAttemptID
 		err     error
