@@ -59,11 +59,9 @@ const metadataPrefix, metadataSuffix = "checkpoint-", ".json"
 // files a retained snapshot still lists; a subsumed savepoint's files are never deleted. Flink:
 // DefaultCompletedCheckpointStore over a file-system state handle store.
 type FileCompletedCheckpointStore struct {
-	mu          sync.Mutex
-	dir         string
-	maxRetained int
-	cps         []CompletedCheckpoint
-	shutdown    bool
+	retained
+	dir      string
+	shutdown bool
 }
 
 // OpenFileCompletedCheckpointStore opens (creating it if needed) the store in dir, keeping
@@ -86,7 +84,7 @@ func OpenFileCompletedCheckpointStore(dir string, maxRetained int) (*FileComplet
 	if err != nil {
 		return nil, err
 	}
-	s := &FileCompletedCheckpointStore{dir: dir, maxRetained: n}
+	s := &FileCompletedCheckpointStore{dir: dir, retained: retained{maxRetained: n}}
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() || !strings.HasPrefix(name, metadataPrefix) || !strings.HasSuffix(name, metadataSuffix) {
@@ -161,30 +159,6 @@ func (s *FileCompletedCheckpointStore) discard(cp CompletedCheckpoint, withState
 		}
 	}
 }
-
-// Latest implements CompletedCheckpointStore.
-func (s *FileCompletedCheckpointStore) Latest() (CompletedCheckpoint, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.cps) == 0 {
-		return CompletedCheckpoint{}, false
-	}
-	return cloneCompleted(s.cps[len(s.cps)-1]), true
-}
-
-// All implements CompletedCheckpointStore.
-func (s *FileCompletedCheckpointStore) All() []CompletedCheckpoint {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]CompletedCheckpoint, len(s.cps))
-	for i, cp := range s.cps {
-		out[i] = cloneCompleted(cp)
-	}
-	return out
-}
-
-// MaxRetained implements CompletedCheckpointStore.
-func (s *FileCompletedCheckpointStore) MaxRetained() int { return s.maxRetained }
 
 // Shutdown implements CompletedCheckpointStore.
 func (s *FileCompletedCheckpointStore) Shutdown(discard bool) error {

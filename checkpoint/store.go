@@ -59,10 +59,8 @@ type CheckpointIDCounter interface {
 // StandaloneCompletedCheckpointStore. Its subsumed checkpoints are simply dropped (the state
 // handles are plain data and own no files it could delete).
 type StandaloneCompletedCheckpointStore struct {
-	mu          sync.Mutex
-	maxRetained int
-	cps         []CompletedCheckpoint
-	shutdown    bool
+	retained
+	shutdown bool
 }
 
 // NewStandaloneCompletedCheckpointStore keeps maxRetained snapshots; 0 means DefaultNumRetained.
@@ -72,7 +70,7 @@ func NewStandaloneCompletedCheckpointStore(maxRetained int) (*StandaloneComplete
 	if err != nil {
 		return nil, err
 	}
-	return &StandaloneCompletedCheckpointStore{maxRetained: n}, nil
+	return &StandaloneCompletedCheckpointStore{retained: retained{maxRetained: n}}, nil
 }
 
 func resolveRetained(n int) (int, error) {
@@ -113,30 +111,6 @@ func (s *StandaloneCompletedCheckpointStore) Add(cp CompletedCheckpoint) ([]Comp
 	}
 	return subsumed, nil
 }
-
-// Latest implements CompletedCheckpointStore.
-func (s *StandaloneCompletedCheckpointStore) Latest() (CompletedCheckpoint, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.cps) == 0 {
-		return CompletedCheckpoint{}, false
-	}
-	return cloneCompleted(s.cps[len(s.cps)-1]), true
-}
-
-// All implements CompletedCheckpointStore.
-func (s *StandaloneCompletedCheckpointStore) All() []CompletedCheckpoint {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]CompletedCheckpoint, len(s.cps))
-	for i, cp := range s.cps {
-		out[i] = cloneCompleted(cp)
-	}
-	return out
-}
-
-// MaxRetained implements CompletedCheckpointStore.
-func (s *StandaloneCompletedCheckpointStore) MaxRetained() int { return s.maxRetained }
 
 // Shutdown implements CompletedCheckpointStore.
 func (s *StandaloneCompletedCheckpointStore) Shutdown(discard bool) error {
@@ -217,3 +191,35 @@ func (c *StandaloneCheckpointIDCounter) Shutdown(bool) error {
 	c.shutdown = true
 	return nil
 }
+
+// retained is the list of completed checkpoints a store keeps, oldest first, and what every store
+// answers from it alone. Embedded by both stores; mu guards the embedding store's whole state.
+type retained struct {
+	mu          sync.Mutex
+	maxRetained int
+	cps         []CompletedCheckpoint
+}
+
+// Latest implements CompletedCheckpointStore for the embedding store.
+func (s *retained) Latest() (CompletedCheckpoint, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cps) == 0 {
+		return CompletedCheckpoint{}, false
+	}
+	return cloneCompleted(s.cps[len(s.cps)-1]), true
+}
+
+// All implements CompletedCheckpointStore for the embedding store.
+func (s *retained) All() []CompletedCheckpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]CompletedCheckpoint, len(s.cps))
+	for i, cp := range s.cps {
+		out[i] = cloneCompleted(cp)
+	}
+	return out
+}
+
+// MaxRetained implements CompletedCheckpointStore for the embedding store.
+func (s *retained) MaxRetained() int { return s.maxRetained }
