@@ -160,6 +160,17 @@ func (r *LeadershipRunner) stopProcess() {
 	r.sequence(func() { p.Close() })
 }
 
+// currentJobMaster is the current process's JobMaster once its factory returned it, before
+// processCreated has told the loop (r.service): the JobMaster starts scheduling as it is created,
+// so its tasks may already run while that notice is on its way, and status and job queries must
+// not answer INITIALIZING then. nil without a process or before the JobMaster exists. On the loop.
+func (r *LeadershipRunner) currentJobMaster() JobMaster {
+	if r.process == nil {
+		return nil
+	}
+	return r.process.JobMaster()
+}
+
 // processCreated is called by the process's goroutine.
 func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc JobMaster) {
 	r.loop.Execute(func() {
@@ -240,6 +251,8 @@ func (r *LeadershipRunner) RequestJobStatus(ctx context.Context) (jobgraph.JobSt
 			return snap{svc: r.service}, nil
 		case r.cancelRequested:
 			return snap{status: jobgraph.JobStatusCancelling}, nil
+		case r.currentJobMaster() != nil:
+			return snap{svc: r.currentJobMaster()}, nil
 		}
 		return snap{status: jobgraph.JobStatusInitializing}, nil
 	})
@@ -265,6 +278,8 @@ func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.Arch
 			return snap{a: r.result.Archived}, nil
 		case r.service != nil:
 			return snap{svc: r.service}, nil
+		case !r.cancelRequested && r.currentJobMaster() != nil:
+			return snap{svc: r.currentJobMaster()}, nil
 		}
 		status := jobgraph.JobStatusInitializing
 		if r.cancelRequested {
