@@ -371,8 +371,21 @@ func heartbeatJobMaster(s *suite) {
 	a := jobgraph.NewAllocationID()
 	s.allocate(0, a)
 	s.running(a)
-	require.NoError(s.t, s.te.HeartbeatFromJobMaster(s.ctx, "tetest-jm"))
-	s.waitFor("the TaskExecutor answers the JobMaster", func() bool { return len(s.jm.heartbeatReports()) > 0 })
+	// The TaskExecutor may still be applying the JobMaster's answer to its slot offer (the
+	// fake's OfferSlots has returned, the TaskExecutor's loop has not seen the answer yet), and a
+	// TaskExecutor rightly ignores heartbeats of a JobMaster it is not connected to. A JobMaster
+	// asks again every heartbeat.interval; so does the suite, every 10 ms, until it is answered.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(s.jm.heartbeatReports()) == 0 {
+		require.NoError(s.t, s.te.HeartbeatFromJobMaster(s.ctx, "tetest-jm"))
+		select {
+		case <-s.jm.events.changed():
+		case <-tick.C:
+		case <-s.ctx.Done():
+			s.t.Fatalf("waited %v for: the TaskExecutor answers the JobMaster", Timeout)
+		}
+	}
 	assert.Equal(s.t, rpc.AllocatedSlotReport{JobID: s.job, Slots: []jobgraph.AllocationID{a}}, s.jm.heartbeatReports()[0])
 }
 
