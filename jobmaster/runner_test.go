@@ -33,6 +33,8 @@ type fakeJobMaster struct {
 	cancels int
 	done    chan struct{}
 	result  jobmaster.Result
+	// closeGate, when set, makes Close wait until it is closed (a slow shutdown).
+	closeGate chan struct{}
 }
 
 func (f *fakeJobMaster) Address() string               { return f.address }
@@ -78,6 +80,12 @@ func (f *fakeJobMaster) RequestJob(ctx context.Context) (*executiongraph.Archive
 
 // Close suspends a job that has not ended; Done stays open then, as the interface says.
 func (f *fakeJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
+	f.mu.Lock()
+	gate := f.closeGate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed++
@@ -320,6 +328,42 @@ func TestRevokeSuspendsJobMasterAndRegrantStartsOneWithNewJobMasterID(t *testing
 		tokens, canceled := f.factory.calls()
 		assert.Equal(t, []jobgraph.JobMasterID{first.token, second.token}, tokens)
 		assert.Equal(t, 0, canceled)
+	})
+}
+
+// A JobMaster that takes its time to shut down after a revocation does not hold up the runner:
+// its loop closes the process off the loop, so status, job and cancel queries answer meanwhile,
+// and the next session's JobMaster is created only once the old one is fully closed.
+func TestSlowJobMasterCloseDoesNotBlockTheRunner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, newFakeFactory())
+		release := f.factory.hold(2)
+		require.NoError(t, f.runner.Start())
+		first := <-f.factory.created
+		synctest.Wait()
+		gate := make(chan struct{})
+		first.mu.Lock()
+		first.closeGate = gate
+		first.mu.Unlock()
+
+		f.election.Revoke()
+		synctest.Wait()
+		assert.Equal(t, 0, first.state().closed, "the old JobMaster is still closing")
+		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner), "status answers while the JobMaster closes")
+		a, err := f.runner.RequestJob(context.Background())
+		require.NoError(t, err)
+		assertSparse(t, f, a, jobgraph.JobStatusInitializing, nil)
+		release() // the next session's Create may proceed, but only after the close
+		synctest.Wait()
+		tokens, _ := f.factory.calls()
+		assert.Len(t, tokens, 1, "no new JobMaster while the old one is closing")
+
+		close(gate)
+		second := <-f.factory.created
+		synctest.Wait()
+		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, first.state())
+		assert.NotEqual(t, first.token, second.token)
+		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
 	})
 }
 
