@@ -496,11 +496,9 @@ func (mc *MiniCluster) RPC() rpc.Service { return mc.rpc }
 func (mc *MiniCluster) HA() ha.Services { return mc.ha }
 
 // SubmitJob submits g to the Dispatcher; see dispatcher.Dispatcher.SubmitJob for the errors.
-// Before Start it fails with ErrNotStarted, after Close with ErrClosed; a nil g is refused.
+// Before Start it fails with ErrNotStarted, after Close with ErrClosed; a nil g with the
+// Dispatcher's error for it, matching jobgraph.ErrInvalidJobGraph.
 func (mc *MiniCluster) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
-	if g == nil {
-		return errors.New("minicluster: SubmitJob of a nil JobGraph")
-	}
 	if err := mc.usable(); err != nil {
 		return err
 	}

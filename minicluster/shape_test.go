@@ -80,7 +80,8 @@ func TestRunRefusesANilGraphAndAClusterNotStartedOrClosed(t *testing.T) {
 	require.NoError(t, mc.Start(ctx))
 	res, err = mc.Run(ctx, nil)
 	assert.Nil(t, res)
-	assert.EqualError(t, err, "minicluster: SubmitJob of a nil JobGraph")
+	assert.ErrorIs(t, err, jobgraph.ErrInvalidJobGraph, "the Dispatcher's error for a nil graph")
+	assert.EqualError(t, err, "dispatcher: SubmitJob: invalid job graph: the job graph is nil")
 	// The refused submissions left nothing behind: the job runs now as if first submitted.
 	res, err = mc.Run(ctx, g)
 	require.NoError(t, err)
@@ -90,6 +91,7 @@ func TestRunRefusesANilGraphAndAClusterNotStartedOrClosed(t *testing.T) {
 	require.NoError(t, mc.Close(), "closing twice")
 	_, err = mc.Run(ctx, jobgraph.New("late", jobgraph.Batch))
 	assert.ErrorIs(t, err, minicluster.ErrClosed)
+	assert.ErrorIs(t, mc.SubmitJob(ctx, nil), minicluster.ErrClosed, "closed comes first, even for a nil graph")
 	assert.ErrorIs(t, mc.Start(ctx), minicluster.ErrClosed)
 	_, err = mc.AddTaskExecutor(ctx)
 	assert.ErrorIs(t, err, minicluster.ErrClosed)
