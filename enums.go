@@ -91,7 +91,9 @@ const (
 	// PipelinedBounded: streamed while produced, with a bounded buffer (back-pressure). The zero
 	// value, and Flink's default for streaming jobs.
 	PipelinedBounded ResultPartitionType = iota
-	// Pipelined: streamed while produced; the buffer may be unbounded.
+	// Pipelined: streamed while produced. Flink allows its buffer to be unbounded; the in-memory
+	// shuffle bounds it as it bounds PIPELINED_BOUNDED (credit per input gate), so a slow consumer
+	// back-pressures the producer (see HasBackPressure). Regions and failover treat both alike.
 	Pipelined
 	// Blocking: produced fully, then consumed; kept until the scheduler releases it.
 	Blocking
