@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // writeFileAtomically writes data to path so a reader sees the old content or the new, never a
@@ -181,10 +180,7 @@ func (s *FileCompletedCheckpointStore) Shutdown(discard bool) error {
 // counter opened over the same file later, in this process or another, never hands out an ID
 // again. Flink: ZooKeeperCheckpointIDCounter / KubernetesCheckpointIDCounter, on a file.
 type FileCheckpointIDCounter struct {
-	mu       sync.Mutex
-	path     string
-	next     CheckpointID
-	shutdown bool
+	idCounter
 }
 
 // OpenFileCheckpointIDCounter opens (creating it with InitialCheckpointID if missing) the counter
@@ -194,7 +190,8 @@ func OpenFileCheckpointIDCounter(path string) (*FileCheckpointIDCounter, error) 
 	if path == "" {
 		return nil, errorsJoin(ErrInvalidConfig, "checkpoint ID counter path is empty")
 	}
-	c := &FileCheckpointIDCounter{path: path, next: InitialCheckpointID}
+	c := &FileCheckpointIDCounter{idCounter{path: path, next: InitialCheckpointID}}
+	c.persist = c.write
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -218,48 +215,6 @@ func OpenFileCheckpointIDCounter(path string) (*FileCheckpointIDCounter, error) 
 
 func (c *FileCheckpointIDCounter) write(next CheckpointID) error {
 	return writeFileAtomically(c.path, []byte(strconv.FormatInt(int64(next), 10)+"\n"))
-}
-
-// GetAndIncrement implements CheckpointIDCounter.
-func (c *FileCheckpointIDCounter) GetAndIncrement() (CheckpointID, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.shutdown {
-		return 0, ErrShutdown
-	}
-	id := c.next
-	if err := c.write(id + 1); err != nil {
-		return 0, fmt.Errorf("checkpoint: advancing ID counter %s: %w", c.path, err)
-	}
-	c.next = id + 1
-	return id, nil
-}
-
-// Get implements CheckpointIDCounter.
-func (c *FileCheckpointIDCounter) Get() (CheckpointID, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.shutdown {
-		return 0, ErrShutdown
-	}
-	return c.next, nil
-}
-
-// SetCount implements CheckpointIDCounter.
-func (c *FileCheckpointIDCounter) SetCount(next CheckpointID) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.shutdown {
-		return ErrShutdown
-	}
-	if next < c.next {
-		return errorsJoin(ErrIDCounterDecrease, "SetCount(%d) below the next ID %d", next, c.next)
-	}
-	if err := c.write(next); err != nil {
-		return err
-	}
-	c.next = next
-	return nil
 }
 
 // Shutdown implements CheckpointIDCounter; discard removes the file.

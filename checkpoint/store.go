@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 )
@@ -138,30 +139,44 @@ func cloneCompleted(cp CompletedCheckpoint) CompletedCheckpoint {
 // InitialCheckpointID. Flink: StandaloneCheckpointIDCounter. It does not survive the process: a
 // job that must never reuse an ID across processes uses FileCheckpointIDCounter.
 type StandaloneCheckpointIDCounter struct {
-	mu       sync.Mutex
-	next     CheckpointID
-	shutdown bool
+	idCounter
 }
 
 // NewStandaloneCheckpointIDCounter returns a counter whose first ID is InitialCheckpointID.
 func NewStandaloneCheckpointIDCounter() *StandaloneCheckpointIDCounter {
-	return &StandaloneCheckpointIDCounter{next: InitialCheckpointID}
+	return &StandaloneCheckpointIDCounter{idCounter{next: InitialCheckpointID}}
 }
 
-// GetAndIncrement implements CheckpointIDCounter.
-func (c *StandaloneCheckpointIDCounter) GetAndIncrement() (CheckpointID, error) {
+// idCounter is what both CheckpointIDCounters share: the next ID under a lock, refused after
+// Shutdown, never going back. persist, when set, makes a new next ID durable before it counts
+// (the file counter's write); path names it in GetAndIncrement's error.
+type idCounter struct {
+	mu       sync.Mutex
+	next     CheckpointID
+	shutdown bool
+	persist  func(next CheckpointID) error
+	path     string
+}
+
+// GetAndIncrement implements CheckpointIDCounter for the embedding counter.
+func (c *idCounter) GetAndIncrement() (CheckpointID, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shutdown {
 		return 0, ErrShutdown
 	}
 	id := c.next
-	c.next++
+	if c.persist != nil {
+		if err := c.persist(id + 1); err != nil {
+			return 0, fmt.Errorf("checkpoint: advancing ID counter %s: %w", c.path, err)
+		}
+	}
+	c.next = id + 1
 	return id, nil
 }
 
-// Get implements CheckpointIDCounter.
-func (c *StandaloneCheckpointIDCounter) Get() (CheckpointID, error) {
+// Get implements CheckpointIDCounter for the embedding counter.
+func (c *idCounter) Get() (CheckpointID, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shutdown {
@@ -170,8 +185,8 @@ func (c *StandaloneCheckpointIDCounter) Get() (CheckpointID, error) {
 	return c.next, nil
 }
 
-// SetCount implements CheckpointIDCounter.
-func (c *StandaloneCheckpointIDCounter) SetCount(next CheckpointID) error {
+// SetCount implements CheckpointIDCounter for the embedding counter.
+func (c *idCounter) SetCount(next CheckpointID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shutdown {
@@ -179,6 +194,11 @@ func (c *StandaloneCheckpointIDCounter) SetCount(next CheckpointID) error {
 	}
 	if next < c.next {
 		return errorsJoin(ErrIDCounterDecrease, "SetCount(%d) below the next ID %d", next, c.next)
+	}
+	if c.persist != nil {
+		if err := c.persist(next); err != nil {
+			return err
+		}
 	}
 	c.next = next
 	return nil
