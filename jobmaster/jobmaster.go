@@ -119,7 +119,7 @@ func (c Config) Validate() error {
 		return invalid("RPCTimeout (pekko.ask.timeout) is %v, negative", c.RPCTimeout)
 	case c.ExceptionHistorySize < 0:
 		return invalid("ExceptionHistorySize (web.exception-history-size) is %d, negative", c.ExceptionHistorySize)
-	case c.SchedulingStrategy != "" && c.SchedulingStrategy != scheduler.StrategyRegion && c.SchedulingStrategy != scheduler.StrategyVertexwise:
+	case !scheduler.IsKnownStrategy(c.SchedulingStrategy):
 		return fmt.Errorf("%w: SchedulingStrategy (jobmanager.scheduler.scheduling-strategy) %q: %w; want %q or %q",
 			ErrInvalidConfig, c.SchedulingStrategy, scheduler.ErrUnknownStrategy, scheduler.StrategyRegion, scheduler.StrategyVertexwise)
 	}

@@ -249,7 +249,7 @@ func validate(cfg *Config) error {
 		return invalid("SlotRequestTimeout (slot.request.timeout) is %v, negative", cfg.SlotRequestTimeout)
 	case cfg.IdleSlotTimeout < 0:
 		return invalid("IdleSlotTimeout (slot.idle.timeout) is %v, negative", cfg.IdleSlotTimeout)
-	case cfg.SchedulingStrategy != "" && cfg.SchedulingStrategy != scheduler.StrategyRegion && cfg.SchedulingStrategy != scheduler.StrategyVertexwise:
+	case !scheduler.IsKnownStrategy(cfg.SchedulingStrategy):
 		return fmt.Errorf("%w: SchedulingStrategy (jobmanager.scheduler.scheduling-strategy) %q: %w; want %q or %q",
 			ErrInvalidConfig, cfg.SchedulingStrategy, scheduler.ErrUnknownStrategy, scheduler.StrategyRegion, scheduler.StrategyVertexwise)
 	case cfg.ExceptionHistorySize < 0:

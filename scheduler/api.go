@@ -25,6 +25,17 @@ const (
 // neither "", StrategyRegion nor StrategyVertexwise.
 var ErrUnknownStrategy = errors.New("unknown scheduling strategy")
 
+// IsKnownStrategy reports whether name is a Config.SchedulingStrategy New accepts: "" (the
+// default, region), StrategyRegion or StrategyVertexwise. Configs that carry the strategy to the
+// scheduler (jobmaster, minicluster) check it with this at construction.
+func IsKnownStrategy(name string) bool {
+	switch name {
+	case "", StrategyRegion, StrategyVertexwise:
+		return true
+	}
+	return false
+}
+
 // Deployer carries out the scheduler's side effects on TaskExecutors. The JobMaster implements it:
 // each method starts the RPC off the main loop and returns at once; outcomes come back on the
 // loop (UpdateTaskExecutionState for task states, OnDeployFailed for a failed SubmitTask). Methods

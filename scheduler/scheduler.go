@@ -81,9 +81,7 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 	if cfg.ExceptionHistorySize == 0 {
 		cfg.ExceptionHistorySize = jobgraph.DefaultExceptionHistorySize
 	}
-	switch cfg.SchedulingStrategy {
-	case "", StrategyRegion, StrategyVertexwise:
-	default:
+	if !IsKnownStrategy(cfg.SchedulingStrategy) {
 		return nil, fmt.Errorf("scheduler: %w %q (want %q or %q)", ErrUnknownStrategy, cfg.SchedulingStrategy, StrategyRegion, StrategyVertexwise)
 	}
 	if cfg.Clock == nil {
