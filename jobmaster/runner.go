@@ -251,8 +251,9 @@ func (r *LeadershipRunner) RequestJobStatus(ctx context.Context) (jobgraph.JobSt
 			return snap{svc: r.service}, nil
 		case r.cancelRequested:
 			return snap{status: jobgraph.JobStatusCancelling}, nil
-		case r.currentJobMaster() != nil:
-			return snap{svc: r.currentJobMaster()}, nil
+		}
+		if jm := r.currentJobMaster(); jm != nil {
+			return snap{svc: jm}, nil
 		}
 		return snap{status: jobgraph.JobStatusInitializing}, nil
 	})
@@ -278,12 +279,13 @@ func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.Arch
 			return snap{a: r.result.Archived}, nil
 		case r.service != nil:
 			return snap{svc: r.service}, nil
-		case !r.cancelRequested && r.currentJobMaster() != nil:
-			return snap{svc: r.currentJobMaster()}, nil
 		}
-		status := jobgraph.JobStatusInitializing
-		if r.cancelRequested {
-			status = jobgraph.JobStatusCancelling
+		status := jobgraph.JobStatusCancelling
+		if !r.cancelRequested {
+			if jm := r.currentJobMaster(); jm != nil {
+				return snap{svc: jm}, nil
+			}
+			status = jobgraph.JobStatusInitializing
 		}
 		return snap{a: executiongraph.NewSparseArchivedExecutionGraph(r.JobID(), r.factory.JobName(), r.factory.JobType(), status, nil, r.created, r.clock())}, nil
 	})
