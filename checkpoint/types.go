@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint/keygroup"
 )
 
 // CheckpointID numbers checkpoints and savepoints of one job: strictly increasing, first 1
@@ -92,13 +93,30 @@ func (p CheckpointProperties) DiscardOnSubsumed() bool { return !p.IsSavepoint()
 // plain data so it crosses any transport and lands in the store's metadata. Flink:
 // OperatorSubtaskState with its StreamStateHandles.
 type StateHandle struct {
-	// Data is state small enough to travel inline (Flink's ByteStreamStateHandle).
+	// Data is state small enough to travel inline (Flink's ByteStreamStateHandle). It is opaque
+	// and cannot be split: a vertex whose subtasks hold Data restores only at the parallelism it
+	// was snapshotted with (restoring it at another fails, naming the vertex); use OperatorState
+	// or KeyedState for state that must survive rescaling.
 	Data []byte `json:"data,omitempty"`
 	// Files are the paths of state files the task wrote; the file store never deletes a file that
 	// a retained checkpoint still lists, nor any file of a savepoint.
 	Files []string `json:"files,omitempty"`
 	// Size is the state size in bytes, as the task reports it (Flink's getStateSize).
 	Size int64 `json:"size"`
+	// OperatorState is the subtask's operator (non-keyed) list states by name, each element
+	// opaque bytes: redistributed round robin when the job is restored at another parallelism
+	// (keygroup.RepartitionOperatorState). Flink: OperatorSubtaskState's managed operator state.
+	OperatorState keygroup.OperatorState[[]byte] `json:"operatorState,omitempty"`
+	// KeyedState is the subtask's keyed state by key group, each group's state opaque bytes:
+	// on restore each new subtask gets exactly its key groups (keygroup.RedistributeKeyGroups).
+	// nil when the subtask has no keyed state. Flink: OperatorSubtaskState's managed keyed state
+	// (a KeyGroupsStateHandle).
+	KeyedState *keygroup.KeyGroupsState[[]byte] `json:"keyedState,omitempty"`
+}
+
+// IsEmpty reports a handle that holds no state at all.
+func (h StateHandle) IsEmpty() bool {
+	return len(h.Data) == 0 && len(h.Files) == 0 && len(h.OperatorState) == 0 && h.KeyedState == nil
 }
 
 // SubtaskState is the state one subtask acknowledged for a checkpoint.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -119,6 +120,20 @@ func (f *hbTE) HeartbeatFromJobMaster(ctx context.Context, _ jobgraph.ResourceID
 }
 
 func (f *hbTE) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error { return nil }
+
+func (f *hbTE) TriggerCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time, checkpoint.CheckpointProperties) error {
+	return nil
+}
+
+func (f *hbTE) ConfirmCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time) error {
+	return nil
+}
+
+func (f *hbTE) AbortCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time) error {
+	return nil
+}
+
+var _ rpc.TaskExecutorGateway = (*hbTE)(nil)
 
 func (f *hbTE) set(fn func(f *hbTE)) {
 	f.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
@@ -847,4 +848,16 @@ func (jm *DefaultJobMaster) shutDown() {
 	jm.loop.Close() // no heartbeat goroutine is started after this
 	jm.aside.Wait()
 	jm.outbox.Close()
+}
+
+// AcknowledgeCheckpoint implements rpc.JobMasterGateway. Not built yet: it fails with
+// errors.ErrUnsupported.
+func (jm *DefaultJobMaster) AcknowledgeCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, ack checkpoint.AcknowledgeCheckpoint) error {
+	return fmt.Errorf("jobmaster: AcknowledgeCheckpoint: %w", errors.ErrUnsupported)
+}
+
+// DeclineCheckpoint implements rpc.JobMasterGateway. Not built yet: it fails with
+// errors.ErrUnsupported.
+func (jm *DefaultJobMaster) DeclineCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, d checkpoint.DeclineCheckpoint) error {
+	return fmt.Errorf("jobmaster: DeclineCheckpoint: %w", errors.ErrUnsupported)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -115,6 +116,14 @@ func (f *hbJobMaster) HeartbeatFromResourceManager(ctx context.Context, _ jobgra
 		return errors.New("no answer")
 	}
 	return f.rm.HeartbeatFromJobMaster(ctx, f.id)
+}
+
+func (f *hbJobMaster) AcknowledgeCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.JobID, checkpoint.AcknowledgeCheckpoint) error {
+	return nil
+}
+
+func (f *hbJobMaster) DeclineCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.JobID, checkpoint.DeclineCheckpoint) error {
+	return nil
 }
 
 func (f *hbJobMaster) state() (requests []time.Duration, disconnects []hbDisconnect) {

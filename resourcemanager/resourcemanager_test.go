@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -88,6 +89,15 @@ func (f *fakeTaskExecutor) HeartbeatFromJobMaster(context.Context, jobgraph.Reso
 	return nil
 }
 func (f *fakeTaskExecutor) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error {
+	return nil
+}
+func (f *fakeTaskExecutor) TriggerCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time, checkpoint.CheckpointProperties) error {
+	return nil
+}
+func (f *fakeTaskExecutor) ConfirmCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time) error {
+	return nil
+}
+func (f *fakeTaskExecutor) AbortCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time) error {
 	return nil
 }
 

@@ -17,8 +17,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 )
 
 // ErrFencingTokenMismatch is returned by fenced calls whose token is not the endpoint's current
@@ -78,6 +80,15 @@ type JobMasterGateway interface {
 	// HeartbeatFromTaskExecutor and HeartbeatFromResourceManager carry heartbeats to the JobMaster.
 	HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report AllocatedSlotReport) error
 	HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error
+	// AcknowledgeCheckpoint delivers a task's acknowledgement of a checkpoint, with its state,
+	// fenced by token. The JobMaster hands it to its CheckpointCoordinator on its loop; an ack
+	// of an outdated attempt, an unknown checkpoint or a duplicate changes nothing and is not an
+	// error of the call (Flink logs and drops it). Errors: ErrFencingTokenMismatch, ctx's error,
+	// ErrClosed once the JobMaster is closed. Flink: CheckpointCoordinatorGateway.acknowledgeCheckpoint.
+	AcknowledgeCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, ack checkpoint.AcknowledgeCheckpoint) error
+	// DeclineCheckpoint delivers a task's refusal to take a checkpoint; the same rules as
+	// AcknowledgeCheckpoint. Flink: CheckpointCoordinatorGateway.declineCheckpoint.
+	DeclineCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, decline checkpoint.DeclineCheckpoint) error
 }
 
 // ResourceManagerGateway is how TaskExecutors and JobMasters reach the ResourceManager.
@@ -143,4 +154,19 @@ type TaskExecutorGateway interface {
 	// HeartbeatFromJobMaster and HeartbeatFromResourceManager carry heartbeats.
 	HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error
 	HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error
+	// TriggerCheckpoint starts checkpoint id at a source task (a task the checkpoint's plan
+	// triggers; the others get barriers through their inputs), fenced by token, the job's current
+	// JobMasterID. It returns once the trigger is queued for the task; the outcome comes back as
+	// JobMasterGateway.AcknowledgeCheckpoint or DeclineCheckpoint. An attempt the TaskExecutor
+	// does not run answers with a DeclineCheckpoint (CheckpointDeclinedTaskNotReady), not an
+	// error. Errors: ErrFencingTokenMismatch (another JobMaster session), ctx's error, ErrClosed.
+	// Flink: TaskExecutorGateway.triggerCheckpoint.
+	TriggerCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time, props checkpoint.CheckpointProperties) error
+	// ConfirmCheckpoint tells a task that checkpoint id completed (its side effects may be
+	// committed: the two-phase-commit sink's notify-checkpoint-complete). Unknown attempts are
+	// ignored. Errors as TriggerCheckpoint. Flink: TaskExecutorGateway.confirmCheckpoint.
+	ConfirmCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time) error
+	// AbortCheckpoint tells a task that checkpoint id was aborted. Unknown attempts are ignored.
+	// Errors as TriggerCheckpoint. Flink: TaskExecutorGateway.abortCheckpoint.
+	AbortCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time) error
 }

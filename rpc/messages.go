@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 )
 
 // SlotID names one slot of a TaskExecutor's slot table: the TaskExecutor and the slot's index.
@@ -121,6 +122,26 @@ type TaskDeploymentDescriptor struct {
 
 	ProducedPartitions []ResultPartitionDeploymentDescriptor `json:"producedPartitions,omitempty"`
 	InputGates         []InputGateDeploymentDescriptor       `json:"inputGates,omitempty"`
+
+	// CheckpointingEnabled says the job takes checkpoints (its CheckpointingSettings are
+	// enabled): the task answers TriggerCheckpoint and barriers, and once its input has ended it
+	// takes part in a final checkpoint and waits for that checkpoint's confirmation before it
+	// finishes (Flink's FLIP-147, execution.checkpointing.checkpoints-after-tasks-finish = true).
+	CheckpointingEnabled bool `json:"checkpointingEnabled,omitempty"`
+	// TaskRestore is the state the attempt starts from: nil for a fresh start. Flink:
+	// TaskDeploymentDescriptor.taskRestore (a JobManagerTaskRestore).
+	TaskRestore *TaskRestore `json:"taskRestore,omitempty"`
+}
+
+// TaskRestore is the state one execution attempt restores: the snapshot it comes from and the
+// subtask's share of it, already redistributed to the attempt's subtask index and parallelism
+// (keyed state by key group, operator list state round robin, see checkpoint/keygroup). Flink:
+// org.apache.flink.runtime.checkpoint.JobManagerTaskRestore.
+type TaskRestore struct {
+	// CheckpointID is the checkpoint or savepoint restored.
+	CheckpointID checkpoint.CheckpointID `json:"checkpointId"`
+	// State is the subtask's state; its zero value means the subtask had none.
+	State checkpoint.StateHandle `json:"state"`
 }
 
 // TaskExecutionState is a TaskExecutor's report of an execution's new state.

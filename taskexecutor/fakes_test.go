@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -144,6 +145,14 @@ func (f *fakeJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskExecu
 }
 
 func (f *fakeJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
+	return nil
+}
+
+func (f *fakeJobMaster) AcknowledgeCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.JobID, checkpoint.AcknowledgeCheckpoint) error {
+	return nil
+}
+
+func (f *fakeJobMaster) DeclineCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.JobID, checkpoint.DeclineCheckpoint) error {
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -219,17 +220,19 @@ func (t *task) setup() (*environment, error) {
 	te := t.te
 	tdd := &t.tdd
 	env := newEnvironment(t.sig, TaskInfo{
-		JobID:              tdd.JobID,
-		ExecutionAttemptID: tdd.ExecutionAttemptID,
-		TaskName:           tdd.TaskName,
-		VertexName:         tdd.VertexName,
-		SubtaskIndex:       tdd.SubtaskIndex,
-		Parallelism:        tdd.Parallelism,
-		MaxParallelism:     tdd.MaxParallelism,
-		AttemptNumber:      tdd.AttemptNumber,
-		Config:             tdd.Config,
+		JobID:                tdd.JobID,
+		ExecutionAttemptID:   tdd.ExecutionAttemptID,
+		TaskName:             tdd.TaskName,
+		VertexName:           tdd.VertexName,
+		SubtaskIndex:         tdd.SubtaskIndex,
+		Parallelism:          tdd.Parallelism,
+		MaxParallelism:       tdd.MaxParallelism,
+		AttemptNumber:        tdd.AttemptNumber,
+		Config:               tdd.Config,
+		CheckpointingEnabled: tdd.CheckpointingEnabled,
 	})
 	env.accs = t.accs
+	env.restore = tdd.TaskRestore
 	owner := t.ioOwner()
 	owner.Wake, owner.BeforeWait = env.wake, env.flushIdle
 	writers, err := te.shuffle.CreateResultPartitionWriters(owner, tdd.ProducedPartitions)
@@ -267,6 +270,10 @@ type environment struct {
 	waiting bool  // NextAny marked the gates hungry before it waited
 
 	accs *AccumulatorRegistry
+
+	// Checkpoints: the handler the task registered and the state it starts from (nil: none).
+	checkpointHandler CheckpointHandler
+	restore           *rpc.TaskRestore
 }
 
 var (
@@ -293,6 +300,15 @@ func (e *environment) NumInputs() int  { return len(e.gates) }
 func (e *environment) NumOutputs() int { return len(e.writers) }
 
 func (e *environment) AccumulatorRegistry() *AccumulatorRegistry { return e.accs }
+
+func (e *environment) SetCheckpointHandler(h CheckpointHandler) { e.checkpointHandler = h }
+
+func (e *environment) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHandle, bool) {
+	if e.restore == nil {
+		return 0, checkpoint.StateHandle{}, false
+	}
+	return e.restore.CheckpointID, e.restore.State, true
+}
 
 func (e *environment) Input(i int) InputGate {
 	if i < 0 || i >= len(e.gates) {

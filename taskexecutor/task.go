@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 )
 
 // Invokable is task code: what one subtask of a JobVertex runs. It reads its inputs and writes its
@@ -45,6 +46,15 @@ type Environment interface {
 	// AccumulatorRegistry holds the task's accumulators (see AccumulatorRegistry); the same one
 	// on every call. Unlike the other methods it is safe to use from any goroutine.
 	AccumulatorRegistry() *AccumulatorRegistry
+	// SetCheckpointHandler registers the task's snapshot and notification hooks (see
+	// CheckpointHandler); call it before the first read or write. A second call replaces the
+	// first. Only meaningful when the job takes checkpoints (TaskInfo.CheckpointingEnabled).
+	SetCheckpointHandler(h CheckpointHandler)
+	// RestoredState is the state this attempt starts from and the checkpoint or savepoint it
+	// comes from; ok is false on a fresh start. The state is the subtask's share, already
+	// redistributed to this attempt's subtask index and parallelism. Flink:
+	// StateInitializationContext.isRestored and getRestoredCheckpointId.
+	RestoredState() (id checkpoint.CheckpointID, state checkpoint.StateHandle, ok bool)
 }
 
 // TaskInfo describes one execution attempt. Flink: org.apache.flink.api.common.TaskInfo.
@@ -60,6 +70,9 @@ type TaskInfo struct {
 	AttemptNumber  int
 	// Config is the JobVertex's opaque config.
 	Config []byte
+	// CheckpointingEnabled says the job takes checkpoints (rpc.TaskDeploymentDescriptor's
+	// CheckpointingEnabled): the task's CheckpointHandler, if any, is called.
+	CheckpointingEnabled bool
 }
 
 // InputGate reads every partition of one input (the subpartition meant for this subtask of each),

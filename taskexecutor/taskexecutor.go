@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/rpc"
@@ -977,4 +978,22 @@ func (te *TaskExecutor) resourceManagerHeartbeatTimedOut(string) {
 			te.rmHeartbeats.Monitor(te.rmAddr)
 		})
 	})
+}
+
+// TriggerCheckpoint implements rpc.TaskExecutorGateway. Not built yet: it fails with
+// errors.ErrUnsupported.
+func (te *TaskExecutor) TriggerCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time, props checkpoint.CheckpointProperties) error {
+	return fmt.Errorf("taskexecutor: TriggerCheckpoint: %w", errors.ErrUnsupported)
+}
+
+// ConfirmCheckpoint implements rpc.TaskExecutorGateway. Not built yet: it fails with
+// errors.ErrUnsupported.
+func (te *TaskExecutor) ConfirmCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time) error {
+	return fmt.Errorf("taskexecutor: ConfirmCheckpoint: %w", errors.ErrUnsupported)
+}
+
+// AbortCheckpoint implements rpc.TaskExecutorGateway. Not built yet: it fails with
+// errors.ErrUnsupported.
+func (te *TaskExecutor) AbortCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time) error {
+	return fmt.Errorf("taskexecutor: AbortCheckpoint: %w", errors.ErrUnsupported)
 }

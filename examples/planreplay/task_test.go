@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
@@ -81,6 +82,12 @@ func (e *fakeEnv) AccumulatorRegistry() *taskexecutor.AccumulatorRegistry {
 	return e.accs
 }
 
+func (e *fakeEnv) SetCheckpointHandler(taskexecutor.CheckpointHandler) {}
+
+func (e *fakeEnv) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHandle, bool) {
+	return 0, checkpoint.StateHandle{}, false
+}
+
 func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
 func (e *fakeEnv) NumInputs() int                                  { return len(e.inputs) }
 func (e *fakeEnv) Input(i int) taskexecutor.InputGate              { return e.inputs[i] }
@@ -119,6 +126,12 @@ func (e nextOnlyEnv) NumOutputs() int                                 { return e
 func (e nextOnlyEnv) Output(i int) taskexecutor.ResultPartitionWriter { return e.e.Output(i) }
 func (e nextOnlyEnv) AccumulatorRegistry() *taskexecutor.AccumulatorRegistry {
 	return e.e.AccumulatorRegistry()
+}
+func (e nextOnlyEnv) SetCheckpointHandler(h taskexecutor.CheckpointHandler) {
+	e.e.SetCheckpointHandler(h)
+}
+func (e nextOnlyEnv) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHandle, bool) {
+	return e.e.RestoredState()
 }
 
 var testVertex = jobgraph.NewJobVertexID()

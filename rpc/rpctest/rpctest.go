@@ -29,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -162,6 +163,14 @@ func (p *Probe) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceID, 
 }
 
 func (p *Probe) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error { return nil }
+
+func (p *Probe) AcknowledgeCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, _ checkpoint.AcknowledgeCheckpoint) error {
+	return p.fence(token)
+}
+
+func (p *Probe) DeclineCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, _ checkpoint.DeclineCheckpoint) error {
+	return p.fence(token)
+}
 
 var _ rpc.JobMasterGateway = (*Probe)(nil)
 

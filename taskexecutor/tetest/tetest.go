@@ -35,6 +35,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -601,6 +602,14 @@ func (f *fakeJobMaster) HeartbeatFromTaskExecutor(_ context.Context, _ jobgraph.
 
 func (f *fakeJobMaster) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error {
 	return nil
+}
+
+func (f *fakeJobMaster) AcknowledgeCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, _ checkpoint.AcknowledgeCheckpoint) error {
+	return f.fence(token)
+}
+
+func (f *fakeJobMaster) DeclineCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, _ checkpoint.DeclineCheckpoint) error {
+	return f.fence(token)
 }
 
 var (

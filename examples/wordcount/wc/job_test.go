@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,12 @@ func (e *fakeEnv) AccumulatorRegistry() *taskexecutor.AccumulatorRegistry {
 		e.accs = taskexecutor.NewAccumulatorRegistry()
 	}
 	return e.accs
+}
+
+func (e *fakeEnv) SetCheckpointHandler(taskexecutor.CheckpointHandler) {}
+
+func (e *fakeEnv) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHandle, bool) {
+	return 0, checkpoint.StateHandle{}, false
 }
 
 func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
