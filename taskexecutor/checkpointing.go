@@ -2,9 +2,16 @@ package taskexecutor
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jobgraph/jobgraph/checkpoint"
 )
+
+// ErrStopped is what a task's reads and writes (Next, NextAny, Emit, Broadcast) return once the
+// stop-with-savepoint savepoint the task took part in is confirmed: the task is to return, with
+// ErrStopped (wrapped or not) or nil, and it ends FINISHED, not FAILED. Flink: the task
+// finishing after a synchronous savepoint (stop-with-savepoint without --drain).
+var ErrStopped = errors.New("taskexecutor: task stopped by stop-with-savepoint")
 
 // CheckpointHandler is a task's part in checkpoints: it snapshots the task's state and hears
 // whether a checkpoint completed or was aborted. A task registers one with
@@ -35,6 +42,12 @@ import (
 //   - A task whose inputs all ended: before Next or NextAny reports the end (io.EOF), it waits
 //     until the last checkpoint it acknowledged is confirmed or aborted, and runs the
 //     notification.
+//
+// Stop-with-savepoint (a checkpoint whose properties are checkpoint.SyncSavepoint): after its
+// snapshot and barrier the task sends and processes nothing more; its next read or write waits
+// for the savepoint's confirmation or abort. Confirmed: NotifyCheckpointComplete runs, and that
+// call and every later read or write return ErrStopped. Aborted: NotifyCheckpointAborted runs
+// and the task goes on as if nothing happened. No final checkpoint follows a stop.
 //
 // A SnapshotState error declines the checkpoint (CheckpointDeclined, counted toward
 // execution.checkpointing.tolerable-failed-checkpoints); the task goes on running.
