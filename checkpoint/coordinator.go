@@ -86,6 +86,10 @@ type Config struct {
 	// I/O: the owner's loop would wait on the disk otherwise).
 	Executor IOExecutor
 	FailJob  FailJobCallback
+	// Savepoints creates, writes and discards savepoint locations (through the Executor); nil
+	// means FileSavepointStorage{}: a savepoint triggered with a target directory becomes the
+	// directory "<target>/savepoint-<job prefix>-<random>" with a _metadata file.
+	Savepoints SavepointStorage
 	// MaxQueuedRequests bounds the trigger queue; 0 means DefaultMaxQueuedRequests.
 	MaxQueuedRequests int
 	// StatsHistorySize is web.checkpoints.history; 0 means DefaultStatsHistorySize.
@@ -138,6 +142,7 @@ type CheckpointCoordinator struct {
 	cfg      Config
 	now      func() time.Time
 	exec     IOExecutor
+	sps      SavepointStorage
 	interval time.Duration
 	timeout  time.Duration
 	minPause time.Duration
@@ -195,6 +200,10 @@ func NewCheckpointCoordinator(cfg Config) (*CheckpointCoordinator, error) {
 	}
 	if c.exec == nil {
 		c.exec = InlineExecutor{}
+	}
+	c.sps = cfg.Savepoints
+	if c.sps == nil {
+		c.sps = FileSavepointStorage{}
 	}
 	if c.timeout == 0 {
 		c.timeout = jobgraph.DefaultCheckpointTimeout
@@ -275,10 +284,17 @@ func (c *CheckpointCoordinator) TriggerCheckpoint(token jobgraph.JobMasterID, do
 	return c.request(token, &triggerRequest{props: CheckpointPropertiesFor(Checkpoint), done: done})
 }
 
-// TriggerSavepoint requests a savepoint stored under path (its ExternalPointer). timeout bounds
-// it (0: the checkpoint timeout); an expired savepoint fails with a *CheckpointError whose Reason
-// is CheckpointExpired and whose Timeout() is true. done as for TriggerCheckpoint. Errors:
-// ErrInvalidConfig for an empty path or a negative timeout, ErrWrongJobMasterID, ErrShutdown.
+// TriggerSavepoint requests a savepoint in the target directory path: when it is triggered, the
+// SavepointStorage creates its location there, whose pointer (for the default storage, the new
+// directory "path/savepoint-<job prefix>-<random>") is the completed savepoint's
+// ExternalPointer; once every task acknowledged, its metadata is written there and then it is
+// added to the store. timeout bounds it (0: the checkpoint timeout); an expired savepoint fails
+// with a *CheckpointError whose Reason is CheckpointExpired and whose Timeout() is true. A
+// savepoint that fails after its location was created (declined, expired, aborted, its metadata
+// or the store failing: FinalizeCheckpointFailure) has its location discarded before done hears
+// of the failure; a location that cannot be created fails it with IOException naming the
+// directory. done as for TriggerCheckpoint. Errors: ErrInvalidConfig for an empty path or a
+// negative timeout, ErrWrongJobMasterID, ErrShutdown. Flink: CheckpointCoordinator.triggerSavepoint.
 func (c *CheckpointCoordinator) TriggerSavepoint(token jobgraph.JobMasterID, path string, timeout time.Duration, done func(CompletedCheckpoint, error)) error {
 	return c.triggerSavepoint(token, Savepoint, path, timeout, done)
 }
@@ -374,32 +390,48 @@ func (c *CheckpointCoordinator) executeQueued() {
 	c.startTriggering(first)
 }
 
+// startTriggering draws the checkpoint's ID and, for a savepoint, creates its location, both
+// through the executor (Flink's initializeCheckpointAndLocation).
 func (c *CheckpointCoordinator) startTriggering(r *triggerRequest) {
 	c.triggering = true
 	trigger := c.now()
 	var id CheckpointID
-	var err error
-	counter := c.cfg.IDCounter
-	c.exec.Execute(func() { id, err = counter.GetAndIncrement() }, func() { c.onTriggerInitialized(r, trigger, id, err) })
+	var pointer string
+	var err, locErr error
+	counter, sps, job := c.cfg.IDCounter, c.sps, c.cfg.JobID
+	c.exec.Execute(func() {
+		id, err = counter.GetAndIncrement()
+		if err == nil && r.props.IsSavepoint() {
+			pointer, locErr = sps.InitializeLocationForSavepoint(job, r.path)
+		}
+	}, func() { c.onTriggerInitialized(r, trigger, id, pointer, err, locErr) })
 }
 
-func (c *CheckpointCoordinator) onTriggerInitialized(r *triggerRequest, trigger time.Time, id CheckpointID, err error) {
+func (c *CheckpointCoordinator) onTriggerInitialized(r *triggerRequest, trigger time.Time, id CheckpointID, pointer string, err, locErr error) {
 	c.triggering = false
 	if c.shutdown {
-		r.fail(&CheckpointError{Reason: CheckpointCoordinatorShutdown, CheckpointID: id})
+		c.failWithLocation(pointer, func() { r.fail(&CheckpointError{Reason: CheckpointCoordinatorShutdown, CheckpointID: id}) })
 		return
 	}
 	if err != nil {
 		c.failBeforePending(r, &CheckpointError{Reason: IOException, Cause: err})
 		return
 	}
+	if locErr != nil {
+		c.failBeforePending(r, &CheckpointError{Reason: IOException, CheckpointID: id, Cause: locErr})
+		return
+	}
 	plan, err := c.cfg.Plan()
 	if err != nil {
-		c.failBeforePending(r, &CheckpointError{Reason: NotAllRequiredTasksRunning, CheckpointID: id, Cause: err})
+		ce := &CheckpointError{Reason: NotAllRequiredTasksRunning, CheckpointID: id, Cause: err}
+		c.stats.ReportFailedCheckpointsWithoutInProgress()
+		c.failures.HandleJobLevelCheckpointException(r.props, ce)
+		c.failWithLocation(pointer, func() { r.fail(ce) })
+		c.executeQueued()
 		return
 	}
 	p := newPendingCheckpoint(id, r.props, trigger, plan)
-	p.external, p.onDone = r.path, r.done
+	p.external, p.onDone = pointer, r.done
 	c.pending[id] = p
 	p.stats = c.stats.reportPending(id, trigger, r.props, p.subtasksPerVertex())
 	timeout := c.timeout
@@ -571,10 +603,25 @@ func (c *CheckpointCoordinator) abort(p *PendingCheckpoint, ce *CheckpointError,
 	} else {
 		c.failures.HandleJobLevelCheckpointException(p.props, ce)
 	}
-	if p.onDone != nil {
-		p.onDone(CompletedCheckpoint{}, ce)
-	}
+	c.failWithLocation(p.external, func() {
+		if p.onDone != nil {
+			p.onDone(CompletedCheckpoint{}, ce)
+		}
+	})
 	c.executeQueued()
+}
+
+// failWithLocation runs report once the savepoint location pointer (if any: "" for checkpoints)
+// is discarded, so whoever hears of a failed savepoint finds its files gone. The discard runs
+// through the executor; a discard that fails leaves garbage, never a loss, and is not the
+// savepoint's error.
+func (c *CheckpointCoordinator) failWithLocation(pointer string, report func()) {
+	if pointer == "" {
+		report()
+		return
+	}
+	sps := c.sps
+	c.exec.Execute(func() { _ = sps.DiscardLocation(pointer) }, report)
 }
 
 // ---- completion ----
@@ -598,8 +645,23 @@ func (c *CheckpointCoordinator) runStore() {
 	c.storing = true
 	next := c.storeQueue[0]
 	var err error
-	store := c.cfg.Store
-	c.exec.Execute(func() { _, err = store.Add(next.cp) }, func() {
+	store, sps := c.cfg.Store, c.sps
+	c.exec.Execute(func() {
+		// A savepoint's metadata is written before the store hears of it (Flink:
+		// PendingCheckpoint.finalizeCheckpoint); a savepoint that is not stored is discarded
+		// here, before the loop reports the failure.
+		pointer := next.cp.ExternalPointer
+		savepoint := next.cp.Properties.IsSavepoint() && pointer != ""
+		if savepoint {
+			if err = sps.StoreMetadata(pointer, next.cp); err != nil {
+				_ = sps.DiscardLocation(pointer)
+				return
+			}
+		}
+		if _, err = store.Add(next.cp); err != nil && savepoint {
+			_ = sps.DiscardLocation(pointer)
+		}
+	}, func() {
 		c.storing = false
 		c.storeQueue = c.storeQueue[1:]
 		c.onStored(next, err)

@@ -21,12 +21,13 @@ func TestSyncSavepointDeclineFailsTheJobAtOnce(t *testing.T) {
 	store, err := checkpoint.NewStandaloneCompletedCheckpointStore(1)
 	require.NoError(t, err)
 	h := newHarnessOver(t, jobgraph.CheckpointingSettings{TolerableFailedCheckpoints: 10}, nil, store, counter, s0, m1)
-	require.NoError(t, h.c.TriggerSynchronousSavepoint(h.jm, "/sp", 0, h.done("stop")))
+	require.NoError(t, h.c.TriggerSynchronousSavepoint(h.jm, h.spDir, 0, h.done("stop")))
 	require.NoError(t, h.ack(9, s0, 1))
 	require.NoError(t, h.decline(9, m1, checkpoint.CheckpointDeclinedTaskNotReady))
 	assert.Equal(t, []string{"job: checkpoint 9: Checkpoint was declined (tasks not ready)"}, h.rec.failJobs)
 	assert.Equal(t, []string{"stop failed: checkpoint 9: Checkpoint was declined (tasks not ready)"}, h.results)
 	assert.Empty(t, h.store.All(), "savepoint 9 is discarded")
+	assert.Empty(t, dirEntries(t, h.spDir), "and so is its directory")
 	assert.Equal(t, 0, h.c.FailureManager().ContinuousFailureCount())
 }
 

@@ -445,23 +445,23 @@ func TestSavepointAfterCheckpointIsLatestForRecovery(t *testing.T) {
 
 	h.trigger("cp10")
 	require.NoError(t, h.ack(10, a, 1))
-	require.NoError(t, h.c.TriggerSavepoint(h.jm, "/savepoints/sp-11", 0, h.done("sp11")))
+	require.NoError(t, h.c.TriggerSavepoint(h.jm, h.spDir, 0, h.done("sp11")))
 	require.NoError(t, h.ack(11, a, 2))
 	assert.Equal(t, []string{"cp10 completed 10", "sp11 completed 11"}, h.results)
 	latest, ok := h.c.RestoreLatestCheckpointedState()
 	require.True(t, ok)
 	assert.Equal(t, checkpoint.CheckpointID(11), latest.CheckpointID)
-	assert.Equal(t, "/savepoints/sp-11", latest.ExternalPointer)
+	assert.Equal(t, h.savepointDir(1), latest.ExternalPointer)
 	assert.True(t, latest.Properties.IsSavepoint())
 	st := h.c.Statistics()
 	require.NotNil(t, st.Latest.Savepoint)
 	assert.Equal(t, checkpoint.CheckpointID(11), st.Latest.Savepoint.ID)
-	assert.Equal(t, "/savepoints/sp-11", st.Latest.Savepoint.ExternalPath)
+	assert.Equal(t, h.savepointDir(1), st.Latest.Savepoint.ExternalPath)
 	assert.Equal(t, checkpoint.CheckpointID(10), st.Latest.Completed.ID)
 	assert.True(t, st.Latest.Restored.IsSavepoint)
 
 	// Savepoint 12 pending, checkpoint 13 completes: 12 is not subsumed.
-	require.NoError(t, h.c.TriggerSavepoint(h.jm, "/savepoints/sp-12", time.Minute, h.done("sp12")))
+	require.NoError(t, h.c.TriggerSavepoint(h.jm, h.spDir, time.Minute, h.done("sp12")))
 	h.trigger("cp13") // the pending savepoint counts toward max concurrent 1 (Flink): cp13 waits
 	assert.Equal(t, 1, h.c.NumQueuedRequests())
 	h.timers.Advance(time.Minute)
@@ -470,14 +470,14 @@ func TestSavepointAfterCheckpointIsLatestForRecovery(t *testing.T) {
 	assert.Empty(t, h.rec.failJobs, "a savepoint's expiry is not counted")
 	h.results = nil
 	var spErr error
-	require.NoError(t, h.c.TriggerSavepoint(h.jm, "/savepoints/sp-14", time.Second, func(_ checkpoint.CompletedCheckpoint, err error) { spErr = err }))
+	require.NoError(t, h.c.TriggerSavepoint(h.jm, h.spDir, time.Second, func(_ checkpoint.CompletedCheckpoint, err error) { spErr = err }))
 	require.NoError(t, h.ack(13, a, 1))
 	require.NoError(t, h.ack(14, a, 1))
 	assert.NoError(t, spErr)
 	assert.Equal(t, []string{"cp13 completed 13"}, h.results)
 
 	// The expiry error is a timeout.
-	require.NoError(t, h.c.TriggerSavepoint(h.jm, "/savepoints/sp-15", time.Second, func(_ checkpoint.CompletedCheckpoint, err error) { spErr = err }))
+	require.NoError(t, h.c.TriggerSavepoint(h.jm, h.spDir, time.Second, func(_ checkpoint.CompletedCheckpoint, err error) { spErr = err }))
 	h.timers.Advance(time.Second)
 	var ce *checkpoint.CheckpointError
 	require.ErrorAs(t, spErr, &ce)

@@ -1,8 +1,10 @@
 // Package checkpoint is the core of checkpoints and savepoints, following Flink's
 // org.apache.flink.runtime.checkpoint: the CheckpointCoordinator, PendingCheckpoint,
 // CompletedCheckpoint, the CheckpointFailureManager, the CompletedCheckpointStore and
-// CheckpointIDCounter (interfaces, each with an in-memory and a file-based implementation) and the
-// CheckpointStatsTracker.
+// CheckpointIDCounter (interfaces, each with an in-memory and a file-based implementation), the
+// CheckpointStatsTracker, and savepoint storage: SavepointStorage (default FileSavepointStorage,
+// Flink's layout: a directory savepoint-<job prefix>-<random> holding a _metadata file) and
+// LoadSavepoint, which reads one back (Flink's Checkpoints.loadCheckpointMetadata).
 //
 // The coordinator is a plain struct driven from one goroutine, its owner's main loop (later the
 // JobMaster's): no locks, no goroutines of its own, no I/O. Time comes from the injected Timers

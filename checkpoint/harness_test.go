@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -97,6 +98,8 @@ type harness struct {
 	plan    checkpoint.CheckpointPlan
 	planErr error
 	jm      jobgraph.JobMasterID
+	job     jobgraph.JobID
+	spDir   string // a savepoint target directory (t.TempDir)
 	c       *checkpoint.CheckpointCoordinator
 	results []string
 }
@@ -110,14 +113,15 @@ func newHarness(t *testing.T, s jobgraph.CheckpointingSettings, exec checkpoint.
 
 func newHarnessOver(t *testing.T, s jobgraph.CheckpointingSettings, exec checkpoint.IOExecutor, store checkpoint.CompletedCheckpointStore, counter checkpoint.CheckpointIDCounter, tasks ...jobgraph.ExecutionAttemptID) *harness {
 	t.Helper()
-	h := &harness{t: t, timers: manualtime.New(start), rec: &recorder{}, jm: jobgraph.NewJobMasterID()}
+	h := &harness{t: t, timers: manualtime.New(start), rec: &recorder{}, jm: jobgraph.NewJobMasterID(), job: jobgraph.NewJobID(), spDir: t.TempDir()}
 	h.store = &recordingStore{CompletedCheckpointStore: store, rec: h.rec}
 	h.counter = &failingCounter{CheckpointIDCounter: counter}
 	h.setTasks(tasks...)
 	c, err := checkpoint.NewCheckpointCoordinator(checkpoint.Config{
-		JobID: jobgraph.NewJobID(), JobMasterID: h.jm, Settings: s, Timers: h.timers, Clock: h.timers.Now,
+		JobID: h.job, JobMasterID: h.jm, Settings: s, Timers: h.timers, Clock: h.timers.Now,
 		Tasks: h.rec, Plan: func() (checkpoint.CheckpointPlan, error) { return h.plan, h.planErr },
 		Store: h.store, IDCounter: h.counter, Executor: exec, FailJob: h.rec,
+		Savepoints: checkpoint.FileSavepointStorage{Random: &countingRandom{}},
 	})
 	require.NoError(t, err)
 	h.c = c
@@ -158,6 +162,25 @@ func (h *harness) storedIDs() []checkpoint.CheckpointID {
 		ids = append(ids, cp.CheckpointID)
 	}
 	return ids
+}
+
+// countingRandom makes savepoint directory names 000000000001, 000000000002, … (6 bytes per Read,
+// big-endian).
+type countingRandom struct{ n uint64 }
+
+func (r *countingRandom) Read(b []byte) (int, error) {
+	r.n++
+	v := r.n
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+	return len(b), nil
+}
+
+// savepointDir is the n-th savepoint directory the harness's storage creates in h.spDir.
+func (h *harness) savepointDir(n int) string {
+	return filepath.Join(h.spDir, fmt.Sprintf("savepoint-%s-%012x", h.job.String()[:6], n))
 }
 
 func ms(d time.Duration) int64 { return start.Add(d).UnixMilli() }
