@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The JSON form of a JobGraph is what encoding/json produces from the struct (json.Marshal(g)):
@@ -208,11 +210,19 @@ func pathKey(key string) string {
 	return "[" + strconv.Quote(Truncate(key)) + "]"
 }
 
-// Clone returns a deep copy of g, through its JSON form. A nil g gives a *ValidationError with
-// RuleNilGraph.
+// Clone returns a deep copy of g: the graph Decode gives for g's JSON form, with the same errors
+// (a nil g gives a *ValidationError with RuleNilGraph; a nil vertex, edge or data set, an
+// enumeration value without a name or a NaN or infinite float cannot be encoded). A graph whose
+// strings are valid UTF-8 and whose values all encode is copied field by field, without JSON
+// (the Dispatcher clones every submission: this costs a few allocations instead of an encode and
+// a decode); any other graph goes through JSON, which replaces invalid UTF-8 and reports what
+// cannot be encoded. The copy shares no memory with g.
 func (g *JobGraph) Clone() (*JobGraph, error) {
 	if g == nil {
 		return nil, errNilGraph()
+	}
+	if c, ok := g.copyPlain(); ok {
+		return c, nil
 	}
 	data, err := json.Marshal(g)
 	if err != nil {
@@ -220,6 +230,99 @@ func (g *JobGraph) Clone() (*JobGraph, error) {
 	}
 	return Decode(data)
 }
+
+// copyPlain copies g field by field and reports true when the copy equals what a JSON round
+// trip gives; it reports false, and copies nothing, for a graph the round trip would change or
+// refuse. What the round trip does to a plain graph, copyPlain does too: an empty Config,
+// Inputs or Results becomes nil (omitempty), a negative zero float becomes zero (omitempty drops
+// it). Vertices keeps the difference between nil ("null") and empty ("[]").
+// TestCloneCopiesEveryField fails when a field is added that needs a line here.
+func (g *JobGraph) copyPlain() (*JobGraph, bool) {
+	if !plainString(g.Name) || !jobTypes.valid(g.Type) || !plainString(g.SavepointRestore.Path) ||
+		!restoreModes.valid(g.SavepointRestore.RestoreMode) || !plainString(string(g.RestartStrategy.Type)) ||
+		!plainFloat(g.RestartStrategy.ExponentialDelayBackoffMultiplier) ||
+		!plainFloat(g.RestartStrategy.ExponentialDelayJitterFactor) || !plainString(string(g.FailoverStrategy)) {
+		return nil, false
+	}
+	var edges, sets, config int
+	for _, v := range g.Vertices {
+		if v == nil || !plainString(v.Name) || !plainString(v.Invokable) || !plainString(v.SlotSharingGroup) ||
+			!plainString(v.CoLocationGroup) || !plainFloat(v.Resources.CPUCores) {
+			return nil, false
+		}
+		for _, e := range v.Inputs {
+			if e == nil || !distributionPatterns.valid(e.DistributionPattern) || !plainString(e.ShipStrategy) {
+				return nil, false
+			}
+		}
+		for _, ds := range v.Results {
+			if ds == nil || !resultPartitionTypes.valid(ds.ResultType) {
+				return nil, false
+			}
+		}
+		edges, sets, config = edges+len(v.Inputs), sets+len(v.Results), config+len(v.Config)
+	}
+	c := *g
+	c.RestartStrategy.ExponentialDelayBackoffMultiplier = g.RestartStrategy.ExponentialDelayBackoffMultiplier + 0
+	c.RestartStrategy.ExponentialDelayJitterFactor = g.RestartStrategy.ExponentialDelayJitterFactor + 0
+	if g.Vertices == nil {
+		return &c, true
+	}
+	// One allocation per kind of object; each slice handed out is capped (s[i:j:j]), so an
+	// append to one vertex's Inputs can never write into the next vertex's.
+	vs := make([]JobVertex, len(g.Vertices))
+	c.Vertices = make([]*JobVertex, len(g.Vertices))
+	var edgeSlab []JobEdge
+	var edgePtrs []*JobEdge
+	if edges > 0 {
+		edgeSlab, edgePtrs = make([]JobEdge, 0, edges), make([]*JobEdge, 0, edges)
+	}
+	var setSlab []IntermediateDataSet
+	var setPtrs []*IntermediateDataSet
+	if sets > 0 {
+		setSlab, setPtrs = make([]IntermediateDataSet, 0, sets), make([]*IntermediateDataSet, 0, sets)
+	}
+	var configSlab []byte
+	if config > 0 {
+		configSlab = make([]byte, 0, config)
+	}
+	for i, v := range g.Vertices {
+		cv := &vs[i]
+		*cv = *v
+		cv.Resources.CPUCores = v.Resources.CPUCores + 0 // -0 → 0, as omitempty drops it
+		cv.Config, cv.Inputs, cv.Results = nil, nil, nil
+		if n := len(v.Config); n > 0 {
+			start := len(configSlab)
+			configSlab = append(configSlab, v.Config...)
+			cv.Config = configSlab[start : start+n : start+n]
+		}
+		if n := len(v.Inputs); n > 0 {
+			start := len(edgePtrs)
+			for _, e := range v.Inputs {
+				edgeSlab = append(edgeSlab, *e)
+				edgePtrs = append(edgePtrs, &edgeSlab[len(edgeSlab)-1])
+			}
+			cv.Inputs = edgePtrs[start : start+n : start+n]
+		}
+		if n := len(v.Results); n > 0 {
+			start := len(setPtrs)
+			for _, ds := range v.Results {
+				setSlab = append(setSlab, *ds)
+				setPtrs = append(setPtrs, &setSlab[len(setSlab)-1])
+			}
+			cv.Results = setPtrs[start : start+n : start+n]
+		}
+		c.Vertices[i] = cv
+	}
+	return &c, true
+}
+
+// plainString reports whether s survives a JSON round trip unchanged (encoding/json replaces
+// invalid UTF-8).
+func plainString(s string) bool { return utf8.ValidString(s) }
+
+// plainFloat reports whether f can be encoded (encoding/json refuses NaN and infinities).
+func plainFloat(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // errNilGraph is the error for a nil *JobGraph.
 func errNilGraph() error { return &ValidationError{Rule: RuleNilGraph, Detail: "the job graph is nil"} }

@@ -3,6 +3,7 @@ package jobgraph_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,6 +79,14 @@ func FuzzDecode(f *testing.F) {
 		}
 		if errString(g2.Validate()) != errString(verr) {
 			t.Fatalf("Validate differs after a round trip: %v vs %v", verr, g2.Validate())
+		}
+		// Clone (field by field for such a graph) gives what the JSON round trip gives.
+		c, err := g.Clone()
+		if err != nil {
+			t.Fatalf("Clone of a decoded graph: %v", err)
+		}
+		if !reflect.DeepEqual(c, g2) {
+			t.Fatalf("Clone differs from the JSON round trip:\n%#v\n%#v", c, g2)
 		}
 	})
 }
