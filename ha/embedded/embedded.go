@@ -1,6 +1,7 @@
 // Package embedded is the in-memory ha.Services: every election grants leadership at once to its
-// first contender, stores keep their data in memory (as encoded bytes, so a caller can never
-// change what was stored). It is what the MiniCluster uses by default.
+// first contender, stores keep their data in memory, each entry a copy no caller holds (a
+// JobResult as its encoded bytes, a JobGraph as a deep copy, jobgraph.JobGraph.Clone), so a
+// caller can never change what was stored. It is what the MiniCluster uses by default.
 // Flink: org.apache.flink.runtime.highavailability.nonha.embedded.EmbeddedHaServices.
 package embedded
 
@@ -62,8 +63,8 @@ func NewWithOptions(o Options) (*Services, error) {
 	return &Services{
 		loop:      mainloop.New("ha-embedded"),
 		elections: make(map[jobgraph.JobID]*Election),
-		plans:     &planStore{plans: make(map[jobgraph.JobID][]byte)},
-		results: &resultStore{entries: make(map[jobgraph.JobID][]byte), max: o.MaxCleanResults,
+		plans:     &planStore{plans: make(map[jobgraph.JobID]*jobgraph.JobGraph)},
+		results: &resultStore{entries: make(map[jobgraph.JobID]storedResult), max: o.MaxCleanResults,
 			clean: list.New(), cleanAt: make(map[jobgraph.JobID]*list.Element)},
 	}, nil
 }
@@ -248,32 +249,34 @@ func (r *retrieval) Stop() error {
 }
 
 type planStore struct {
-	mu    sync.Mutex
-	plans map[jobgraph.JobID][]byte
+	mu sync.Mutex
+	// Each a copy of what Put was given (jobgraph.JobGraph.Clone: the graph its JSON form
+	// decodes to), never handed out: Get returns a copy of it.
+	plans map[jobgraph.JobID]*jobgraph.JobGraph
 }
 
 func (p *planStore) Put(ctx context.Context, g *jobgraph.JobGraph) error {
 	if g == nil {
 		return fmt.Errorf("ha/embedded: Put of a nil job graph")
 	}
-	data, err := json.Marshal(g)
+	c, err := g.Clone()
 	if err != nil {
 		return fmt.Errorf("ha/embedded: encode job graph %s: %w", g.JobID, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.plans[g.JobID] = data
+	p.plans[g.JobID] = c
 	return nil
 }
 
 func (p *planStore) Get(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobGraph, error) {
 	p.mu.Lock()
-	data, ok := p.plans[id]
+	g, ok := p.plans[id]
 	p.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("ha/embedded: execution plan of job %s: %w", id, ha.ErrNotFound)
+		return nil, &notFoundError{what: "execution plan of job", id: id}
 	}
-	return jobgraph.Decode(data)
+	return g.Clone()
 }
 
 func (p *planStore) Remove(ctx context.Context, id jobgraph.JobID) error {
@@ -293,7 +296,7 @@ func (p *planStore) JobIDs(ctx context.Context) ([]jobgraph.JobID, error) {
 
 type resultStore struct {
 	mu      sync.Mutex
-	entries map[jobgraph.JobID][]byte // encoded ha.JobResultEntry
+	entries map[jobgraph.JobID]storedResult
 	// With max > 0: the clean entries in the order they were marked clean (oldest first), and
 	// each one's element, so that marking one clean and evicting the oldest cost O(1).
 	max     int
@@ -301,8 +304,30 @@ type resultStore struct {
 	cleanAt map[jobgraph.JobID]*list.Element
 }
 
+// storedResult is one entry: the JobResult encoded (so no caller can change it) and the clean
+// flag beside it, so that MarkClean and the duplicate check of every submission (Get of a job
+// without an entry) decode nothing.
+type storedResult struct {
+	result []byte // JSON of the jobgraph.JobResult
+	clean  bool
+}
+
+// notFoundError is the error for a job without an entry: it matches ha.ErrNotFound and is
+// formatted only when its message is asked for. Every submission asks the store about a job it
+// does not hold (twice: the Dispatcher and the runner), so the miss must cost next to nothing.
+type notFoundError struct {
+	what string // "job result", "execution plan"
+	id   jobgraph.JobID
+}
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("ha/embedded: %s of %s: %v", e.what, e.id, ha.ErrNotFound)
+}
+
+func (e *notFoundError) Unwrap() error { return ha.ErrNotFound }
+
 func (r *resultStore) CreateDirty(ctx context.Context, result jobgraph.JobResult) error {
-	data, err := json.Marshal(ha.JobResultEntry{Result: result})
+	data, err := json.Marshal(result)
 	if err != nil {
 		return fmt.Errorf("ha/embedded: encode job result %s: %w", result.JobID, err)
 	}
@@ -311,26 +336,22 @@ func (r *resultStore) CreateDirty(ctx context.Context, result jobgraph.JobResult
 	if _, ok := r.entries[result.JobID]; ok {
 		return fmt.Errorf("ha/embedded: job result of %s: %w", result.JobID, ha.ErrAlreadyExists)
 	}
-	r.entries[result.JobID] = data
+	r.entries[result.JobID] = storedResult{result: data}
 	return nil
 }
 
 func (r *resultStore) MarkClean(ctx context.Context, id jobgraph.JobID) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	entry, err := r.getLocked(id)
-	if err != nil {
-		return err
+	entry, ok := r.entries[id]
+	if !ok {
+		return &notFoundError{what: "job result", id: id}
 	}
-	if entry.Clean {
+	if entry.clean {
 		return nil
 	}
-	entry.Clean = true
-	data, err := json.Marshal(entry)
-	if err != nil {
-		return err
-	}
-	r.entries[id] = data
+	entry.clean = true
+	r.entries[id] = entry
 	if r.max > 0 {
 		r.cleanAt[id] = r.clean.PushBack(id)
 		for r.clean.Len() > r.max {
@@ -344,32 +365,33 @@ func (r *resultStore) MarkClean(ctx context.Context, id jobgraph.JobID) error {
 
 func (r *resultStore) Get(ctx context.Context, id jobgraph.JobID) (ha.JobResultEntry, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.getLocked(id)
+	entry, ok := r.entries[id]
+	r.mu.Unlock()
+	if !ok {
+		return ha.JobResultEntry{}, &notFoundError{what: "job result", id: id}
+	}
+	return entry.decode()
 }
 
-func (r *resultStore) getLocked(id jobgraph.JobID) (ha.JobResultEntry, error) {
-	data, ok := r.entries[id]
-	if !ok {
-		return ha.JobResultEntry{}, fmt.Errorf("ha/embedded: job result of %s: %w", id, ha.ErrNotFound)
-	}
-	var entry ha.JobResultEntry
-	err := json.Unmarshal(data, &entry)
-	return entry, err
+func (e storedResult) decode() (ha.JobResultEntry, error) {
+	out := ha.JobResultEntry{Clean: e.clean}
+	err := json.Unmarshal(e.result, &out.Result)
+	return out, err
 }
 
 func (r *resultStore) DirtyResults(ctx context.Context) ([]jobgraph.JobResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []jobgraph.JobResult
-	for id := range r.entries {
-		entry, err := r.getLocked(id)
+	for _, e := range r.entries {
+		if e.clean {
+			continue
+		}
+		entry, err := e.decode()
 		if err != nil {
 			return nil, err
 		}
-		if !entry.Clean {
-			out = append(out, entry.Result)
-		}
+		out = append(out, entry.Result)
 	}
 	slices.SortFunc(out, func(a, b jobgraph.JobResult) int { return slices.Compare(a.JobID[:], b.JobID[:]) })
 	return out, nil
