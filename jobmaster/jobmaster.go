@@ -82,6 +82,10 @@ type Config struct {
 	// scheduler.DefaultSchedulerFactory. Flink: SchedulerNGFactory (jobmanager.scheduler picks
 	// one of Flink's; here the host passes its own).
 	SchedulerFactory scheduler.SchedulerNGFactory
+	// SavepointDirectory is the default target directory of savepoints and stop-with-savepoint
+	// requests that name none. Option state.savepoints.dir, default none (such a request then
+	// fails with scheduler.ErrNoSavepointDirectory).
+	SavepointDirectory string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -293,6 +297,7 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		JobStatusListener:      jm.cfg.JobStatusListener,
 		ExecutionStateListener: jm.cfg.ExecutionStateListener,
 		ExceptionHistorySize:   jm.cfg.ExceptionHistorySize,
+		SavepointDirectory:     jm.cfg.SavepointDirectory,
 		OnTerminal:             jm.onTerminal,
 	})
 	if err != nil {

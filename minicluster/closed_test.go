@@ -37,6 +37,9 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 			_, runErr := mc.Run(ctx, late)
 			_, addErr := mc.AddTaskExecutor(ctx)
 			_, poolErr := mc.SlotPoolStatus(ctx, id)
+			_, savepointErr := mc.TriggerSavepoint(ctx, id, t.TempDir())
+			_, stopErr := mc.StopWithSavepoint(ctx, id, t.TempDir())
+			_, checkpointErr := mc.TriggerCheckpoint(ctx, id)
 			for name, err := range map[string]error{
 				"AddTaskExecutor":    addErr,
 				"KillTaskExecutor":   mc.KillTaskExecutor("taskexecutor-0"),
@@ -49,6 +52,9 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 				"CancelJob":          mc.CancelJob(ctx, id),
 				"RequestJobStatus":   statusErr,
 				"Run":                runErr,
+				"TriggerSavepoint":   savepointErr,
+				"StopWithSavepoint":  stopErr,
+				"TriggerCheckpoint":  checkpointErr,
 			} {
 				assert.ErrorIs(t, err, minicluster.ErrClosed, name)
 				assert.ErrorIs(t, err, rpc.ErrClosed, name)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
@@ -97,6 +98,10 @@ type Config struct {
 	// reach a terminal state; default 60 s. No Flink option: Flink's MiniCluster.executeJobBlocking
 	// leaves the job running.
 	RunCancelTimeout time.Duration
+	// SavepointDirectory: state.savepoints.dir, the target directory of TriggerSavepoint and
+	// StopWithSavepoint calls that name none; default none (they then fail with
+	// scheduler.ErrNoSavepointDirectory).
+	SavepointDirectory string
 	// Logger defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
@@ -199,6 +204,7 @@ func New(cfg Config) (*MiniCluster, error) {
 		Logger:                 log,
 		HeartbeatInterval:      cfg.HeartbeatInterval,
 		HeartbeatTimeout:       cfg.HeartbeatTimeout,
+		SavepointDirectory:     cfg.SavepointDirectory,
 	}
 	d, err := dispatcher.New(dispatcher.Config{
 		HA:                  mc.ha,
@@ -537,6 +543,45 @@ func (mc *MiniCluster) RequestJobStatus(ctx context.Context, id jobgraph.JobID) 
 	return mc.dispatcher.RequestJobStatus(ctx, id)
 }
 
+// TriggerSavepoint takes a savepoint of the running job under targetDirectory ("" means
+// Config.SavepointDirectory, state.savepoints.dir) and returns its path once it completed: the
+// directory "targetDirectory/savepoint-<first 6 hex digits of the JobID>-<12 random hex digits>"
+// holding its _metadata (checkpoint.LoadSavepoint reads it; a job starts from it through
+// JobGraph.SavepointRestore.Path). The job keeps running. Errors: ErrClosed;
+// dispatcher.ErrJobNotFound; jobmaster.ErrJobNotRunning for a job that is not RUNNING or ended;
+// scheduler.ErrNoCheckpointCoordinator for a batch job; scheduler.ErrNoSavepointDirectory; the
+// savepoint's *checkpoint.CheckpointError (an expired one reports Timeout() true); ctx's (the
+// savepoint carries on). See dispatcher.StandaloneDispatcher.TriggerSavepoint. Flink:
+// MiniCluster.triggerSavepoint.
+func (mc *MiniCluster) TriggerSavepoint(ctx context.Context, id jobgraph.JobID, targetDirectory string) (string, error) {
+	if err := mc.closedErr(); err != nil {
+		return "", err
+	}
+	return mc.dispatcher.TriggerSavepoint(ctx, id, targetDirectory)
+}
+
+// StopWithSavepoint stops the running job with a savepoint: the tasks take the synchronous
+// savepoint and finish, and it returns the savepoint's path once every task and the job are
+// FINISHED. If the savepoint fails or is declined, it returns that error, the savepoint's files
+// are removed and the job keeps running. Errors otherwise as TriggerSavepoint's. Flink:
+// MiniCluster.stopWithSavepoint.
+func (mc *MiniCluster) StopWithSavepoint(ctx context.Context, id jobgraph.JobID, targetDirectory string) (string, error) {
+	if err := mc.closedErr(); err != nil {
+		return "", err
+	}
+	return mc.dispatcher.StopWithSavepoint(ctx, id, targetDirectory)
+}
+
+// TriggerCheckpoint takes a checkpoint of the running job now, outside the periodic schedule,
+// and returns its ID once it completed. Errors as TriggerSavepoint's. Flink:
+// MiniCluster.triggerCheckpoint.
+func (mc *MiniCluster) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (checkpoint.CheckpointID, error) {
+	if err := mc.closedErr(); err != nil {
+		return 0, err
+	}
+	return mc.dispatcher.TriggerCheckpoint(ctx, id)
+}
+
 // Run submits g and waits for its result. A job that ends other than FINISHED is not an error
 // here: look at the result's Status and RootCause. Errors: those of SubmitJob (ErrNotStarted,
 // ErrClosed, a nil or invalid g, a duplicate).
@@ -628,6 +673,42 @@ type trackedJobMaster struct {
 	mc    *MiniCluster
 	job   jobgraph.JobID
 	token jobgraph.JobMasterID
+}
+
+// The savepoint methods go to the JobMaster, as jobmaster.SavepointGateway, if it has them: the
+// runner finds them on this wrapper.
+var _ jobmaster.SavepointGateway = (*trackedJobMaster)(nil)
+
+func (t *trackedJobMaster) savepoints() (jobmaster.SavepointGateway, error) {
+	g, ok := t.JobMaster.(jobmaster.SavepointGateway)
+	if !ok {
+		return nil, fmt.Errorf("minicluster: the JobMaster of job %s (%T) takes no savepoints or checkpoints: %w", t.job, t.JobMaster, errors.ErrUnsupported)
+	}
+	return g, nil
+}
+
+func (t *trackedJobMaster) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
+	g, err := t.savepoints()
+	if err != nil {
+		return "", err
+	}
+	return g.TriggerSavepoint(ctx, dir)
+}
+
+func (t *trackedJobMaster) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
+	g, err := t.savepoints()
+	if err != nil {
+		return "", err
+	}
+	return g.StopWithSavepoint(ctx, dir)
+}
+
+func (t *trackedJobMaster) TriggerCheckpoint(ctx context.Context) (checkpoint.CheckpointID, error) {
+	g, err := t.savepoints()
+	if err != nil {
+		return 0, err
+	}
+	return g.TriggerCheckpoint(ctx)
 }
 
 func (t *trackedJobMaster) Close() *executiongraph.ArchivedExecutionGraph {

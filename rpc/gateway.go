@@ -57,6 +57,20 @@ type DispatcherGateway interface {
 	RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error)
 	// ListJobs lists running and archived jobs.
 	ListJobs(ctx context.Context) ([]JobStatusMessage, error)
+	// TriggerSavepoint takes a savepoint of the running job under targetDirectory ("" means
+	// state.savepoints.dir) and returns its path once it completed; the job keeps running.
+	// Errors: a job-not-found error for an unknown JobID, a job-not-running error for a job
+	// that is not RUNNING (or ended), why the savepoint failed (an expired one is a timeout:
+	// Timeout() true), ctx's error (the savepoint carries on). Flink:
+	// RestfulGateway.triggerSavepointAndGetLocation.
+	TriggerSavepoint(ctx context.Context, id jobgraph.JobID, targetDirectory string) (path string, err error)
+	// StopWithSavepoint takes the job's synchronous savepoint and returns its path once the job
+	// is FINISHED. If the savepoint fails the job keeps running and the error says why; other
+	// errors as TriggerSavepoint's. Flink: RestfulGateway.stopWithSavepointAndGetLocation.
+	StopWithSavepoint(ctx context.Context, id jobgraph.JobID, targetDirectory string) (path string, err error)
+	// TriggerCheckpoint takes a checkpoint of the running job now and returns its ID once it
+	// completed; errors as TriggerSavepoint's. Flink: RestfulGateway.triggerCheckpoint.
+	TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (checkpoint.CheckpointID, error)
 }
 
 // JobMasterGateway is how TaskExecutors and the ResourceManager reach a JobMaster. Calls fenced by

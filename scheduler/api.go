@@ -127,6 +127,10 @@ type Config struct {
 	// callback (a slot request timing out fails the job); the pool tolerates being called, even
 	// closed, from there. Flink: SchedulerNG.getJobTerminationFuture.
 	OnTerminal func(archived *executiongraph.ArchivedExecutionGraph, rootCause error)
+	// SavepointDirectory is the default target directory of savepoints triggered without one
+	// (SavepointTrigger with an empty targetDirectory). Option state.savepoints.dir, default
+	// none: such a savepoint then fails with ErrNoSavepointDirectory.
+	SavepointDirectory string
 	// GraphOptions are passed to executiongraph.Build (e.g. WithExecutionGraphID in tests,
 	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.
 	GraphOptions []executiongraph.Option
