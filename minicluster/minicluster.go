@@ -75,6 +75,12 @@ type Config struct {
 	// say) is dropped by the ResourceManager and by every JobMaster, whose tasks on it fail; it
 	// must not be shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
+	// RequirementCheckDelay: slotmanager.requirement-check.delay, default 50 ms: how long after an
+	// event (a declaration, a TaskExecutor registered or lost, a freed slot) the ResourceManager
+	// matches the jobs' requirements with free slots, so a job's first slots are requested 50 ms
+	// after its JobMaster declared them; negative: at once (Flink's 0). See
+	// resourcemanager.Config.RequirementCheckDelay.
+	RequirementCheckDelay time.Duration
 	// JobStatusListener, if set, hears every job status transition of every job. It runs on the
 	// job's JobMaster loop and must not block.
 	JobStatusListener func(job jobgraph.JobID, status jobgraph.JobStatus, at time.Time)
@@ -182,11 +188,12 @@ func New(cfg Config) (*MiniCluster, error) {
 		mc.ha, mc.ownHA = embedded.New(), true
 	}
 	rm, err := resourcemanager.New(resourcemanager.Config{
-		Address:           ResourceManagerAddress,
-		RPC:               mc.rpc,
-		Logger:            log,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		HeartbeatTimeout:  cfg.HeartbeatTimeout,
+		Address:               ResourceManagerAddress,
+		RPC:                   mc.rpc,
+		Logger:                log,
+		HeartbeatInterval:     cfg.HeartbeatInterval,
+		HeartbeatTimeout:      cfg.HeartbeatTimeout,
+		RequirementCheckDelay: cfg.RequirementCheckDelay,
 	})
 	if err != nil {
 		return nil, mc.abandon(err)

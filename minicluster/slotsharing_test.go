@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/minicluster"
+	"github.com/jobgraph/jobgraph/resourcemanager"
 	"github.com/jobgraph/jobgraph/slotpool"
 )
 
@@ -38,7 +39,7 @@ func TestDefaultSlotSharingRunsSourceToSinkOnTwoSlots(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusFinished, res.Status, "%v", res.RootCause)
 		assert.Nil(t, res.RootCause)
-		assert.Equal(t, time.Duration(0), time.Since(begin), "no wait for slots")
+		assert.Equal(t, resourcemanager.DefaultRequirementCheckDelay, time.Since(begin), "no wait for slots but the requirement check's")
 
 		archived, err := mc.RequestJob(ctx, g.JobID)
 		require.NoError(t, err)

@@ -76,12 +76,23 @@ type Config struct {
 	// zero means the default.
 	RequestTimeout time.Duration
 	// SlotRequestRetryDelay is how long after a failed RequestSlot the ResourceManager matches
-	// requirements again (other events — a slot report, a freed slot, a new declaration — match at
-	// once regardless). Flink retries at once; we wait so that a TaskExecutor that keeps refusing
-	// a slot (one whose view is out of date until its next slot report) does not spin the main
-	// loop. No Flink option; zero means DefaultSlotRequestRetryDelay, a negative value retries at
-	// once as Flink does.
+	// requirements again, at once when it fires (other events — a slot report, a freed slot, a
+	// new declaration — match at the next requirement check regardless, see
+	// RequirementCheckDelay). Flink retries with the requirement-check delay; we wait longer so
+	// that a TaskExecutor that keeps refusing a slot (one whose view is out of date until its next
+	// slot report) does not keep the main loop busy. No Flink option; zero means
+	// DefaultSlotRequestRetryDelay, a negative value retries at once.
 	SlotRequestRetryDelay time.Duration
+	// RequirementCheckDelay is how long after an event (a declaration, a TaskExecutor registered
+	// or lost, a slot report, a freed slot) the slot manager matches the jobs' requirements with
+	// free slots; the events until then share that one check, which runs on the main loop.
+	// Option slotmanager.requirement-check.delay, default 50 ms (DefaultRequirementCheckDelay;
+	// zero means the default); a negative value matches at once, inside the call, as Flink does
+	// for 0 or less. See SlotManagerConfig.RequirementCheckDelay for why it exists: without it a
+	// JobMaster that declines the offered slots makes the ResourceManager request them again at
+	// the same instant, forever. The retry after a failed RequestSlot (SlotRequestRetryDelay)
+	// matches at once when it fires.
+	RequirementCheckDelay time.Duration
 	// HeartbeatInterval is how often the ResourceManager asks each registered TaskExecutor and
 	// JobMaster for a heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
 	HeartbeatInterval time.Duration
@@ -194,7 +205,17 @@ func New(cfg Config) (*ResourceManager, error) {
 		return nil, fmt.Errorf("resourcemanager: %w", err)
 	}
 	rm.ctx, rm.cancel = context.WithCancel(context.Background())
-	rm.sm = NewSlotManager(SlotAllocatorFunc(rm.requestSlot), rm.log)
+	rm.sm, err = NewSlotManagerWithConfig(SlotManagerConfig{
+		Allocator:             SlotAllocatorFunc(rm.requestSlot),
+		Logger:                rm.log,
+		RequirementCheckDelay: cfg.RequirementCheckDelay,
+		Timers:                rm.loop,
+	})
+	if err != nil {
+		rm.cancel()
+		rm.loop.Close()
+		return nil, err
+	}
 	return rm, nil
 }
 
@@ -365,8 +386,9 @@ func (rm *ResourceManager) SendSlotReport(ctx context.Context, taskExecutor jobg
 	})
 }
 
-// NotifySlotAvailable marks the slot free again if it is still held by allocation, and matches
-// waiting requirements with it. A notice for a slot that moved on to another allocation is
+// NotifySlotAvailable marks the slot free again if it is still held by allocation; waiting
+// requirements are matched with it at the next requirement check (Config.RequirementCheckDelay).
+// A notice for a slot that moved on to another allocation is
 // ignored. Fails with ErrTaskExecutorNotRegistered for an unknown TaskExecutor.
 func (rm *ResourceManager) NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot rpc.SlotID, allocation jobgraph.AllocationID) error {
 	return rm.call(ctx, func() error {
@@ -451,7 +473,8 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 	})
 }
 
-// DeclareRequiredResources replaces the job's requirements and matches them. It fails with
+// DeclareRequiredResources replaces the job's requirements, which the next requirement check
+// (Config.RequirementCheckDelay after the first event since the last one) matches. It fails with
 // ErrJobNotRegistered when no JobMaster is registered for the job, with a *rpc.FencingError
 // (errors.Is rpc.ErrFencingTokenMismatch) when token is not the registered JobMaster's, and with
 // ErrInvalidRequirements for a negative count.

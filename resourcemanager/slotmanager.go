@@ -1,9 +1,11 @@
 package resourcemanager
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/rpc"
@@ -34,6 +36,40 @@ type SlotAllocatorFunc func(req SlotRequest)
 
 // RequestSlot calls f(req).
 func (f SlotAllocatorFunc) RequestSlot(req SlotRequest) { f(req) }
+
+// DefaultRequirementCheckDelay is the default of slotmanager.requirement-check.delay (Flink's
+// ResourceManagerOptions.REQUIREMENTS_CHECK_DELAY): see SlotManagerConfig.RequirementCheckDelay.
+const DefaultRequirementCheckDelay = 50 * time.Millisecond
+
+// Timers runs fn on the slot manager's goroutine d from now; cancel stops it if it has not run yet
+// and reports whether it did. The ResourceManager passes its main loop (mainloop.Loop.Schedule).
+type Timers interface {
+	Schedule(d time.Duration, fn func()) (cancel func() bool)
+}
+
+// SlotManagerConfig configures a SlotManager made by NewSlotManagerWithConfig.
+type SlotManagerConfig struct {
+	// Allocator carries out the slot requests. Required.
+	Allocator SlotAllocator
+	// Logger receives the slot manager's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// RequirementCheckDelay is how long after an event that may let a waiting job get a slot (a
+	// declaration, a TaskExecutor registered or lost, a slot report, a freed slot) the slot
+	// manager matches requirements with free slots. Every further event until then is covered by
+	// that one check: at most one check is scheduled at a time, and one is scheduled only when a
+	// job lacks slots and a slot is free. Option slotmanager.requirement-check.delay
+	// (Flink's FineGrainedSlotManager and DeclarativeSlotManager checkResourceRequirementsWithDelay),
+	// default 50 ms; zero means the default. A negative value matches at once, inside the call
+	// that caused it, as Flink does for a delay of 0 or less.
+	//
+	// The delay is what keeps a ResourceManager and a JobMaster that disagree from spinning: a
+	// JobMaster that still counts a lost TaskExecutor's slots declines every slot offered to it,
+	// the TaskExecutor frees the slot, and a slot manager matching at once requests it again at
+	// the same instant, without end. With the delay each such round takes one delay of time.
+	RequirementCheckDelay time.Duration
+	// Timers runs the delayed checks; required unless RequirementCheckDelay is negative.
+	Timers Timers
+}
 
 // JobMasterInfo is what the slot manager knows of a job's JobMaster: its fencing token, its
 // ResourceID and the address slots are offered at.
@@ -106,9 +142,10 @@ type job struct {
 // for a fixed set of TaskExecutors: it never starts new workers.
 //
 // A SlotManager is a plain state machine: no locks, no goroutines, no I/O. Drive it from one
-// goroutine (the ResourceManager's main loop). Every call that can make a slot free or a
-// requirement unmet runs the matching again (CheckResourceRequirements), except
-// CompleteAllocation, whose caller decides when to retry.
+// goroutine (the ResourceManager's main loop); its one timer, the delayed requirement check, fires
+// there too (SlotManagerConfig.Timers). Every call that can make a slot free or a requirement
+// unmet runs the matching again (CheckResourceRequirements) one requirement-check delay later, or
+// at once for a negative delay, except CompleteAllocation, whose caller decides when to retry.
 //
 // A slot event costs the same however many jobs wait: jobs that lack slots wait in one queue per
 // requirement profile, ordered by registration, and a matching round only looks at the head of
@@ -125,6 +162,10 @@ type SlotManager struct {
 	allocator SlotAllocator
 	log       *slog.Logger
 
+	checkDelay     time.Duration // < 0: check at once
+	timers         Timers
+	checkScheduled bool // a delayed check is scheduled and has not run yet
+
 	taskExecutors []*taskExecutor // registration order
 	teByID        map[jobgraph.ResourceID]*taskExecutor
 
@@ -136,19 +177,42 @@ type SlotManager struct {
 	numSlots, numPending, numAllocated int
 }
 
-// NewSlotManager returns an empty slot manager that requests slots through allocator. A nil
-// logger means slog.Default().
+// NewSlotManager returns an empty slot manager that requests slots through allocator and
+// matches at once on every event, with no timer: NewSlotManagerWithConfig with a negative
+// RequirementCheckDelay, for driving the matching core by hand. A nil logger means
+// slog.Default().
 func NewSlotManager(allocator SlotAllocator, logger *slog.Logger) *SlotManager {
-	if logger == nil {
-		logger = slog.Default()
+	return newSlotManager(SlotManagerConfig{Allocator: allocator, Logger: logger, RequirementCheckDelay: -1})
+}
+
+// NewSlotManagerWithConfig returns an empty slot manager. It fails without cfg.Allocator, and
+// without cfg.Timers unless cfg.RequirementCheckDelay is negative.
+func NewSlotManagerWithConfig(cfg SlotManagerConfig) (*SlotManager, error) {
+	if cfg.Allocator == nil {
+		return nil, errors.New("resourcemanager: SlotManagerConfig.Allocator is required")
+	}
+	if cfg.RequirementCheckDelay == 0 {
+		cfg.RequirementCheckDelay = DefaultRequirementCheckDelay
+	}
+	if cfg.RequirementCheckDelay > 0 && cfg.Timers == nil {
+		return nil, errors.New("resourcemanager: SlotManagerConfig.Timers is required for a requirement-check delay (slotmanager.requirement-check.delay)")
+	}
+	return newSlotManager(cfg), nil
+}
+
+func newSlotManager(cfg SlotManagerConfig) *SlotManager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	return &SlotManager{
-		allocator: allocator,
-		log:       logger,
-		teByID:    make(map[jobgraph.ResourceID]*taskExecutor),
-		jobByID:   make(map[jobgraph.JobID]*job),
-		waiting:   make(map[jobgraph.ResourceProfile]*waitQueue),
-		acquired:  make(map[jobgraph.JobID]map[jobgraph.ResourceProfile]int),
+		allocator:  cfg.Allocator,
+		log:        cfg.Logger,
+		checkDelay: cfg.RequirementCheckDelay,
+		timers:     cfg.Timers,
+		teByID:     make(map[jobgraph.ResourceID]*taskExecutor),
+		jobByID:    make(map[jobgraph.JobID]*job),
+		waiting:    make(map[jobgraph.ResourceProfile]*waitQueue),
+		acquired:   make(map[jobgraph.JobID]map[jobgraph.ResourceProfile]int),
 	}
 }
 
@@ -162,19 +226,20 @@ func (m *SlotManager) RegisterTaskExecutor(id jobgraph.ResourceID, report rpc.Sl
 	if te, ok := m.teByID[id]; ok {
 		m.log.Debug("TaskExecutor was already registered; applying its slot report", "taskExecutor", id)
 		m.applyReport(te, report)
-		m.CheckResourceRequirements()
+		m.checkResourceRequirementsWithDelay()
 		return false
 	}
 	te := &taskExecutor{id: id, byNum: make(map[int]*slot)}
 	m.taskExecutors = append(m.taskExecutors, te)
 	m.teByID[id] = te
 	m.applyReport(te, report)
-	m.CheckResourceRequirements()
+	m.checkResourceRequirementsWithDelay()
 	return true
 }
 
 // UnregisterTaskExecutor removes a TaskExecutor and all its slots. The requirements its pending
-// and allocated slots served become unmet again and are matched with other slots at once. It
+// and allocated slots served become unmet again and are matched with other slots at the next
+// requirement check. It
 // returns false for an unknown TaskExecutor.
 func (m *SlotManager) UnregisterTaskExecutor(id jobgraph.ResourceID) bool {
 	te, ok := m.teByID[id]
@@ -187,7 +252,7 @@ func (m *SlotManager) UnregisterTaskExecutor(id jobgraph.ResourceID) bool {
 	delete(m.teByID, id)
 	m.taskExecutors = slices.DeleteFunc(m.taskExecutors, func(x *taskExecutor) bool { return x == te })
 	m.log.Debug("unregistered TaskExecutor", "taskExecutor", id)
-	m.CheckResourceRequirements()
+	m.checkResourceRequirementsWithDelay()
 	return true
 }
 
@@ -202,7 +267,7 @@ func (m *SlotManager) ReportSlotStatus(id jobgraph.ResourceID, report rpc.SlotRe
 		return false
 	}
 	m.applyReport(te, report)
-	m.CheckResourceRequirements()
+	m.checkResourceRequirementsWithDelay()
 	return true
 }
 
@@ -226,7 +291,7 @@ func (m *SlotManager) FreeSlot(id rpc.SlotID, allocation jobgraph.AllocationID) 
 	}
 	m.log.Debug("slot freed", "slot", id, "job", s.Job, "allocation", s.Allocation)
 	m.release(s)
-	m.CheckResourceRequirements()
+	m.checkResourceRequirementsWithDelay()
 	return true
 }
 
@@ -234,7 +299,8 @@ func (m *SlotManager) FreeSlot(id rpc.SlotID, allocation jobgraph.AllocationID) 
 // allocated; on failure it is free again. Answers for slots no longer pending under that
 // allocation (freed, removed, or settled by a slot report meanwhile) are ignored. It reports
 // whether a failure freed the slot: the caller should then run CheckResourceRequirements again
-// (Flink does so at once; the ResourceManager waits Config.SlotRequestRetryDelay).
+// (Flink checks again with the requirement-check delay; the ResourceManager waits
+// Config.SlotRequestRetryDelay).
 func (m *SlotManager) CompleteAllocation(id rpc.SlotID, allocation jobgraph.AllocationID, err error) (retry bool) {
 	s := m.slot(id)
 	if s == nil || s.State != SlotPending || s.Allocation != allocation {
@@ -322,7 +388,7 @@ func (m *SlotManager) DeclareRequirements(id jobgraph.JobID, reqs []rpc.Resource
 		j.target = j.jobMaster.Address
 	}
 	m.log.Debug("resource requirements declared", "job", id, "requirements", norm)
-	m.CheckResourceRequirements()
+	m.checkResourceRequirementsWithDelay()
 	return nil
 }
 
@@ -365,11 +431,13 @@ func (m *SlotManager) missing(j *job) []int {
 }
 
 // CheckResourceRequirements matches the missing requirements of waiting jobs with free slots
-// and requests each match through the SlotAllocator. Requirements no free slot can serve wait for
-// the next call. Its cost grows with the free slots, the distinct profiles and the matches made,
-// not with the number of waiting jobs. Flink: DeclarativeSlotManager.checkResourceRequirements.
+// and requests each match through the SlotAllocator, at once, whatever the requirement-check
+// delay (a delayed check already scheduled still runs, and finds only what is left). Requirements
+// no free slot can serve wait for the next call. Its cost grows with the free slots, the distinct
+// profiles and the matches made, not with the number of waiting jobs. Flink:
+// DeclarativeSlotManager.checkResourceRequirements.
 func (m *SlotManager) CheckResourceRequirements() {
-	if len(m.waiting) == 0 || m.numSlots == m.numPending+m.numAllocated {
+	if !m.canMatch() {
 		return
 	}
 	pool := m.freePool()
@@ -380,6 +448,32 @@ func (m *SlotManager) CheckResourceRequirements() {
 		}
 		m.serve(j, pool)
 	}
+}
+
+// canMatch reports whether a check could request anything now: a job lacks slots and a slot is
+// free.
+func (m *SlotManager) canMatch() bool {
+	return len(m.waiting) > 0 && m.numSlots > m.numPending+m.numAllocated
+}
+
+// checkResourceRequirementsWithDelay runs CheckResourceRequirements one requirement-check delay
+// from now, unless a check is scheduled already (it covers this event too), or at once for a
+// negative delay. Nothing is scheduled while no check could match anything: every event that
+// changes that (a declaration, a slot freed, added or reported free) calls this again.
+// Flink: FineGrainedSlotManager.checkResourceRequirementsWithDelay.
+func (m *SlotManager) checkResourceRequirementsWithDelay() {
+	if m.checkDelay < 0 {
+		m.CheckResourceRequirements()
+		return
+	}
+	if m.checkScheduled || !m.canMatch() {
+		return
+	}
+	m.checkScheduled = true
+	m.timers.Schedule(m.checkDelay, func() {
+		m.checkScheduled = false
+		m.CheckResourceRequirements()
+	})
 }
 
 // nextServable returns the first job in registration order that lacks a slot some free slot of

@@ -1,0 +1,180 @@
+package minicluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/minicluster"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// slotRequestLog is an rpc.Service that hands out every TaskExecutor's gateway wrapped so that
+// each RequestSlot (only the ResourceManager calls it) is recorded as "<taskexecutor> at <virtual
+// time since begin>". Past limit calls it refuses them without reaching the TaskExecutor, so a
+// ResourceManager that requests without end falls back to its slot request retry delay and the
+// test fails on the counts instead of hanging at one virtual instant.
+type slotRequestLog struct {
+	rpc.Service
+	begin time.Time
+	limit int
+
+	mu   sync.Mutex
+	seen []string
+}
+
+var errTooManySlotRequests = errors.New("test: too many RequestSlot calls")
+
+func (s *slotRequestLog) Lookup(ctx context.Context, address string) (any, error) {
+	ep, err := s.Service.Lookup(ctx, address)
+	if gw, ok := ep.(rpc.TaskExecutorGateway); ok && err == nil && strings.HasPrefix(address, "taskexecutor-") {
+		return &countingTaskExecutor{TaskExecutorGateway: gw, address: address, log: s}, nil
+	}
+	return ep, err
+}
+
+func (s *slotRequestLog) get() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+type countingTaskExecutor struct {
+	rpc.TaskExecutorGateway
+	address string
+	log     *slotRequestLog
+}
+
+func (c *countingTaskExecutor) RequestSlot(ctx context.Context, slot rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
+	c.log.mu.Lock()
+	c.log.seen = append(c.log.seen, fmt.Sprintf("%s at %s", c.address, time.Since(c.log.begin)))
+	over := len(c.log.seen) > c.log.limit
+	c.log.mu.Unlock()
+	if over {
+		return errTooManySlotRequests
+	}
+	return c.TaskExecutorGateway.RequestSlot(ctx, slot, job, allocation, profile, jobMasterAddress, jobMaster, rm)
+}
+
+// Scenario (the livelock found under synctest): taskexecutor-0 runs the job's only task and is
+// killed at 2.7 s; taskexecutor-1 is free. The ResourceManager heartbeats the TaskExecutors since
+// they registered at 0 s and loses taskexecutor-0 at 7 s (last answer at 2 s, timeout 5 s); the
+// JobMaster heartbeats it since it offered its slot at 570 ms and loses it only at 7.57 s (last
+// answer at 2.57 s). In between, the ResourceManager asks taskexecutor-1 for a slot for the job,
+// the JobMaster (still counting taskexecutor-0's slot) declines the offer, taskexecutor-1 frees
+// the slot and tells the ResourceManager, which asks for it again. Matching at once on every
+// event made that a loop at one virtual instant (~67,000 rounds at 7 s, the clock never moved);
+// with slotmanager.requirement-check.delay (50 ms) the ResourceManager asks once per 50 ms: at
+// 7.05 s, 7.10 s, …, 7.55 s (11 declined offers). At 7.57 s the JobMaster loses taskexecutor-0,
+// the task fails and the job no longer asks for a slot, so the check at 7.60 s requests nothing.
+// The fixed-delay restart asks for a slot again at 8.57 s; the ResourceManager requests it one
+// delay later, and the task is deployed on taskexecutor-1 at 8.62 s.
+func TestTaskExecutorLossWithAFreeTaskExecutorRequestsSlotsOncePerRequirementCheckDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		begin := time.Now()
+		requests := &slotRequestLog{Service: rpc.NewLocalService(), begin: begin, limit: 100}
+		deploys := newDeployLog(begin)
+		started := make(chan jobgraph.ExecutionAttemptID, 2)
+		t.Cleanup(func() { _ = requests.Close() }) // after the cluster's Close, which start registers
+		mc := start(t, minicluster.Config{
+			TaskExecutors:          2,
+			Registry:               blockingRegistry(started),
+			RPC:                    requests,
+			HeartbeatInterval:      time.Second,
+			HeartbeatTimeout:       5 * time.Second,
+			ExecutionStateListener: deploys.listen,
+		})
+
+		g := jobgraph.New("one-task", jobgraph.Streaming)
+		g.AddVertex("v", "block", 1)
+		g.RestartStrategy = jobgraph.FixedDelayRestart(1, time.Second)
+		deploys.name(g)
+		at(begin, 520*time.Millisecond)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		at(begin, 570*time.Millisecond-time.Nanosecond)
+		assert.Empty(t, requests.get(), "requirements are matched one requirement-check delay after the declaration")
+		at(begin, 570*time.Millisecond)
+		require.Len(t, started, 1)
+		<-started
+		assert.Equal(t, []string{"taskexecutor-0 at 570ms"}, requests.get(),
+			"the job's first slot is requested one requirement-check delay after it was declared")
+		assert.Equal(t, []string{"v_0#0 at 570ms"}, deploys.since(0))
+
+		at(begin, 2700*time.Millisecond)
+		mc.TaskExecutors()[0].Kill()
+
+		at(begin, 8570*time.Millisecond-time.Nanosecond)
+		want := []string{"taskexecutor-0 at 570ms"}
+		for i := 1; i <= 11; i++ {
+			want = append(want, fmt.Sprintf("taskexecutor-1 at %s", 7*time.Second+time.Duration(i)*50*time.Millisecond))
+		}
+		assert.Equal(t, want, requests.get(), "one request per requirement-check delay between the two heartbeat timeouts, none after")
+		assert.Empty(t, started, "no offer was accepted before the JobMaster lost taskexecutor-0")
+		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID))
+
+		at(begin, 8620*time.Millisecond-time.Nanosecond)
+		assert.Equal(t, want, requests.get(), "the restart's slot is requested one requirement-check delay after it was declared")
+		assert.Empty(t, started)
+		at(begin, 8620*time.Millisecond)
+		require.Len(t, started, 1)
+		assert.Equal(t, 1, (<-started).AttemptNumber)
+		assert.Equal(t, append(want, "taskexecutor-1 at 8.62s"), requests.get())
+		assert.Equal(t, []string{"v_0#0 at 570ms", "v_0#1 at 8.62s"}, deploys.since(0))
+		archived, err := mc.RequestJob(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusRunning, archived.Status)
+		assert.Equal(t, jobgraph.ResourceID("taskexecutor-1"), archived.JobVertices[0].Subtasks[0].Location)
+		require.Len(t, archived.ExceptionHistory, 1)
+		assert.Contains(t, archived.ExceptionHistory[0].Message, "heartbeat of TaskExecutor taskexecutor-0 timed out after 5s")
+		assert.Equal(t, 7570*time.Millisecond, archived.ExceptionHistory[0].Timestamp.Sub(begin))
+
+		require.NoError(t, mc.CancelJob(ctx, g.JobID))
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
+	})
+}
+
+// Config.RequirementCheckDelay reaches the ResourceManager: a job's first slots come that long
+// after its declaration (negative: at once).
+func TestRequirementCheckDelayIsConfigurable(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured time.Duration
+		deployed   string
+	}{
+		{"default", 0, "v_0#0 at 50ms"},
+		{"configured", 200 * time.Millisecond, "v_0#0 at 200ms"},
+		{"at once", -1, "v_0#0 at 0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				begin := time.Now()
+				deploys := newDeployLog(begin)
+				started := make(chan jobgraph.ExecutionAttemptID, 1)
+				mc := start(t, minicluster.Config{
+					Registry:               blockingRegistry(started),
+					RequirementCheckDelay:  tc.configured,
+					ExecutionStateListener: deploys.listen,
+				})
+				g := jobgraph.New("one-task", jobgraph.Streaming)
+				g.AddVertex("v", "block", 1)
+				deploys.name(g)
+				require.NoError(t, mc.SubmitJob(context.Background(), g))
+				at(begin, time.Second)
+				assert.Equal(t, []string{tc.deployed}, deploys.since(0))
+				require.NoError(t, mc.CancelJob(context.Background(), g.JobID))
+			})
+		})
+	}
+}
