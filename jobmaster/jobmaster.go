@@ -82,6 +82,10 @@ type Config struct {
 	// scheduler.DefaultSchedulerFactory. Flink: SchedulerNGFactory (jobmanager.scheduler picks
 	// one of Flink's; here the host passes its own).
 	SchedulerFactory scheduler.SchedulerNGFactory
+	// ShuffleMaster is the JobMaster's side of the shuffle service the TaskExecutors use
+	// (taskexecutor.Config.Shuffle is theirs); nil means the in-memory shuffle's, which needs
+	// none. See scheduler.ShuffleMaster. Flink: shuffle-service-factory.class.
+	ShuffleMaster scheduler.ShuffleMaster
 	// SavepointDirectory is the default target directory of savepoints and stop-with-savepoint
 	// requests that name none. Option state.savepoints.dir, default none (such a request then
 	// fails with scheduler.ErrNoSavepointDirectory).
@@ -298,6 +302,7 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		ExecutionStateListener: jm.cfg.ExecutionStateListener,
 		ExceptionHistorySize:   jm.cfg.ExceptionHistorySize,
 		SavepointDirectory:     jm.cfg.SavepointDirectory,
+		ShuffleMaster:          jm.cfg.ShuffleMaster,
 		OnTerminal:             jm.onTerminal,
 	})
 	if err != nil {

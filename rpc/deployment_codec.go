@@ -43,13 +43,14 @@ type inputGateJSON struct {
 	Partitions                []ResultPartitionID            `json:"partitions,omitempty"`
 	PartitionRange            *partitionRange                `json:"partitionRange,omitempty"`
 	ConsumedSubpartitionIndex int                            `json:"consumedSubpartitionIndex"`
+	ShuffleDescriptors        []ShuffleDescriptor            `json:"shuffleDescriptors,omitempty"`
 }
 
 // MarshalJSON writes the gate with its partitions as a "partitionRange" when they form one (see
 // above), else as the "partitions" list. Cost: O(len(Partitions)) time, output O(1) plus the
 // attempt runs for a range.
 func (d InputGateDeploymentDescriptor) MarshalJSON() ([]byte, error) {
-	w := inputGateJSON{DataSetID: d.DataSetID, ResultType: d.ResultType, ConsumedSubpartitionIndex: d.ConsumedSubpartitionIndex}
+	w := inputGateJSON{DataSetID: d.DataSetID, ResultType: d.ResultType, ConsumedSubpartitionIndex: d.ConsumedSubpartitionIndex, ShuffleDescriptors: d.ShuffleDescriptors}
 	if r, ok := compactRange(d.DataSetID, d.Partitions); ok {
 		w.PartitionRange = r
 	} else {
@@ -105,6 +106,17 @@ func (d *InputGateDeploymentDescriptor) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("rpc: input gate of data set %s: partitionRange: %w", w.DataSetID, err)
 		}
 		out.Partitions = ps
+	}
+	if w.ShuffleDescriptors != nil {
+		if len(w.ShuffleDescriptors) != len(out.Partitions) {
+			return fmt.Errorf("rpc: input gate of data set %s: %d shuffleDescriptors for %d partitions", w.DataSetID, len(w.ShuffleDescriptors), len(out.Partitions))
+		}
+		for i, sd := range w.ShuffleDescriptors {
+			if sd.ResultPartitionID != out.Partitions[i] {
+				return fmt.Errorf("rpc: input gate of data set %s: shuffleDescriptors[%d] describes partition %v, not %v", w.DataSetID, i, sd.ResultPartitionID, out.Partitions[i])
+			}
+		}
+		out.ShuffleDescriptors = w.ShuffleDescriptors
 	}
 	*d = out
 	return nil

@@ -111,3 +111,32 @@ func TestInputGateJSONRefusesABadPartitionRange(t *testing.T) {
 		})
 	}
 }
+
+// A gate's ShuffleDescriptors travel beside its partitions and read back the same; a list that
+// does not describe the gate's partitions, one for one and in order, is refused.
+func TestInputGateJSONCarriesShuffleDescriptors(t *testing.T) {
+	eg, vertex, ds := jobgraph.NewExecutionGraphID(), jobgraph.NewJobVertexID(), jobgraph.NewIntermediateDataSetID()
+	ps := gatePartitions(eg, vertex, ds, 0, 2, func(int) int { return 0 })
+	gate := rpc.InputGateDeploymentDescriptor{DataSetID: ds, ResultType: jobgraph.Blocking, Partitions: ps,
+		ShuffleDescriptors: []rpc.ShuffleDescriptor{
+			{ResultPartitionID: ps[0], ProducerLocation: "te-1", Data: []byte("host-a:9000")},
+			{ResultPartitionID: ps[1], ProducerLocation: "te-2"},
+		}}
+	data, err := json.Marshal(gate)
+	require.NoError(t, err)
+	var got rpc.InputGateDeploymentDescriptor
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, gate, got)
+
+	short := gate
+	short.ShuffleDescriptors = gate.ShuffleDescriptors[:1]
+	data, err = json.Marshal(short)
+	require.NoError(t, err)
+	assert.EqualError(t, json.Unmarshal(data, &got), fmt.Sprintf("rpc: input gate of data set %s: 1 shuffleDescriptors for 2 partitions", ds))
+
+	swapped := gate
+	swapped.ShuffleDescriptors = []rpc.ShuffleDescriptor{gate.ShuffleDescriptors[1], gate.ShuffleDescriptors[0]}
+	data, err = json.Marshal(swapped)
+	require.NoError(t, err)
+	assert.EqualError(t, json.Unmarshal(data, &got), fmt.Sprintf("rpc: input gate of data set %s: shuffleDescriptors[0] describes partition %v, not %v", ds, ps[1], ps[0]))
+}

@@ -79,6 +79,26 @@ type ResultPartitionDeploymentDescriptor struct {
 	// NumberOfSubpartitions is the number of consumer subtasks that read this partition
 	// (ALL_TO_ALL: all consumers; POINTWISE: those of its consumer range), at least 1.
 	NumberOfSubpartitions int `json:"numberOfSubpartitions"`
+	// ShuffleDescriptor is what the job's ShuffleMaster registered for the partition (see
+	// scheduler.ShuffleMaster); nil when the ShuffleMaster hands out none (the in-memory
+	// default, which needs only the ResultPartitionID). Flink:
+	// ResultPartitionDeploymentDescriptor.shuffleDescriptor.
+	ShuffleDescriptor *ShuffleDescriptor `json:"shuffleDescriptor,omitempty"`
+}
+
+// ShuffleDescriptor is a shuffle service's handle of one produced partition: whatever the
+// producer needs to write it and its consumers need to read it (where the producer runs, and the
+// service's own data: a network address, a remote path). A scheduler.ShuffleMaster makes it when
+// the producer is deployed; it travels in the producer's ResultPartitionDeploymentDescriptor and
+// in every consumer's InputGateDeploymentDescriptor. Plain data. Flink:
+// org.apache.flink.runtime.shuffle.ShuffleDescriptor (NettyShuffleDescriptor's producer location
+// and connection are ProducerLocation and Data here).
+type ShuffleDescriptor struct {
+	ResultPartitionID ResultPartitionID `json:"resultPartitionId"`
+	// ProducerLocation is the TaskExecutor the producer was deployed to.
+	ProducerLocation jobgraph.ResourceID `json:"producerLocation"`
+	// Data is the shuffle service's own description of the partition, opaque to the JobMaster.
+	Data []byte `json:"data,omitempty"`
 }
 
 // InputGateDeploymentDescriptor tells a task about one input (one per JobEdge, in input-index
@@ -102,6 +122,10 @@ type InputGateDeploymentDescriptor struct {
 	// costs P partition IDs (which the scheduler shares among consumers) and one int.
 	// Flink: InputGateDeploymentDescriptor.consumedSubpartitionIndexRange (a range of one here).
 	ConsumedSubpartitionIndex int `json:"consumedSubpartitionIndex"`
+	// ShuffleDescriptors are the ShuffleMaster's descriptors of Partitions, in the same order,
+	// shared like Partitions; nil when the ShuffleMaster hands out none (the in-memory default).
+	// Flink: InputGateDeploymentDescriptor.inputChannels (the ShuffleDescriptors).
+	ShuffleDescriptors []ShuffleDescriptor `json:"shuffleDescriptors,omitempty"`
 }
 
 // TaskDeploymentDescriptor is everything a TaskExecutor needs to run one execution attempt.

@@ -131,6 +131,11 @@ type Config struct {
 	// (SavepointTrigger with an empty targetDirectory). Option state.savepoints.dir, default
 	// none: such a savepoint then fails with ErrNoSavepointDirectory.
 	SavepointDirectory string
+	// ShuffleMaster registers the partitions of every deployed task and describes them to their
+	// producers and consumers (see ShuffleMaster); nil means the in-memory shuffle's, which needs
+	// no descriptor (and costs nothing per partition). Flink: the JobMaster's ShuffleMaster,
+	// from shuffle-service-factory.class.
+	ShuffleMaster ShuffleMaster
 	// GraphOptions are passed to executiongraph.Build (e.g. WithExecutionGraphID in tests,
 	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.
 	GraphOptions []executiongraph.Option

@@ -35,6 +35,10 @@ type DefaultScheduler struct {
 	slots      *slotAllocator
 	tdds       *tddFactory
 	partitions *partitionTracker
+	// shuffle is Config.ShuffleMaster; shuffleDescs holds the descriptor it gave each partition's
+	// current producer attempt. Both nil for the in-memory default.
+	shuffle      ShuffleMaster
+	shuffleDescs map[jobgraph.IntermediateResultPartitionID]rpc.ShuffleDescriptor
 
 	// versions[i] counts the failovers that named vertex i: a restart or a deployment recorded
 	// for an older version was superseded. Flink: ExecutionVertexVersioner.
@@ -124,6 +128,11 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 	}
 	s.slots = newSlotAllocator(s, pool, cfg.SlotRequestTimeout, cfg.NewSlotRequestID)
 	s.tdds = newTDDFactory(eg)
+	if cfg.ShuffleMaster != nil {
+		s.shuffle = cfg.ShuffleMaster
+		s.shuffleDescs = make(map[jobgraph.IntermediateResultPartitionID]rpc.ShuffleDescriptor)
+		s.tdds.shuffleDescs = s.shuffleDescs
+	}
 	s.partitions = newPartitionTracker(eg)
 	checker := cfg.PartitionAvailability
 	if checker == nil {
@@ -681,7 +690,37 @@ func (s *DefaultScheduler) onGloballyTerminal() {
 func (s *DefaultScheduler) releasePartitions(batches []partitionBatch) {
 	for _, b := range batches {
 		s.deployer.ReleasePartitions(b.location, b.partitions)
+		if s.shuffle == nil {
+			continue
+		}
+		for _, id := range b.partitions {
+			if d, ok := s.shuffleDescs[id.PartitionID]; ok && d.ResultPartitionID == id {
+				delete(s.shuffleDescs, id.PartitionID)
+				s.shuffle.ReleasePartitionExternally(d)
+			}
+		}
 	}
+}
+
+// registerProducedPartitions registers e's partitions with the ShuffleMaster, as deployed to
+// location. Flink: Execution.registerProducedPartitions.
+func (s *DefaultScheduler) registerProducedPartitions(e *executiongraph.Execution, location jobgraph.ResourceID) error {
+	v := e.Vertex()
+	for _, p := range v.ProducedPartitions() {
+		id := rpc.ResultPartitionID{PartitionID: p.ID(), ProducerID: e.AttemptID()}
+		d, err := s.shuffle.RegisterPartitionWithProducer(s.graph.JobID(),
+			PartitionDescriptor{ResultPartitionID: id, DataSetID: p.Result().ID(), ResultType: p.ResultType(),
+				PartitionIndex: p.Index(), NumberOfSubpartitions: numberOfSubpartitions(p)},
+			ProducerDescriptor{ExecutionAttemptID: e.AttemptID(), ProducerLocation: location})
+		if err != nil {
+			return fmt.Errorf("cannot register partition %s of task %s (attempt %d) with the shuffle master: %w", p.ID(), v.Name(), e.AttemptNumber(), err)
+		}
+		if d.ResultPartitionID != id {
+			return fmt.Errorf("the shuffle master described partition %v for partition %v of task %s (attempt %d)", d.ResultPartitionID, id, v.Name(), e.AttemptNumber())
+		}
+		s.shuffleDescs[p.ID()] = d
+	}
+	return nil
 }
 
 // ---- deployment ----
@@ -715,10 +754,37 @@ func (s *DefaultScheduler) deployBulk(b *bulk) {
 	if !s.schedulingAllowed() {
 		return
 	}
+	current := func(en bulkEntry) bool {
+		e, ss := en.exec, en.slot
+		return e.IsCurrent() && e.State() == jobgraph.ExecutionStateScheduled && s.versions[e.Vertex().Index()] == en.version &&
+			!ss.released && ss.ready
+	}
+	if s.shuffle != nil {
+		// Every partition of the bulk is registered before any task is deployed, so a consumer's
+		// descriptor finds its pipelined producers' descriptors. Flink registers them once the
+		// bulk's slots are assigned too.
+		registered := false
+		for _, en := range b.entries {
+			if !current(en) || len(en.exec.Vertex().ProducedPartitions()) == 0 {
+				continue
+			}
+			registered = true
+			if err := s.registerProducedPartitions(en.exec, en.slot.slot.TaskExecutor); err != nil {
+				s.failExecution(en.exec, err, false)
+				if !s.schedulingAllowed() {
+					return
+				}
+			}
+		}
+		if registered {
+			// Cached descriptor lists may name these producers' old attempts, or none yet (a
+			// group whose consumers were deployed before these producers): rebuild them.
+			s.tdds.invalidate()
+		}
+	}
 	for _, en := range b.entries {
 		e, ss := en.exec, en.slot
-		if !e.IsCurrent() || e.State() != jobgraph.ExecutionStateScheduled || s.versions[e.Vertex().Index()] != en.version ||
-			ss.released || !ss.ready {
+		if !current(en) {
 			s.log.Debug("skipping a superseded deployment", "task", e.Vertex().Name(), "attempt", e.AttemptNumber())
 			continue
 		}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -16,11 +17,15 @@ type tddFactory struct {
 	// partition lists of an older epoch are rebuilt.
 	epoch uint64
 	cache []cachedPartitions // by ConsumedPartitionGroup.Index
+	// shuffleDescs is the scheduler's map of ShuffleMaster descriptors; nil for the in-memory
+	// shuffle, whose descriptors stay nil.
+	shuffleDescs map[jobgraph.IntermediateResultPartitionID]rpc.ShuffleDescriptor
 }
 
 type cachedPartitions struct {
 	epoch uint64
 	ids   []rpc.ResultPartitionID
+	descs []rpc.ShuffleDescriptor // only with a ShuffleMaster
 }
 
 func newTDDFactory(g *executiongraph.ExecutionGraph) *tddFactory {
@@ -62,14 +67,15 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 	if produced := v.ProducedPartitions(); len(produced) > 0 {
 		tdd.ProducedPartitions = make([]rpc.ResultPartitionDeploymentDescriptor, len(produced))
 		for i, p := range produced {
-			n := 1
-			for _, cvg := range p.ConsumerVertexGroups() {
-				n = max(n, cvg.Len())
-			}
 			tdd.ProducedPartitions[i] = rpc.ResultPartitionDeploymentDescriptor{
 				ResultPartitionID:     rpc.ResultPartitionID{PartitionID: p.ID(), ProducerID: attempt},
 				ResultType:            p.ResultType(),
-				NumberOfSubpartitions: n,
+				NumberOfSubpartitions: numberOfSubpartitions(p),
+			}
+			if f.shuffleDescs != nil {
+				if d, ok := f.shuffleDescs[p.ID()]; ok {
+					tdd.ProducedPartitions[i].ShuffleDescriptor = &d
+				}
 			}
 		}
 	}
@@ -82,6 +88,9 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 				ResultType:                cpg.ResultType(),
 				Partitions:                f.partitionIDs(cpg),
 				ConsumedSubpartitionIndex: v.SubtaskIndex() - first,
+			}
+			if f.shuffleDescs != nil {
+				tdd.InputGates[i].ShuffleDescriptors = f.cache[cpg.Index()].descs
 			}
 		}
 	}
@@ -102,5 +111,26 @@ func (f *tddFactory) partitionIDs(cpg *executiongraph.ConsumedPartitionGroup) []
 		})
 	}
 	*c = cachedPartitions{epoch: f.epoch, ids: ids}
+	if f.shuffleDescs != nil {
+		c.descs = make([]rpc.ShuffleDescriptor, len(ids))
+		for i, id := range ids {
+			// A producer not deployed yet has no descriptor: its consumer gets one with the
+			// partition ID only (an unknown location; Flink's UnknownShuffleDescriptor).
+			d, ok := f.shuffleDescs[id.PartitionID]
+			if !ok || d.ResultPartitionID != id {
+				d = rpc.ShuffleDescriptor{ResultPartitionID: id}
+			}
+			c.descs[i] = d
+		}
+	}
 	return ids
+}
+
+// numberOfSubpartitions is the size of p's largest consumer vertex group, at least 1.
+func numberOfSubpartitions(p *executiongraph.IntermediateResultPartition) int {
+	n := 1
+	for _, cvg := range p.ConsumerVertexGroups() {
+		n = max(n, cvg.Len())
+	}
+	return n
 }

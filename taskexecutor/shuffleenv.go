@@ -18,10 +18,12 @@ import (
 // The TaskExecutor calls CreateResultPartitionWriters and CreateInputGates from the task's
 // goroutine, the others from its main loop; an implementation must be safe for concurrent use.
 //
-// Where we differ: there is no ShuffleMaster (Flink's JobMaster side) yet, because the JobMaster
-// calls nothing of the in-memory shuffle: partition IDs come from the ExecutionGraph, and
-// releasing goes through TaskExecutorGateway.ReleasePartitions. A network shuffle that needs
-// descriptors from the JobMaster adds it.
+// The JobMaster's side is scheduler.ShuffleMaster (jobmaster.Config.ShuffleMaster): it describes
+// each partition when its producer is deployed, and the descriptors arrive here in the
+// deployment descriptors (rpc.ResultPartitionDeploymentDescriptor.ShuffleDescriptor,
+// rpc.InputGateDeploymentDescriptor.ShuffleDescriptors). The in-memory shuffle needs none: its
+// partitions are found by ResultPartitionID alone, and with no ShuffleMaster the descriptors are
+// nil.
 type ShuffleEnvironment interface {
 	// CreateResultPartitionWriters registers the task of owner as the producer of the partitions
 	// descs name and returns their writers, in order. On an error it fails the writers it
