@@ -8,8 +8,8 @@ import (
 
 // CheckpointingSettings configures periodic checkpoints. The zero value disables them.
 // Flink: org.apache.flink.runtime.jobgraph.tasks.CheckpointCoordinatorConfiguration and the
-// execution.checkpointing.* options. Behaviour comes with the checkpoint issue; until then these
-// are carried and persisted only (and Interval > 0 changes the default restart strategy).
+// execution.checkpointing.* options. The scheduler's CheckpointCoordinator follows them; Interval >
+// 0 also changes the default restart strategy. Unaligned is carried and persisted only.
 type CheckpointingSettings struct {
 	// Interval between checkpoint triggers; 0 disables checkpointing.
 	// Option execution.checkpointing.interval, default: none (disabled).
@@ -30,7 +30,9 @@ type CheckpointingSettings struct {
 	// Option execution.checkpointing.externalized-checkpoint-retention = RETAIN_ON_CANCELLATION;
 	// default false (NO_EXTERNALIZED_CHECKPOINTS).
 	RetainOnCancellation bool `json:"retainOnCancellation,omitempty"`
-	// NumRetained completed checkpoints. Option state.checkpoints.num-retained, default 1 (0 here means 1).
+	// NumRetained completed checkpoints (and savepoints) the job's CompletedCheckpointStore keeps.
+	// Option execution.checkpointing.num-retained (formerly state.checkpoints.num-retained),
+	// default 1 (0 here means 1).
 	NumRetained int `json:"numRetained,omitempty"`
 	// Unaligned checkpoints. Option execution.checkpointing.unaligned.enabled, default false.
 	Unaligned bool `json:"unaligned,omitempty"`
@@ -55,7 +57,7 @@ func (c CheckpointingSettings) validate() error {
 	case c.TolerableFailedCheckpoints < 0:
 		return fmt.Errorf("execution.checkpointing.tolerable-failed-checkpoints %d is negative", c.TolerableFailedCheckpoints)
 	case c.NumRetained < 0:
-		return fmt.Errorf("state.checkpoints.num-retained %d is negative", c.NumRetained)
+		return fmt.Errorf("execution.checkpointing.num-retained %d is negative", c.NumRetained)
 	}
 	return nil
 }

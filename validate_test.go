@@ -360,7 +360,7 @@ func TestValidateConfiguration(t *testing.T) {
 			"execution.checkpointing.max-concurrent-checkpoints"},
 		{"negative tolerable failed checkpoints", func(g *jobgraph.JobGraph) { g.Checkpointing.TolerableFailedCheckpoints = -1 },
 			"execution.checkpointing.tolerable-failed-checkpoints"},
-		{"negative num retained", func(g *jobgraph.JobGraph) { g.Checkpointing.NumRetained = -1 }, "state.checkpoints.num-retained"},
+		{"negative num retained", func(g *jobgraph.JobGraph) { g.Checkpointing.NumRetained = -1 }, "execution.checkpointing.num-retained"},
 		{"unknown failover strategy", func(g *jobgraph.JobGraph) { g.FailoverStrategy = "regional" },
 			"jobmanager.execution.failover-strategy"},
 		{"failover region", func(g *jobgraph.JobGraph) { g.FailoverStrategy = jobgraph.FailoverRegion }, ""},
