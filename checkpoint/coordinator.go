@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -160,6 +161,9 @@ type CheckpointCoordinator struct {
 	storing        bool
 	lastCompletion time.Time
 	hasCompleted   bool
+	// lastSnapshot is the newest snapshot stored or restored: where FINISHED tasks' state is
+	// carried forward from.
+	lastSnapshot *CompletedCheckpoint
 
 	periodicOn     bool
 	periodicGen    int64
@@ -431,7 +435,7 @@ func (c *CheckpointCoordinator) onTriggerInitialized(r *triggerRequest, trigger 
 		return
 	}
 	p := newPendingCheckpoint(id, r.props, trigger, plan)
-	p.external, p.onDone = pointer, r.done
+	p.external, p.onDone, p.finished = pointer, r.done, plan.FinishedTasks
 	c.pending[id] = p
 	p.stats = c.stats.reportPending(id, trigger, r.props, p.subtasksPerVertex())
 	timeout := c.timeout
@@ -634,7 +638,7 @@ func (c *CheckpointCoordinator) complete(p *PendingCheckpoint) {
 	if p.cancelTimeout != nil {
 		p.cancelTimeout()
 	}
-	c.storeQueue = append(c.storeQueue, completion{p: p, cp: p.finalize(c.cfg.JobID, c.now())})
+	c.storeQueue = append(c.storeQueue, completion{p: p, cp: p.finalize(c.cfg.JobID, c.now(), c.lastSnapshot)})
 	c.runStore()
 }
 
@@ -686,6 +690,9 @@ func (c *CheckpointCoordinator) onStored(done completion, err error) {
 		return
 	}
 	c.lastCompletion, c.hasCompleted = now, true
+	if c.lastSnapshot == nil || c.lastSnapshot.CheckpointID < cp.CheckpointID {
+		c.lastSnapshot = &cp
+	}
 	c.failures.HandleCheckpointSuccess(p.id)
 	c.stats.ReportCompletedCheckpoint(p.id, now, cp.ExternalPointer)
 	for _, older := range c.sortedPending() {
@@ -710,8 +717,94 @@ func (c *CheckpointCoordinator) RestoreLatestCheckpointedState() (CompletedCheck
 	cp, ok := c.cfg.Store.Latest()
 	if ok {
 		c.stats.ReportRestoredCheckpoint(cp, c.now())
+		c.noteSnapshot(cp)
 	}
 	return cp, ok
+}
+
+func (c *CheckpointCoordinator) noteSnapshot(cp CompletedCheckpoint) {
+	if c.lastSnapshot == nil || c.lastSnapshot.CheckpointID <= cp.CheckpointID {
+		c.lastSnapshot = &cp
+	}
+}
+
+// RestoreSavepoint records cp, a snapshot from outside the store (the savepoint of
+// execution.savepoint.path), as the one the job starts from: the statistics count the restore,
+// FINISHED tasks' state is carried forward from it until a newer one completes, and the ID
+// counter is advanced past cp's ID (AdvanceIDCounterPast), so the job's own checkpoints get
+// higher IDs. Flink: CheckpointCoordinator.restoreSavepoint. Errors as AdvanceIDCounterPast.
+func (c *CheckpointCoordinator) RestoreSavepoint(cp CompletedCheckpoint) error {
+	if err := c.AdvanceIDCounterPast(cp.CheckpointID); err != nil {
+		return err
+	}
+	c.stats.ReportRestoredCheckpoint(cp, c.now())
+	c.noteSnapshot(cp)
+	return nil
+}
+
+// AdvanceIDCounterPast makes the ID counter hand out only IDs above id
+// (CheckpointIDCounter.SetCount(id+1) through the IOExecutor; a counter already beyond it is
+// left alone), for a job that restores snapshot id at its start; triggers wait until it is done.
+// A failure of the counter is a job-level IOException (counted). Errors: ErrShutdown;
+// ErrInvalidConfig when a trigger or checkpoint is in flight (call it before
+// StartCheckpointScheduler).
+func (c *CheckpointCoordinator) AdvanceIDCounterPast(id CheckpointID) error {
+	if c.shutdown {
+		return ErrShutdown
+	}
+	if c.triggering || len(c.pending) > 0 || len(c.storeQueue) > 0 {
+		return errorsJoin(ErrInvalidConfig, "advancing the ID counter past %d while a checkpoint is in flight", id)
+	}
+	next := id + 1
+	counter := c.cfg.IDCounter
+	c.triggering = true // the trigger queue waits for the counter
+	var err error
+	c.exec.Execute(func() {
+		var cur CheckpointID
+		if cur, err = counter.Get(); err == nil && cur < next {
+			err = counter.SetCount(next)
+		}
+	}, func() {
+		c.triggering = false
+		if err != nil {
+			c.failures.HandleJobLevelCheckpointException(CheckpointPropertiesFor(Checkpoint),
+				&CheckpointError{Reason: IOException, Cause: fmt.Errorf("advancing the ID counter past %d: %w", id, err)})
+		}
+		c.executeQueued()
+	})
+	return nil
+}
+
+// HandleTriggerFailure aborts pending checkpoint id with TriggerCheckpointFailure (not counted)
+// because the trigger RPC to attempt failed (cause), as Flink's onTriggerFailure does. It returns
+// the dropped message's error, changing nothing: ErrShutdown, ErrWrongJobMasterID,
+// ErrUnknownCheckpoint (no longer pending), ErrUnknownTask (the checkpoint does not wait for
+// attempt).
+func (c *CheckpointCoordinator) HandleTriggerFailure(token jobgraph.JobMasterID, id CheckpointID, attempt jobgraph.ExecutionAttemptID, cause error) error {
+	if c.shutdown {
+		return ErrShutdown
+	}
+	if token != c.cfg.JobMasterID {
+		return ErrWrongJobMasterID
+	}
+	p := c.pending[id]
+	if p == nil {
+		return ErrUnknownCheckpoint
+	}
+	if p.tasks[attempt] == nil {
+		return ErrUnknownTask
+	}
+	c.abort(p, &CheckpointError{Reason: TriggerCheckpointFailure, CheckpointID: id, Cause: cause}, nil)
+	return nil
+}
+
+// LatestSnapshot returns the newest snapshot stored or restored by this coordinator (a
+// checkpoint or a savepoint); false if none. No I/O.
+func (c *CheckpointCoordinator) LatestSnapshot() (CompletedCheckpoint, bool) {
+	if c.lastSnapshot == nil {
+		return CompletedCheckpoint{}, false
+	}
+	return *c.lastSnapshot, true
 }
 
 // Shutdown stops periodic triggering and aborts every pending checkpoint and queued request with

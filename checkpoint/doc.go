@@ -13,8 +13,9 @@
 // runs them off the loop and brings their result back to it (InlineExecutor runs them in place,
 // for in-memory stores and tests).
 //
-// Not wired yet: nothing in the module imports this package. The JobMaster's loop, the
-// TaskExecutor's snapshot and restore hooks, barriers and restore on failover come later; the
-// messages here (AcknowledgeCheckpoint, DeclineCheckpoint) are plain data ready to travel in
-// rpc messages. Key groups and operator-state redistribution live in checkpoint/keygroup.
+// The scheduler (package scheduler) creates and drives a job's coordinator on the JobMaster's
+// loop; the messages here (AcknowledgeCheckpoint, DeclineCheckpoint) travel in rpc's gateway
+// calls. CheckpointRecoveryFactory gives each job its store and counter; AssignStates is Flink's
+// StateAssignmentOperation, with key groups and operator-state redistribution from
+// checkpoint/keygroup.
 package checkpoint

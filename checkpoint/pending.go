@@ -14,6 +14,12 @@ type CheckpointPlan struct {
 	TasksToTrigger []jobgraph.ExecutionAttemptID
 	// TasksToWaitFor must all acknowledge; they get notify-complete and notify-aborted.
 	TasksToWaitFor []jobgraph.ExecutionAttemptID
+	// FinishedTasks are subtasks whose current attempt is FINISHED: they take no part, and the
+	// completed checkpoint carries their state forward from the coordinator's last completed (or
+	// restored) snapshot, so a restore gives a finished task its final state. Flink:
+	// CheckpointPlan.getFinishedTasks (with the finished operators' state reported as
+	// FullyFinishedOperatorState, where we copy the last state).
+	FinishedTasks []jobgraph.ExecutionVertexID
 }
 
 // TaskAcknowledgeResult is the outcome of PendingCheckpoint.Acknowledge. Flink:
@@ -51,6 +57,7 @@ type PendingCheckpoint struct {
 	stateSize     int64
 	disposed      bool
 	external      string
+	finished      []jobgraph.ExecutionVertexID
 	cancelTimeout func() bool
 	onDone        func(CompletedCheckpoint, error)
 }
@@ -128,14 +135,28 @@ func (p *PendingCheckpoint) Acknowledge(attempt jobgraph.ExecutionAttemptID, sta
 	return AckSuccess
 }
 
-// finalize builds the CompletedCheckpoint.
-func (p *PendingCheckpoint) finalize(job jobgraph.JobID, completion time.Time) CompletedCheckpoint {
+// finalize builds the CompletedCheckpoint: the acknowledged states in TasksToWaitFor order,
+// then the states of the plan's FinishedTasks found in last (nil: none), in FinishedTasks order.
+func (p *PendingCheckpoint) finalize(job jobgraph.JobID, completion time.Time, last *CompletedCheckpoint) CompletedCheckpoint {
 	cp := CompletedCheckpoint{JobID: job, CheckpointID: p.id, Properties: p.props, TriggerTimestamp: p.trigger,
 		CompletionTimestamp: completion, StateSize: p.stateSize, ExternalPointer: p.external,
-		TaskStates: make([]SubtaskState, 0, len(p.order))}
+		TaskStates: make([]SubtaskState, 0, len(p.order)+len(p.finished))}
 	for _, t := range p.order {
 		cp.TaskStates = append(cp.TaskStates, SubtaskState{JobVertexID: t.attempt.ExecutionVertexID.JobVertexID,
 			Subtask: t.attempt.ExecutionVertexID.Subtask, State: t.state})
+	}
+	if len(p.finished) > 0 && last != nil {
+		prev := make(map[jobgraph.ExecutionVertexID]int, len(last.TaskStates))
+		for i, s := range last.TaskStates {
+			prev[jobgraph.ExecutionVertexID{JobVertexID: s.JobVertexID, Subtask: s.Subtask}] = i
+		}
+		for _, v := range p.finished {
+			if i, ok := prev[v]; ok {
+				s := last.TaskStates[i]
+				cp.TaskStates = append(cp.TaskStates, s)
+				cp.StateSize += s.State.Size
+			}
+		}
 	}
 	return cp
 }

@@ -1,0 +1,153 @@
+package checkpoint
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// CheckpointRecoveryFactory gives a job's scheduler the CompletedCheckpointStore and the
+// CheckpointIDCounter of that job: the snapshots it restores from and the IDs it goes on
+// counting, also across JobMasters of the same job (a restart, a new leader). Flink:
+// org.apache.flink.runtime.checkpoint.CheckpointRecoveryFactory. Implementations are safe for
+// concurrent use; both methods may do I/O (a file store reads its directory), so a JobMaster
+// calls them off its main loop.
+type CheckpointRecoveryFactory interface {
+	// CreateRecoveredCompletedCheckpointStore returns the store of job, with the snapshots it
+	// recovered, retaining maxRetained (execution.checkpointing.num-retained; 0 means
+	// DefaultNumRetained). Errors: ErrInvalidConfig for a negative maxRetained, the store's I/O
+	// error.
+	CreateRecoveredCompletedCheckpointStore(job jobgraph.JobID, maxRetained int) (CompletedCheckpointStore, error)
+	// CreateCheckpointIDCounter returns the ID counter of job. Errors: the counter's I/O error.
+	CreateCheckpointIDCounter(job jobgraph.JobID) (CheckpointIDCounter, error)
+}
+
+// StandaloneCheckpointRecoveryFactory is the in-memory CheckpointRecoveryFactory: it keeps one
+// StandaloneCompletedCheckpointStore and one StandaloneCheckpointIDCounter per job for as long as
+// the factory lives, so a JobMaster that takes over a job in the same process (a new leader
+// session, a restart) finds the previous one's checkpoints and goes on counting from its IDs.
+// Flink: PerJobCheckpointRecoveryFactory over the standalone store and counter (Flink's
+// StandaloneCheckpointRecoveryFactory hands out new, empty ones every time, so a restarted
+// JobMaster of a standalone cluster forgets its checkpoints; ours does not). A store or counter
+// that was shut down (its job reached a globally terminal status) is replaced by a new one on the
+// next call. The zero value is ready to use.
+type StandaloneCheckpointRecoveryFactory struct {
+	mu   sync.Mutex
+	jobs map[jobgraph.JobID]*standaloneJob
+}
+
+type standaloneJob struct {
+	store   *StandaloneCompletedCheckpointStore
+	counter *StandaloneCheckpointIDCounter
+}
+
+var _ CheckpointRecoveryFactory = (*StandaloneCheckpointRecoveryFactory)(nil)
+
+// NewStandaloneCheckpointRecoveryFactory returns an empty in-memory factory.
+func NewStandaloneCheckpointRecoveryFactory() *StandaloneCheckpointRecoveryFactory {
+	return &StandaloneCheckpointRecoveryFactory{}
+}
+
+func (f *StandaloneCheckpointRecoveryFactory) job(id jobgraph.JobID) *standaloneJob {
+	if f.jobs == nil {
+		f.jobs = map[jobgraph.JobID]*standaloneJob{}
+	}
+	j := f.jobs[id]
+	if j == nil {
+		j = &standaloneJob{}
+		f.jobs[id] = j
+	}
+	return j
+}
+
+// CreateRecoveredCompletedCheckpointStore implements CheckpointRecoveryFactory: the job's store,
+// created on the first call (or after the previous one was shut down) with maxRetained. A later
+// call keeps the store's retention as it was created.
+func (f *StandaloneCheckpointRecoveryFactory) CreateRecoveredCompletedCheckpointStore(job jobgraph.JobID, maxRetained int) (CompletedCheckpointStore, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.job(job)
+	if j.store != nil && !j.store.isShutdown() {
+		return j.store, nil
+	}
+	s, err := NewStandaloneCompletedCheckpointStore(maxRetained)
+	if err != nil {
+		return nil, err
+	}
+	j.store = s
+	return s, nil
+}
+
+// CreateCheckpointIDCounter implements CheckpointRecoveryFactory: the job's counter, created on
+// the first call (or after the previous one was shut down).
+func (f *StandaloneCheckpointRecoveryFactory) CreateCheckpointIDCounter(job jobgraph.JobID) (CheckpointIDCounter, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.job(job)
+	if j.counter != nil && !j.counter.isShutdown() {
+		return j.counter, nil
+	}
+	j.counter = NewStandaloneCheckpointIDCounter()
+	return j.counter, nil
+}
+
+func (s *StandaloneCompletedCheckpointStore) isShutdown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shutdown
+}
+
+func (c *idCounter) isShutdown() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.shutdown
+}
+
+// FileCheckpointRecoveryFactory is the durable CheckpointRecoveryFactory: job J's store is the
+// FileCompletedCheckpointStore in Dir/J/checkpoints and its counter the FileCheckpointIDCounter
+// at Dir/J/checkpoint-id-counter, so a JobMaster of another process that takes over the job
+// recovers both. Flink: the CheckpointRecoveryFactory of a file-based HA service. Each call opens
+// the files again (I/O: call it off the main loop).
+type FileCheckpointRecoveryFactory struct {
+	// Dir holds one directory per job. Required.
+	Dir string
+}
+
+var _ CheckpointRecoveryFactory = FileCheckpointRecoveryFactory{}
+
+// CreateRecoveredCompletedCheckpointStore implements CheckpointRecoveryFactory. Errors:
+// ErrInvalidConfig for an empty Dir, OpenFileCompletedCheckpointStore's.
+func (f FileCheckpointRecoveryFactory) CreateRecoveredCompletedCheckpointStore(job jobgraph.JobID, maxRetained int) (CompletedCheckpointStore, error) {
+	if f.Dir == "" {
+		return nil, errorsJoin(ErrInvalidConfig, "FileCheckpointRecoveryFactory.Dir is empty")
+	}
+	s, err := OpenFileCompletedCheckpointStore(filepath.Join(f.Dir, job.String(), "checkpoints"), maxRetained)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: job %s: %w", job, err)
+	}
+	return s, nil
+}
+
+// CreateCheckpointIDCounter implements CheckpointRecoveryFactory. Errors: ErrInvalidConfig for an
+// empty Dir, OpenFileCheckpointIDCounter's.
+func (f FileCheckpointRecoveryFactory) CreateCheckpointIDCounter(job jobgraph.JobID) (CheckpointIDCounter, error) {
+	if f.Dir == "" {
+		return nil, errorsJoin(ErrInvalidConfig, "FileCheckpointRecoveryFactory.Dir is empty")
+	}
+	c, err := OpenFileCheckpointIDCounter(filepath.Join(f.Dir, job.String(), "checkpoint-id-counter"))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: job %s: %w", job, err)
+	}
+	return c, nil
+}
+
+// DoesNoIO reports whether every call of store and counter stays in memory (both are the
+// Standalone ones), so their owner may call them on its loop (InlineExecutor); any other store or
+// counter is called through an IOExecutor that leaves the loop.
+func DoesNoIO(store CompletedCheckpointStore, counter CheckpointIDCounter) bool {
+	_, s := store.(*StandaloneCompletedCheckpointStore)
+	_, c := counter.(*StandaloneCheckpointIDCounter)
+	return s && c
+}
