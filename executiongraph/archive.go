@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 )
 
 // ArchivedExecutionGraph is an immutable snapshot of an ExecutionGraph for history, results
@@ -32,6 +33,18 @@ type ArchivedExecutionGraph struct {
 	// subtask's current attempt (AggregateUserAccumulators); nil when there are none. Read one
 	// with jobgraph.AccumulatorValue. Flink: ArchivedExecutionGraph's serialized user accumulators.
 	Accumulators map[string]jobgraph.SerializedAccumulator `json:"accumulators,omitempty"`
+	// CheckpointStatistics are the job's checkpoint statistics as its CheckpointCoordinator
+	// keeps them, in the shape of Flink's REST /jobs/:jobid/checkpoints response; nil for a job
+	// that takes no checkpoints. Flink: ArchivedExecutionGraph.getCheckpointStatsSnapshot.
+	CheckpointStatistics *checkpoint.CheckpointingStatistics `json:"checkpointStatistics,omitempty"`
+}
+
+// SetCheckpointStatistics gives the graph the source of the checkpoint statistics every Archive
+// carries (nil: none). The scheduler sets it when it creates the job's CheckpointCoordinator;
+// stats is called on the graph's goroutine, once per Archive, and must return a value the
+// archive may keep (a snapshot).
+func (g *ExecutionGraph) SetCheckpointStatistics(stats func() *checkpoint.CheckpointingStatistics) {
+	g.checkpointStats = stats
 }
 
 // SetExceptionHistory records the job's exception history, oldest first, for Archive. The graph
@@ -85,6 +98,9 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 		JobVertices:      make([]ArchivedExecutionJobVertex, len(g.jobVertices)),
 		ExceptionHistory: jobgraph.CloneExceptionHistory(g.exceptions),
 		Accumulators:     g.AggregateUserAccumulators(),
+	}
+	if g.checkpointStats != nil {
+		a.CheckpointStatistics = g.checkpointStats()
 	}
 	for s := range jobgraph.JobStatus(numJobStatuses) {
 		if g.reached&(1<<s) != 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 )
 
 // ErrIllegalTransition matches (errors.Is) every error returned for a state change the state
@@ -86,6 +87,8 @@ type ExecutionGraph struct {
 	failureTime int64 // unix nanoseconds
 	// exceptions is the scheduler's exception history (see SetExceptionHistory), oldest first.
 	exceptions []jobgraph.ExceptionHistoryEntry
+	// checkpointStats gives the checkpoint statistics of Archive (see SetCheckpointStatistics).
+	checkpointStats func() *checkpoint.CheckpointingStatistics
 	// accumulators caches AggregateUserAccumulators (see accumulatorsChanged).
 	accumulators accumulatorCache
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/slotpool"
@@ -136,6 +137,24 @@ type Config struct {
 	// no descriptor (and costs nothing per partition). Flink: the JobMaster's ShuffleMaster,
 	// from shuffle-service-factory.class.
 	ShuffleMaster ShuffleMaster
+	// JobMasterID is the JobMaster session's fencing token: the CheckpointCoordinator's token.
+	JobMasterID jobgraph.JobMasterID
+	// CheckpointRecoveryFactory gives a job with a CheckpointCoordinator (see New) its
+	// CompletedCheckpointStore (retaining execution.checkpointing.num-retained) and
+	// CheckpointIDCounter, called once in New. nil means a new
+	// checkpoint.StandaloneCheckpointRecoveryFactory (in memory, forgotten with the scheduler).
+	// Flink: CheckpointRecoveryFactory, from the HA services.
+	CheckpointRecoveryFactory checkpoint.CheckpointRecoveryFactory
+	// CheckpointIOExecutor runs the store's and counter's calls off the main loop and their
+	// completion back on it; required when they may do I/O (anything but the in-memory Standalone
+	// ones, which are called in place). The JobMaster passes one.
+	CheckpointIOExecutor checkpoint.IOExecutor
+	// LoadSavepoint reads the savepoint of execution.savepoint.path
+	// (JobGraph.SavepointRestore.Path) that a job with a coordinator starts from when its store holds
+	// no checkpoint (a checkpoint takes precedence); called at most once, in New, on the main
+	// loop (the JobMaster reads the file beforehand and passes what it read). nil with a path set
+	// fails New. Flink: Checkpoints.loadAndValidateCheckpoint.
+	LoadSavepoint func(path string) (checkpoint.CompletedCheckpoint, error)
 	// GraphOptions are passed to executiongraph.Build (e.g. WithExecutionGraphID in tests,
 	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.
 	GraphOptions []executiongraph.Option

@@ -24,6 +24,8 @@ type failureDecision struct {
 	// jobCause is the root cause the job fails with when it cannot restart: cause itself under
 	// restart strategy "none", else cause wrapped with the restart strategy that gave up.
 	jobCause error
+	// global marks a failure of the job as a whole (every vertex restarts).
+	global bool
 }
 
 // failureHandler decides what a task or global failure means for the job: which vertices to
@@ -47,7 +49,7 @@ func (h *failureHandler) taskFailure(failed *executiongraph.ExecutionVertex, cau
 // globalFailure is called for a failure of the job as a whole: every vertex restarts.
 // Flink: ExecutionFailureHandler.getGlobalFailureHandlingResult.
 func (h *failureHandler) globalFailure(cause error) failureDecision {
-	return h.decide(cause, func() []*executiongraph.ExecutionVertex {
+	d := h.decide(cause, func() []*executiongraph.ExecutionVertex {
 		if h.all == nil {
 			h.all = make([]*executiongraph.ExecutionVertex, 0, h.graph.NumVertices())
 			for v := range h.graph.Vertices() {
@@ -56,6 +58,8 @@ func (h *failureHandler) globalFailure(cause error) failureDecision {
 		}
 		return h.all
 	})
+	d.global = true
+	return d
 }
 
 // decide records the failure with the restart strategy and asks the failover strategy for the
@@ -104,6 +108,9 @@ func (s *DefaultScheduler) restartTasksWithDelay(d failureDecision, entry int64)
 	if len(d.vertices) == 0 {
 		return
 	}
+	// Pending checkpoints cannot complete once tasks restart. Before the job leaves RUNNING, so
+	// that they fail as a failover's (not counted), not as the periodic scheduler's suspension.
+	s.abortCheckpointsForFailover(d.global)
 	r := &pendingRestart{vertices: d.vertices, versions: make([]uint64, len(d.vertices)), entry: entry}
 	for k, v := range d.vertices {
 		i := v.Index()
@@ -213,6 +220,12 @@ func (s *DefaultScheduler) restartTasks(r *pendingRestart) {
 	}
 	s.releasePartitions(released.out)
 	s.tdds.invalidate()
+	if s.ck != nil {
+		if err := s.restoreForRestart(vertices); err != nil {
+			s.failJob(fmt.Errorf("restoring the restarted tasks' state: %w", err))
+			return
+		}
+	}
 	if ad, ok := s.failures.restart.(AttemptDone); ok {
 		ad.RestartDone()
 	}
@@ -242,6 +255,7 @@ func (s *DefaultScheduler) enter() { s.depth++ }
 
 func (s *DefaultScheduler) leave() {
 	if s.depth == 1 {
+		s.runFailJobs()
 		for len(s.ready) > 0 {
 			r := s.ready[0]
 			s.ready = s.ready[1:]

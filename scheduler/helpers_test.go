@@ -92,7 +92,15 @@ type harness struct {
 
 func newHarness(t *testing.T, g *jobgraph.JobGraph, cfg Config) *harness {
 	t.Helper()
-	h := &harness{t: t, timers: newFakeTimers(), deployer: &fakeDeployer{}, states: map[jobgraph.ExecutionAttemptID][]jobgraph.ExecutionState{}}
+	d := &fakeDeployer{}
+	return newHarnessWith(t, g, cfg, d, d)
+}
+
+// newHarnessWith is newHarness with deployer as the scheduler's Deployer; fake is the
+// fakeDeployer it records deployments in (deployer itself or one it embeds).
+func newHarnessWith(t *testing.T, g *jobgraph.JobGraph, cfg Config, deployer Deployer, fake *fakeDeployer) *harness {
+	t.Helper()
+	h := &harness{t: t, timers: newFakeTimers(), deployer: fake, states: map[jobgraph.ExecutionAttemptID][]jobgraph.ExecutionState{}}
 	pool, err := slotpool.New(slotpool.Config{
 		Timers:       h.timers,
 		Clock:        h.timers.Now,
@@ -117,7 +125,7 @@ func newHarness(t *testing.T, g *jobgraph.JobGraph, cfg Config) *harness {
 	cfg.OnTerminal = func(a *executiongraph.ArchivedExecutionGraph, cause error) {
 		h.terminal = append(h.terminal, terminal{a, cause})
 	}
-	s, err := New(g, FromSlotPool(pool), h.deployer, cfg)
+	s, err := New(g, FromSlotPool(pool), deployer, cfg)
 	require.NoError(t, err)
 	h.s = s
 	return h

@@ -39,6 +39,8 @@ type DefaultScheduler struct {
 	// current producer attempt. Both nil for the in-memory default.
 	shuffle      ShuffleMaster
 	shuffleDescs map[jobgraph.IntermediateResultPartitionID]rpc.ShuffleDescriptor
+	// ck is the job's checkpointing (nil: the job takes no checkpoints).
+	ck *checkpointing
 
 	// versions[i] counts the failovers that named vertex i: a restart or a deployment recorded
 	// for an older version was superseded. Flink: ExecutionVertexVersioner.
@@ -143,6 +145,11 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
 	}
 	s.failures = &failureHandler{restart: restart, failover: failover, mayRestart: mayRestart, graph: eg}
+	if g.Checkpointing.Enabled() {
+		if err := s.setUpCheckpointing(g, cfg); err != nil {
+			return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+		}
+	}
 	ops := schedulerOps{s}
 	if cfg.SchedulingStrategy == StrategyVertexwise {
 		s.strategy = NewVertexwiseSchedulingStrategy(ops, eg.Topology())
@@ -432,6 +439,7 @@ func (s *DefaultScheduler) Suspend(cause error) {
 	}
 	s.slots.releaseAll(cause)
 	s.releasePartitions(s.partitions.releaseAll(false))
+	s.checkpointsOnTerminal(jobgraph.JobStatusSuspended)
 	s.terminated = true
 }
 
@@ -562,6 +570,7 @@ func (s *DefaultScheduler) failExecution(e *executiongraph.Execution, err error,
 		s.deployer.CancelTask(e.AttemptID(), e.ResourceID)
 	}
 	s.log.Warn("task failed", "task", e.Vertex().Name(), "attempt", e.AttemptNumber(), "location", string(e.ResourceID), "error", err)
+	s.checkpointsOnTaskFailure(e.AttemptID(), err)
 	if s.schedulingAllowed() {
 		s.applyFailure(s.failures.taskFailure(e.Vertex(), err), s.taskEntry(e, err))
 	} else {
@@ -611,6 +620,7 @@ func (s *DefaultScheduler) transitionJob(to jobgraph.JobStatus) {
 		panic("scheduler: broken invariant: " + err.Error())
 	}
 	s.log.Info("job status changed", "from", from.String(), "to", to.String())
+	s.checkpointsOnJobStatus(from, to)
 	s.notifyJobStatus(to)
 }
 
@@ -682,6 +692,7 @@ func (s *DefaultScheduler) onGloballyTerminal() {
 	st := s.graph.State()
 	s.slots.releaseAll(fmt.Errorf("scheduler: job %s is %s", s.graph.JobID(), st))
 	s.releasePartitions(s.partitions.releaseAll(st == jobgraph.JobStatusFinished))
+	s.checkpointsOnTerminal(st)
 	if f := s.cfg.OnTerminal; f != nil {
 		f(s.graph.Archive(), s.rootCause)
 	}
@@ -801,7 +812,12 @@ func (s *DefaultScheduler) deploy(e *executiongraph.Execution, slot slotpool.All
 	e.ResourceID = slot.TaskExecutor
 	e.AllocationID = slot.AllocationID
 	s.transition(e, jobgraph.ExecutionStateDeploying)
-	s.deployer.Deploy(s.tdds.build(e), slot)
+	tdd := s.tdds.build(e)
+	if s.ck != nil {
+		tdd.CheckpointingEnabled = true
+		tdd.TaskRestore = s.ck.restore[e.Vertex().Index()]
+	}
+	s.deployer.Deploy(tdd, slot)
 }
 
 // slotRequestFailed fails the executions waiting for a shared slot whose request failed.
