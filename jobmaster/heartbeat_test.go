@@ -3,6 +3,7 @@ package jobmaster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -47,6 +48,8 @@ type hbTE struct {
 	submitCalls []int            // the number of descriptors of each SubmitTasks call
 	failSubmit  map[string]error // by task name: what SubmitTasks answers for it
 	disconnects []error
+	ckCalls     []string // "trigger 1 src (1/2)#0 @100ms", "confirm …", "abort …"
+	failTrigger error    // what TriggerCheckpoint answers
 }
 
 func (f *hbTE) RequestSlot(context.Context, rpc.SlotID, jobgraph.JobID, jobgraph.AllocationID, jobgraph.ResourceProfile, string, jobgraph.JobMasterID, jobgraph.ResourceManagerID) error {
@@ -121,16 +124,34 @@ func (f *hbTE) HeartbeatFromJobMaster(ctx context.Context, _ jobgraph.ResourceID
 
 func (f *hbTE) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error { return nil }
 
-func (f *hbTE) TriggerCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time, checkpoint.CheckpointProperties) error {
+func (f *hbTE) TriggerCheckpoint(_ context.Context, _ jobgraph.JobMasterID, a jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, _ time.Time, _ checkpoint.CheckpointProperties) error {
+	f.recordCheckpointCall("trigger", a, id)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failTrigger
+}
+
+func (f *hbTE) ConfirmCheckpoint(_ context.Context, _ jobgraph.JobMasterID, a jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, _ time.Time) error {
+	f.recordCheckpointCall("confirm", a, id)
 	return nil
 }
 
-func (f *hbTE) ConfirmCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time) error {
+func (f *hbTE) AbortCheckpoint(_ context.Context, _ jobgraph.JobMasterID, a jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, _ time.Time) error {
+	f.recordCheckpointCall("abort", a, id)
 	return nil
 }
 
-func (f *hbTE) AbortCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time) error {
-	return nil
+// recordCheckpointCall names a by the task it was deployed as.
+func (f *hbTE) recordCheckpointCall(kind string, a jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := a.String()
+	for _, tdd := range f.submits {
+		if tdd.ExecutionAttemptID == a {
+			name = fmt.Sprintf("%s#%d", tdd.TaskName, tdd.AttemptNumber)
+		}
+	}
+	f.ckCalls = append(f.ckCalls, fmt.Sprintf("%s %d %s @%v", kind, id, name, time.Since(f.start)))
 }
 
 var _ rpc.TaskExecutorGateway = (*hbTE)(nil)
@@ -147,6 +168,7 @@ func (f *hbTE) snapshot() hbTE {
 	return hbTE{
 		held: slices.Clone(f.held), frees: slices.Clone(f.frees), requests: slices.Clone(f.requests),
 		submits: slices.Clone(f.submits), disconnects: slices.Clone(f.disconnects), submitCalls: slices.Clone(f.submitCalls),
+		ckCalls: slices.Clone(f.ckCalls),
 	}
 }
 

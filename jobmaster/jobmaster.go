@@ -90,6 +90,18 @@ type Config struct {
 	// requests that name none. Option state.savepoints.dir, default none (such a request then
 	// fails with scheduler.ErrNoSavepointDirectory).
 	SavepointDirectory string
+	// CheckpointRecoveryFactory gives a checkpointing job its CompletedCheckpointStore and
+	// CheckpointIDCounter; the JobMaster opens both off its main loop before it builds the
+	// scheduler, and calls them through an I/O goroutine of its own unless they are the
+	// in-memory Standalone ones. nil means one checkpoint.StandaloneCheckpointRecoveryFactory per
+	// Factory (in memory: the JobMasters of later leader sessions of the job, in this process,
+	// find the checkpoints of earlier ones). Flink: HighAvailabilityServices.getCheckpointRecoveryFactory.
+	CheckpointRecoveryFactory checkpoint.CheckpointRecoveryFactory
+	// LoadSavepoint reads the savepoint at a path (execution.savepoint.path, the JobGraph's
+	// SavepointRestore.Path) that a checkpointing job starts from when its store holds no
+	// checkpoint; the JobMaster calls it off its main loop, before it builds the scheduler. nil:
+	// a job with a savepoint path fails its initialization. Flink: Checkpoints.loadAndValidateCheckpoint.
+	LoadSavepoint func(path string) (checkpoint.CompletedCheckpoint, error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -150,6 +162,9 @@ func NewFactory(g *jobgraph.JobGraph, cfg Config) (*Factory, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.CheckpointRecoveryFactory == nil {
+		cfg.CheckpointRecoveryFactory = checkpoint.NewStandaloneCheckpointRecoveryFactory()
+	}
 	return &Factory{cfg: cfg, g: g}, nil
 }
 
@@ -179,6 +194,7 @@ type DefaultJobMaster struct {
 	closedErr error          // ErrClosed with the job's ID
 	loop      *mainloop.Loop // state
 	outbox    *mainloop.Loop // outgoing calls, in order
+	io        *mainloop.Loop // checkpoint store and ID counter calls, in order
 	aside     sync.WaitGroup // heartbeat calls, each on its own goroutine
 
 	// Owned by loop.
@@ -230,13 +246,18 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		closedErr:     closedErr,
 		loop:          mainloop.NewWithClosedError("jobmaster-"+g.JobID.String(), closedErr),
 		outbox:        mainloop.NewWithClosedError("jobmaster-outbox-"+g.JobID.String(), closedErr),
+		io:            mainloop.NewWithClosedError("jobmaster-io-"+g.JobID.String(), closedErr),
 		taskExecutors: make(map[jobgraph.ResourceID]rpc.TaskExecutorGateway),
 		freeing:       make(map[jobgraph.AllocationID]bool),
 		done:          make(chan struct{}),
 	}
 	rm, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, cfg.RPC, cfg.ResourceManagerAddress)
+	var recovery *recovered
+	if err == nil && g.Checkpointing.Enabled() {
+		recovery, err = openRecovery(g, cfg)
+	}
 	if err == nil {
-		err = jm.loop.Call(ctx, func() error { return jm.setUp(g, rm) })
+		err = jm.loop.Call(ctx, func() error { return jm.setUp(g, rm, recovery) })
 	}
 	if err == nil {
 		err = cfg.RPC.Register(jm.address, jm)
@@ -261,7 +282,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 }
 
 // setUp builds the slot pool and the scheduler (and with it the ExecutionGraph). On the loop.
-func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway) error {
+func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway, recovery *recovered) error {
 	jm.rm = rm
 	hb, err := heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
 		Timers:           jm.loop,
@@ -292,8 +313,8 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 	if newScheduler == nil {
 		newScheduler = scheduler.DefaultSchedulerFactory
 	}
-	sched, err := newScheduler(g, scheduler.FromSlotPool(pool), deployer{jm}, scheduler.Config{
-		Timers:             jm.loop, // restart backoffs
+	scfg := scheduler.Config{
+		Timers:             jm.loop, // restart backoffs, checkpoint intervals and timeouts
 		SchedulingStrategy: jm.cfg.SchedulingStrategy,
 		SlotRequestTimeout: jm.cfg.SlotRequestTimeout,
 		// The scheduler adds the job's attributes itself.
@@ -304,7 +325,14 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		SavepointDirectory:     jm.cfg.SavepointDirectory,
 		ShuffleMaster:          jm.cfg.ShuffleMaster,
 		OnTerminal:             jm.onTerminal,
-	})
+		JobMasterID:            jm.token,
+		CheckpointIOExecutor:   ioExecutor{jm},
+	}
+	if recovery != nil {
+		scfg.CheckpointRecoveryFactory = recovery
+		scfg.LoadSavepoint = recovery.loadSavepoint
+	}
+	sched, err := newScheduler(g, scheduler.FromSlotPool(pool), deployer{jm}, scfg)
 	if err != nil {
 		return err
 	}
@@ -858,16 +886,5 @@ func (jm *DefaultJobMaster) shutDown() {
 	jm.loop.Close() // no heartbeat goroutine is started after this
 	jm.aside.Wait()
 	jm.outbox.Close()
-}
-
-// AcknowledgeCheckpoint implements rpc.JobMasterGateway. Not built yet: it fails with
-// errors.ErrUnsupported.
-func (jm *DefaultJobMaster) AcknowledgeCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, ack checkpoint.AcknowledgeCheckpoint) error {
-	return fmt.Errorf("jobmaster: AcknowledgeCheckpoint: %w", errors.ErrUnsupported)
-}
-
-// DeclineCheckpoint implements rpc.JobMasterGateway. Not built yet: it fails with
-// errors.ErrUnsupported.
-func (jm *DefaultJobMaster) DeclineCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, d checkpoint.DeclineCheckpoint) error {
-	return fmt.Errorf("jobmaster: DeclineCheckpoint: %w", errors.ErrUnsupported)
+	jm.io.Close() // after the loop: its last work (a store's shutdown) still runs
 }
