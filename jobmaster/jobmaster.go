@@ -253,7 +253,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 	}
 	rm, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, cfg.RPC, cfg.ResourceManagerAddress)
 	var recovery *recovered
-	if err == nil && g.Checkpointing.Enabled() {
+	if err == nil && scheduler.HasCheckpointCoordinator(g) {
 		recovery, err = openRecovery(g, cfg)
 	}
 	if err == nil {

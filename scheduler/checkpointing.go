@@ -61,6 +61,13 @@ func init() {
 	jobgraph.RegisterErrorCode("scheduler.checkpointing-disabled", ErrCheckpointingDisabled)
 }
 
+// HasCheckpointCoordinator reports whether New gives the job g a CheckpointCoordinator: its
+// CheckpointingSettings are enabled, or it is a Streaming job (savepoints work without periodic
+// checkpoints, as in Flink, where every streaming job has a coordinator).
+func HasCheckpointCoordinator(g *jobgraph.JobGraph) bool {
+	return g.Checkpointing.Enabled() || g.Type == jobgraph.Streaming
+}
+
 // checkpointing is the scheduler's part in checkpoints: its CheckpointCoordinator, the store and
 // counter it got from the CheckpointRecoveryFactory, and the state each subtask restores.
 type checkpointing struct {
@@ -150,8 +157,8 @@ func (f failJobCallback) FailJobDueToTaskFailure(cause error, task jobgraph.Exec
 	f.s.ck.failJobs = append(f.s.ck.failJobs, fmt.Errorf("checkpoint failure reported by %s: %w", task, cause))
 }
 
-// setUpCheckpointing creates the CheckpointCoordinator of a checkpointing job and restores the
-// job's initial state: the latest snapshot in the store, else the savepoint of
+// setUpCheckpointing creates the CheckpointCoordinator of a checkpointing or streaming job and
+// restores the job's initial state: the latest snapshot in the store, else the savepoint of
 // execution.savepoint.path. Flink: SchedulerBase's createAndRestoreExecutionGraph with
 // DefaultExecutionGraphBuilder's enableCheckpointing.
 func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) error {
@@ -161,6 +168,10 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 		factory = checkpoint.NewStandaloneCheckpointRecoveryFactory()
 	}
 	if s.timers == nil {
+		if settings.Interval == 0 {
+			s.log.Debug("no Config.Timers: the streaming job gets no CheckpointCoordinator (no savepoints)")
+			return nil
+		}
 		return fmt.Errorf("checkpointing (execution.checkpointing.interval %v): %w", settings.Interval, ErrNoTimers)
 	}
 	store, err := factory.CreateRecoveredCompletedCheckpointStore(g.JobID, settings.NumRetained)
@@ -171,12 +182,14 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 	if err != nil {
 		return fmt.Errorf("creating the checkpoint ID counter: %w", err)
 	}
-	var exec checkpoint.IOExecutor = checkpoint.InlineExecutor{}
-	if !checkpoint.DoesNoIO(store, counter) {
-		if cfg.CheckpointIOExecutor == nil {
+	// Savepoints write files through the executor too, so one that leaves the loop is used
+	// whenever there is one; in place only for in-memory stores without one (tests).
+	exec := cfg.CheckpointIOExecutor
+	if exec == nil {
+		if !checkpoint.DoesNoIO(store, counter) {
 			return errors.New("the checkpoint store or ID counter does I/O and Config.CheckpointIOExecutor is nil")
 		}
-		exec = cfg.CheckpointIOExecutor
+		exec = checkpoint.InlineExecutor{}
 	}
 	ck := &checkpointing{store: store, counter: counter, exec: exec, interval: settings.Interval,
 		retain: settings.RetainOnCancellation, restore: make([]*rpc.TaskRestore, s.graph.NumVertices())}

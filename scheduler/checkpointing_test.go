@@ -469,10 +469,12 @@ func TestStaleCheckpointMessagesAreDropped(t *testing.T) {
 	assert.Equal(t, 0, coord.FailureManager().ContinuousFailureCount())
 }
 
-// A job that does not checkpoint has no coordinator: its messages are refused, its tasks are
-// deployed without checkpointing, and its archive carries no statistics.
+// A batch job has no coordinator: its messages are refused, its tasks are deployed without
+// checkpointing, and its archive carries no statistics. A streaming job without an interval has
+// one (for savepoints), takes no periodic checkpoints, and deploys without checkpointing.
 func TestNoCheckpointingWithoutAnInterval(t *testing.T) {
 	g := pointwise(jobgraph.CheckpointingSettings{})
+	g.Type = jobgraph.Batch
 	h := newCkHarness(t, g, Config{})
 	h.start(2)
 	assert.Nil(t, h.s.CheckpointCoordinator())
@@ -481,10 +483,24 @@ func TestNoCheckpointingWithoutAnInterval(t *testing.T) {
 	_, ok := h.s.CheckpointStatistics()
 	assert.False(t, ok)
 	assert.Nil(t, h.s.Archive().CheckpointStatistics)
+	require.Len(t, h.deployer.deployed, 4)
 	for _, c := range h.deployer.deployed {
 		assert.False(t, c.tdd.CheckpointingEnabled)
 		assert.Nil(t, c.tdd.TaskRestore)
 	}
+
+	streaming := newCkHarness(t, pointwise(jobgraph.CheckpointingSettings{}), Config{})
+	streaming.start(2)
+	coord := streaming.s.CheckpointCoordinator()
+	require.NotNil(t, coord)
+	assert.False(t, coord.IsPeriodicCheckpointingStarted())
+	streaming.timers.Advance(time.Hour)
+	assert.Empty(t, streaming.ck.calls)
+	require.Len(t, streaming.deployer.deployed, 4)
+	for _, c := range streaming.deployer.deployed {
+		assert.False(t, c.tdd.CheckpointingEnabled)
+	}
+	require.NotNil(t, streaming.s.Archive().CheckpointStatistics)
 }
 
 // The archive carries the coordinator's statistics, and a globally terminal job discards its

@@ -65,10 +65,20 @@ type DefaultScheduler struct {
 // g.RestartStrategy (resolved with g.Checkpointing: "none" without checkpointing) and
 // g.FailoverStrategy (region by default).
 //
+// A job whose CheckpointingSettings are enabled, and every Streaming job (whose savepoints work
+// without periodic checkpoints, as in Flink), gets a CheckpointCoordinator (see
+// checkpointing.go): New opens its store and counter from Config.CheckpointRecoveryFactory and
+// restores the latest snapshot in the store, else the savepoint of execution.savepoint.path
+// (Config.LoadSavepoint); its tasks are deployed with that state in TDD.TaskRestore, and with
+// TDD.CheckpointingEnabled when the interval is positive. A streaming job without
+// checkpoints and without Config.Timers gets no coordinator.
+//
 // Errors: the graph's validation or build error wrapped with the job's name (errors.Is matches
 // jobgraph.ErrInvalidJobGraph for an invalid graph; errors.As finds the
 // *jobgraph.ValidationError); ErrUnknownStrategy; ErrNoTimers; an error for a nil pool or
-// deployer, a negative SlotRequestTimeout or ExceptionHistorySize.
+// deployer, a negative SlotRequestTimeout or ExceptionHistorySize; for a coordinator: the
+// CheckpointRecoveryFactory's error, a savepoint path without LoadSavepoint or LoadSavepoint's
+// error, checkpoint.ErrStateAssignment when the snapshot's state does not fit the job.
 //
 // Cost: Build's, plus O(subtasks + partitions + groups) for the scheduler's own tables.
 func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*DefaultScheduler, error) {
@@ -145,7 +155,7 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
 	}
 	s.failures = &failureHandler{restart: restart, failover: failover, mayRestart: mayRestart, graph: eg}
-	if g.Checkpointing.Enabled() {
+	if HasCheckpointCoordinator(g) {
 		if err := s.setUpCheckpointing(g, cfg); err != nil {
 			return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
 		}
@@ -814,7 +824,7 @@ func (s *DefaultScheduler) deploy(e *executiongraph.Execution, slot slotpool.All
 	s.transition(e, jobgraph.ExecutionStateDeploying)
 	tdd := s.tdds.build(e)
 	if s.ck != nil {
-		tdd.CheckpointingEnabled = true
+		tdd.CheckpointingEnabled = s.ck.interval > 0
 		tdd.TaskRestore = s.ck.restore[e.Vertex().Index()]
 	}
 	s.deployer.Deploy(tdd, slot)
