@@ -194,6 +194,7 @@ func New(cfg Config) (*MiniCluster, error) {
 		HeartbeatInterval:     cfg.HeartbeatInterval,
 		HeartbeatTimeout:      cfg.HeartbeatTimeout,
 		RequirementCheckDelay: cfg.RequirementCheckDelay,
+		HA:                    mc.ha, // the ResourceManager refuses JobMasters of stale sessions
 	})
 	if err != nil {
 		return nil, mc.abandon(err)

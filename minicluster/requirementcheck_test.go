@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -177,4 +178,54 @@ func TestRequirementCheckDelayIsConfigurable(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The ResourceManager follows each job's leader through the cluster's HA services: when
+// leadership of a running job moves to a new session, the new session's JobMaster registers
+// (before its leadership is confirmed) and gets its slots, and the old session's JobMaster can no
+// longer register.
+func TestJobLeaderChangeRegistersTheNewJobMasterAndRefusesTheOld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		begin := time.Now()
+		deploys := newDeployLog(begin)
+		started := make(chan jobgraph.ExecutionAttemptID, 4)
+		mc := start(t, minicluster.Config{
+			TaskExecutors:          1,
+			SlotsPerTaskExecutor:   2,
+			Registry:               blockingRegistry(started),
+			ExecutionStateListener: deploys.listen,
+		})
+		g := jobgraph.New("leader-change", jobgraph.Streaming)
+		g.AddVertex("v", "block", 1)
+		deploys.name(g)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		at(begin, 50*time.Millisecond)
+		require.Len(t, started, 1)
+		<-started
+		old, ok := mc.ResourceManager().JobMaster(g.JobID)
+		require.True(t, ok)
+
+		election := mc.HA().(*embedded.Services).JobMasterElection(g.JobID)
+		election.Revoke()
+		at(begin, time.Second)
+		require.Len(t, started, 1, "the new session's JobMaster deployed the job again")
+		<-started
+		current, ok := mc.ResourceManager().JobMaster(g.JobID)
+		require.True(t, ok)
+		assert.NotEqual(t, old.ID, current.ID, "the new session's JobMaster is registered")
+		assert.Equal(t, jobgraph.JobStatusRunning, jobStatus(t, mc, g.JobID))
+
+		rmGateway, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, mc.RPC(), minicluster.ResourceManagerAddress)
+		require.NoError(t, err)
+		_, err = rmGateway.RegisterJobMaster(ctx, old.ID, old.ResourceID, old.Address, g.JobID)
+		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch, "the old session cannot take the job back")
+		again, _ := mc.ResourceManager().JobMaster(g.JobID)
+		assert.Equal(t, current, again)
+
+		require.NoError(t, mc.CancelJob(ctx, g.JobID))
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
+	})
 }

@@ -326,14 +326,7 @@ func TestDisconnectedOrReplacedJobMasterIsNoLongerMonitored(t *testing.T) {
 	})
 }
 
-func jobMasterOf(e *env, job jobgraph.JobID) (JobMasterInfo, bool) {
-	type r struct {
-		jm JobMasterInfo
-		ok bool
-	}
-	v := observe(e.rm, func(sm *SlotManager) r { jm, ok := sm.JobMaster(job); return r{jm, ok} })
-	return v.jm, v.ok
-}
+func jobMasterOf(e *env, job jobgraph.JobID) (JobMasterInfo, bool) { return e.rm.JobMaster(job) }
 
 func TestHeartbeatConfigurationIsChecked(t *testing.T) {
 	_, err := New(Config{Address: "rm", RPC: rpc.NewLocalService(), HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 9 * time.Second})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/rpc"
@@ -71,6 +72,11 @@ type Config struct {
 	RPC rpc.Service
 	// Logger receives the ResourceManager's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// HA, if set, is where the ResourceManager follows the leader of each job whose JobMaster
+	// registers (HA.JobMasterLeaderRetrieval), so that a JobMaster of a stale session cannot
+	// replace the job's leader (see RegisterJobMaster); Flink's JobLeaderIdService. Nil: the
+	// latest registration wins. The ResourceManager never closes it.
+	HA ha.Services
 	// RequestTimeout bounds one RequestSlot call to a TaskExecutor; the slot is free again when
 	// it expires. Flink: pekko.ask.timeout (slot manager's taskManagerRequestTimeout), default 10 s;
 	// zero means the default.
@@ -153,6 +159,9 @@ type ResourceManager struct {
 	teHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
 	jmHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
 	jobMasters   map[jobgraph.ResourceID]*jobMasterRegistration
+
+	// leaders follows the jobs' leaders when Config.HA is set; nil otherwise. Safe off the loop.
+	leaders *jobLeaders
 }
 
 var _ rpc.ResourceManagerGateway = (*ResourceManager)(nil)
@@ -205,6 +214,9 @@ func New(cfg Config) (*ResourceManager, error) {
 		return nil, fmt.Errorf("resourcemanager: %w", err)
 	}
 	rm.ctx, rm.cancel = context.WithCancel(context.Background())
+	if cfg.HA != nil {
+		rm.leaders = newJobLeaders(cfg.HA, rm.log)
+	}
 	rm.sm, err = NewSlotManagerWithConfig(SlotManagerConfig{
 		Allocator:             SlotAllocatorFunc(rm.requestSlot),
 		Logger:                rm.log,
@@ -290,6 +302,9 @@ func (rm *ResourceManager) Close() error {
 	rm.cancel()
 	rm.loop.Close() // no closure runs after this, so no new slot request starts
 	rm.wg.Wait()
+	if rm.leaders != nil {
+		rm.leaders.forgetAll()
+	}
 	return nil
 }
 
@@ -437,9 +452,18 @@ func (rm *ResourceManager) unregisterTaskExecutor(id jobgraph.ResourceID) {
 
 // RegisterJobMaster records the JobMaster of job: its fencing token, ResourceID and the address
 // slots are offered at. A registration with a new token replaces the earlier JobMaster and clears
-// the job's requirements until the new one declares. Flink checks the token against the job's
-// leader through its JobLeaderIdService; here the latest registration wins. It returns the
-// ResourceManagerID, which fences DisconnectResourceManager on the JobMaster.
+// the job's requirements until the new one declares. It returns the ResourceManagerID, which
+// fences DisconnectResourceManager on the JobMaster.
+//
+// With Config.HA, the token is checked against the job's leader as the job's leader retrieval
+// reports it (Flink's ResourceManager.registerJobMaster with its JobLeaderIdService): a session
+// that was the job's confirmed leader and lost leadership, or any session other than the
+// confirmed leader while that leader is the registered JobMaster, is refused with a
+// *rpc.FencingError (rpc.ErrFencingTokenMismatch) and changes nothing. Where we differ: Flink
+// waits until the leader is known and refuses every other session; our JobMaster registers before
+// its leadership is confirmed (and does not retry a refused registration), so while no leader is
+// confirmed a session not seen losing leadership registers. It fails when the job's leader
+// retrieval cannot start. Without Config.HA the latest registration wins.
 func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) (jobgraph.ResourceManagerID, error) {
 	if err := rm.closedErr(); err != nil {
 		return jobgraph.ResourceManagerID{}, err
@@ -447,11 +471,29 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 	if job.IsZero() || address == "" {
 		return jobgraph.ResourceManagerID{}, fmt.Errorf("%w: JobMaster registration needs a JobID and an address", ErrInvalidRegistration)
 	}
+	if rm.leaders != nil {
+		// Off the loop: starting a retrieval may do I/O.
+		if err := rm.leaders.follow(job); err != nil {
+			return jobgraph.ResourceManagerID{}, err
+		}
+	}
 	return submit(ctx, rm, func() (jobgraph.ResourceManagerID, error) {
 		if err := rm.checkRunning(); err != nil {
 			return jobgraph.ResourceManagerID{}, err
 		}
 		old, ok := rm.sm.JobMaster(job)
+		if rm.leaders != nil {
+			// Checked on the loop, against what the retrieval said by now: a leader change seen
+			// between follow and here counts.
+			if expected, stale := rm.leaders.stale(job, token, old.ID); stale {
+				rm.log.Info("refusing the registration of a JobMaster of a stale session", "job", job, "jobMasterID", token, "leader", expected)
+				return jobgraph.ResourceManagerID{}, &rpc.FencingError{
+					Endpoint: fmt.Sprintf("ResourceManager %s (leader of job %s)", rm.cfg.Address, job),
+					Expected: expected.String(),
+					Got:      token.String(),
+				}
+			}
+		}
 		if ok && old.ID != token {
 			rm.log.Info("replacing the JobMaster of job", "job", job, "oldJobMasterID", old.ID, "jobMasterID", token)
 		} else if !ok {
@@ -523,8 +565,17 @@ func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, token jobgra
 		if rm.sm.UnregisterJob(job) {
 			rm.log.Info("disconnected JobMaster", "job", job, "cause", cause.Err())
 		}
+		rm.forgetJobLeader(job)
 		return nil
 	})
+}
+
+// forgetJobLeader stops following job's leader once it has no JobMaster, the retrieval stopped
+// off the loop. On the loop.
+func (rm *ResourceManager) forgetJobLeader(job jobgraph.JobID) {
+	if rm.leaders != nil {
+		rm.leaders.forget(job, rm.wg.Go)
+	}
 }
 
 // forgetJobMaster stops monitoring the JobMaster jobMaster. On the loop.
@@ -665,6 +716,7 @@ func (rm *ResourceManager) jobMasterHeartbeatTimedOut(id jobgraph.ResourceID) {
 	rm.log.Warn("JobMaster heartbeat timed out; disconnecting it", "jobMaster", id, "job", reg.job, "cause", cause)
 	if jm, ok := rm.sm.JobMaster(reg.job); ok && jm.ResourceID == id {
 		rm.sm.UnregisterJob(reg.job)
+		rm.forgetJobLeader(reg.job)
 	}
 	token, rmID := reg.token, rm.id
 	rm.callJobMaster(reg, func(ctx context.Context, gw rpc.JobMasterGateway) error {
@@ -748,6 +800,17 @@ func (rm *ResourceManager) Requirements(job jobgraph.JobID) []rpc.ResourceRequir
 // requirements; nil when nothing is missing.
 func (rm *ResourceManager) MissingResources(job jobgraph.JobID) []rpc.ResourceRequirement {
 	return observe(rm, func(sm *SlotManager) []rpc.ResourceRequirement { return sm.MissingResources(job) })
+}
+
+// JobMaster returns the JobMaster registered for job (its JobMasterID, ResourceID and address),
+// and false when none is.
+func (rm *ResourceManager) JobMaster(job jobgraph.JobID) (JobMasterInfo, bool) {
+	type found struct {
+		jm JobMasterInfo
+		ok bool
+	}
+	f := observe(rm, func(sm *SlotManager) found { jm, ok := sm.JobMaster(job); return found{jm, ok} })
+	return f.jm, f.ok
 }
 
 // Slots lists every slot the ResourceManager tracks (see SlotManager.Slots).
