@@ -99,8 +99,9 @@ type Config struct {
 	CheckpointRecoveryFactory checkpoint.CheckpointRecoveryFactory
 	// LoadSavepoint reads the savepoint at a path (execution.savepoint.path, the JobGraph's
 	// SavepointRestore.Path) that a checkpointing job starts from when its store holds no
-	// checkpoint; the JobMaster calls it off its main loop, before it builds the scheduler. nil:
-	// a job with a savepoint path fails its initialization. Flink: Checkpoints.loadAndValidateCheckpoint.
+	// checkpoint; the JobMaster calls it off its main loop, before it builds the scheduler. nil
+	// means checkpoint.LoadSavepoint (a savepoint directory or its _metadata file). Flink:
+	// Checkpoints.loadAndValidateCheckpoint.
 	LoadSavepoint func(path string) (checkpoint.CompletedCheckpoint, error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -164,6 +165,9 @@ func NewFactory(g *jobgraph.JobGraph, cfg Config) (*Factory, error) {
 	}
 	if cfg.CheckpointRecoveryFactory == nil {
 		cfg.CheckpointRecoveryFactory = checkpoint.NewStandaloneCheckpointRecoveryFactory()
+	}
+	if cfg.LoadSavepoint == nil {
+		cfg.LoadSavepoint = checkpoint.LoadSavepoint
 	}
 	return &Factory{cfg: cfg, g: g}, nil
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/jobgraph/jobgraph/checkpoint"
 )
 
-// Errors of the SavepointTrigger methods (each wrapped with the job and what is wrong).
+// Errors of the SavepointTrigger methods. The scheduler's errors say what is wrong; the JobMaster
+// wraps them with the job and the operation.
 var (
 	// ErrJobNotRunning: the job is not RUNNING (still being created, restarting, or ended), so
 	// it takes no savepoint or checkpoint now. The message names the status.
@@ -37,8 +38,8 @@ func init() {
 // SavepointTrigger is a SchedulerNG that takes savepoints, stops its job with a savepoint, and
 // takes checkpoints on request. The JobMaster calls these if its scheduler implements this, on
 // the JobMaster's main loop; with a scheduler that does not, the JobMaster's savepoint methods
-// fail with errors.ErrUnsupported. A separate interface, as AccumulatorUpdater, so a host's
-// SchedulerNG need not change. Flink: SchedulerNG.triggerSavepoint, stopWithSavepoint and
+// fail with errors.ErrUnsupported. DefaultScheduler implements it (savepoint.go). A separate
+// interface, as AccumulatorUpdater, so a host's SchedulerNG need not change. Flink: SchedulerNG.triggerSavepoint, stopWithSavepoint and
 // triggerCheckpoint.
 //
 // Each method returns at once; done is called exactly once, on the main loop, with the result

@@ -41,6 +41,8 @@ type DefaultScheduler struct {
 	shuffleDescs map[jobgraph.IntermediateResultPartitionID]rpc.ShuffleDescriptor
 	// ck is the job's checkpointing (nil: the job takes no checkpoints).
 	ck *checkpointing
+	// stop is the stop-with-savepoint under way (nil: none); see savepoint.go.
+	stop *stopWithSavepoint
 
 	// versions[i] counts the failovers that named vertex i: a restart or a deployment recorded
 	// for an older version was superseded. Flink: ExecutionVertexVersioner.
@@ -631,6 +633,7 @@ func (s *DefaultScheduler) transitionJob(to jobgraph.JobStatus) {
 	}
 	s.log.Info("job status changed", "from", from.String(), "to", to.String())
 	s.checkpointsOnJobStatus(from, to)
+	s.stopWithSavepointOnJobStatus(to)
 	s.notifyJobStatus(to)
 }
 
