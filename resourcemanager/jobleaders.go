@@ -21,6 +21,9 @@ import (
 type jobLeaders struct {
 	services ha.Services
 	log      *slog.Logger
+	// lostLeadership is told, outside mu, of each session seen losing leadership of job (Flink:
+	// JobLeaderIdActions.jobLeaderLostLeadership). It must not block.
+	lostLeadership func(job jobgraph.JobID, old jobgraph.JobMasterID)
 
 	mu     sync.Mutex
 	jobs   map[jobgraph.JobID]*jobLeader
@@ -37,8 +40,8 @@ type jobLeader struct {
 	lost map[jobgraph.JobMasterID]bool
 }
 
-func newJobLeaders(services ha.Services, log *slog.Logger) *jobLeaders {
-	return &jobLeaders{services: services, log: log, jobs: make(map[jobgraph.JobID]*jobLeader)}
+func newJobLeaders(services ha.Services, log *slog.Logger, lostLeadership func(jobgraph.JobID, jobgraph.JobMasterID)) *jobLeaders {
+	return &jobLeaders{services: services, log: log, lostLeadership: lostLeadership, jobs: make(map[jobgraph.JobID]*jobLeader)}
 }
 
 // follow starts following job's leader unless it is followed already. Off the loop. It fails
@@ -130,12 +133,18 @@ func (n *jobLeaderListener) NotifyLeaderAddress(address string, session ha.Sessi
 		next = jobgraph.JobMasterID(session)
 	}
 	n.leaders.mu.Lock()
-	defer n.leaders.mu.Unlock()
 	jl := n.jl
-	if !jl.leader.IsZero() && jl.leader != next {
-		jl.lost[jl.leader] = true
+	old := jl.leader
+	lost := !old.IsZero() && old != next
+	if lost {
+		jl.lost[old] = true
 	}
 	jl.leader = next
+	followed := n.leaders.jobs[n.job] == jl
+	n.leaders.mu.Unlock()
+	if lost && followed {
+		n.leaders.lostLeadership(n.job, old)
+	}
 }
 
 func (n *jobLeaderListener) HandleError(err error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,4 +129,73 @@ func jobsFollowed(e *env) []jobgraph.JobID {
 		out = append(out, job)
 	}
 	return out
+}
+
+// When the job's leader retrieval reports that the registered JobMaster's session lost
+// leadership, the ResourceManager disconnects it at once, as Flink's jobLeaderLostLeadership
+// does: its requirements go, its heartbeats stop, it is told with ErrJobLeaderLostLeadership, and
+// it cannot register again; the new session's JobMaster then registers. Without this the old
+// JobMaster kept its requirements (slots requested for a dead session) until its heartbeat
+// timed out.
+func TestJobMasterWhoseSessionLostLeadershipIsDisconnected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		services := embedded.New()
+		defer services.Close()
+		e := newEnv(t, func(c *Config) { c.HA = services })
+		job := jobgraph.NewJobID()
+		election := services.JobMasterElection(job)
+		c := &contender{sessions: make(chan ha.SessionID, 2)}
+		require.NoError(t, election.Start(c))
+		synctest.Wait()
+		s1 := <-c.sessions
+		token1 := jobgraph.JobMasterID(s1)
+
+		jm1 := &hbJobMaster{id: "jm-1", rm: e.gw, start: start}
+		require.NoError(t, e.svc.Register("jm-1", jm1))
+		require.NoError(t, second(e.gw.RegisterJobMaster(e.ctx, token1, "jm-1", "jm-1", job)))
+		election.ConfirmLeadership(s1, "jm-1")
+		synctest.Wait()
+		require.NoError(t, e.declare(job, token1, req(unknown, 1)))
+
+		// Leadership moves; the old JobMaster is disconnected at that instant.
+		election.Revoke()
+		synctest.Wait()
+		s2 := <-c.sessions
+		_, ok := jobMasterOf(e, job)
+		assert.False(t, ok, "the old session's JobMaster is no longer registered")
+		assert.Nil(t, e.rm.Requirements(job))
+		_, disconnects := jm1.state()
+		require.Len(t, disconnects, 1)
+		d := disconnects[0]
+		assert.Equal(t, time.Duration(0), d.At)
+		assert.Equal(t, token1, d.Token)
+		assert.Equal(t, e.rm.ResourceManagerID(), d.RM)
+		assert.ErrorIs(t, d.Cause, ErrJobLeaderLostLeadership)
+		assert.EqualError(t, d.Cause, "resourcemanager: job leader lost leadership: JobMaster jm-1 of job "+job.String()+" (session "+token1.String()+")")
+		assert.ErrorIs(t, second(e.gw.RegisterJobMaster(e.ctx, token1, "jm-1", "jm-1", job)), rpc.ErrFencingTokenMismatch, "and cannot come back")
+		assert.Empty(t, monitoredJobMasters(e), "not monitored, not even after the refused registration")
+
+		// The new session registers and is left alone when its own confirmation arrives.
+		token2 := jobgraph.JobMasterID(s2)
+		require.NoError(t, second(e.gw.RegisterJobMaster(e.ctx, token2, "jm-2", "jm-2", job)))
+		election.ConfirmLeadership(s2, "jm-2")
+		synctest.Wait()
+		jm, ok := jobMasterOf(e, job)
+		require.True(t, ok)
+		assert.Equal(t, token2, jm.ID)
+		_, disconnects = jm1.state()
+		assert.Len(t, disconnects, 1)
+	})
+}
+
+// monitoredJobMasters lists the JobMasters whose heartbeats the ResourceManager follows.
+func monitoredJobMasters(e *env) []string {
+	return observe(e.rm, func(*SlotManager) []string {
+		var out []string
+		for id := range e.rm.jobMasters {
+			out = append(out, string(id))
+		}
+		return out
+	})
 }

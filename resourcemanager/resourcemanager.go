@@ -41,6 +41,10 @@ var (
 	// ErrInvalidRegistration is returned for a TaskExecutor or JobMaster registration that lacks
 	// its ID or address.
 	ErrInvalidRegistration = errors.New("resourcemanager: invalid registration")
+	// ErrJobLeaderLostLeadership is the cause a JobMaster is disconnected with
+	// (JobMasterGateway.DisconnectResourceManager) when the job's leader retrieval reports that
+	// its session lost leadership (Config.HA; Flink: "Job leader lost leadership.").
+	ErrJobLeaderLostLeadership = errors.New("resourcemanager: job leader lost leadership")
 )
 
 // The sentinels that may travel in a gateway message (see jobgraph.RegisterErrorCode).
@@ -51,6 +55,7 @@ func init() {
 	jobgraph.RegisterErrorCode("resourcemanager.task-executor-not-registered", ErrTaskExecutorNotRegistered)
 	jobgraph.RegisterErrorCode("resourcemanager.invalid-requirements", ErrInvalidRequirements)
 	jobgraph.RegisterErrorCode("resourcemanager.invalid-registration", ErrInvalidRegistration)
+	jobgraph.RegisterErrorCode("resourcemanager.job-leader-lost-leadership", ErrJobLeaderLostLeadership)
 }
 
 // Defaults for Config.
@@ -74,8 +79,11 @@ type Config struct {
 	Logger *slog.Logger
 	// HA, if set, is where the ResourceManager follows the leader of each job whose JobMaster
 	// registers (HA.JobMasterLeaderRetrieval), so that a JobMaster of a stale session cannot
-	// replace the job's leader (see RegisterJobMaster); Flink's JobLeaderIdService. Nil: the
-	// latest registration wins. The ResourceManager never closes it.
+	// replace the job's leader (see RegisterJobMaster), and a registered JobMaster whose session
+	// lost leadership is disconnected at once (ErrJobLeaderLostLeadership); Flink's
+	// JobLeaderIdService. A job is followed from its first registration until its JobMaster
+	// disconnects or times out. Nil: the latest registration wins. The ResourceManager never
+	// closes it.
 	HA ha.Services
 	// RequestTimeout bounds one RequestSlot call to a TaskExecutor; the slot is free again when
 	// it expires. Flink: pekko.ask.timeout (slot manager's taskManagerRequestTimeout), default 10 s;
@@ -215,7 +223,9 @@ func New(cfg Config) (*ResourceManager, error) {
 	}
 	rm.ctx, rm.cancel = context.WithCancel(context.Background())
 	if cfg.HA != nil {
-		rm.leaders = newJobLeaders(cfg.HA, rm.log)
+		rm.leaders = newJobLeaders(cfg.HA, rm.log, func(job jobgraph.JobID, old jobgraph.JobMasterID) {
+			rm.loop.Execute(func() { rm.jobLeaderLostLeadership(job, old) })
+		})
 	}
 	rm.sm, err = NewSlotManagerWithConfig(SlotManagerConfig{
 		Allocator:             SlotAllocatorFunc(rm.requestSlot),
@@ -567,6 +577,37 @@ func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, token jobgra
 		}
 		rm.forgetJobLeader(job)
 		return nil
+	})
+}
+
+// jobLeaderLostLeadership disconnects job's registered JobMaster if its session is old, which
+// the job's leader retrieval reported losing leadership: its requirements are cleared (its slots
+// stay until their TaskExecutors free them), it is no longer monitored, and it is told
+// (DisconnectResourceManager with ErrJobLeaderLostLeadership). The job's leader is still
+// followed, so old stays refused. A JobMaster of another session is left alone (the new leader
+// registered first). Flink: ResourceManager.jobLeaderLostLeadership. On the loop.
+func (rm *ResourceManager) jobLeaderLostLeadership(job jobgraph.JobID, old jobgraph.JobMasterID) {
+	jm, ok := rm.sm.JobMaster(job)
+	if !rm.running || !ok || jm.ID != old {
+		return
+	}
+	cause := fmt.Errorf("%w: JobMaster %s of job %s (session %s)", ErrJobLeaderLostLeadership, jm.ResourceID, job, old)
+	rm.log.Info("the JobMaster's session lost leadership; disconnecting it", "job", job, "jobMasterID", old, "jobMaster", jm.ResourceID)
+	reg := rm.jobMasters[jm.ResourceID]
+	if reg == nil || reg.job != job {
+		reg = &jobMasterRegistration{job: job, token: old, address: jm.Address}
+	}
+	if jm.ResourceID != "" {
+		rm.forgetJobMaster(jm.ResourceID)
+	}
+	rm.sm.UnregisterJob(job)
+	rmID := rm.id
+	rm.callJobMaster(reg, func(ctx context.Context, gw rpc.JobMasterGateway) error {
+		return gw.DisconnectResourceManager(ctx, old, rmID, rpc.Failure(cause))
+	}, func(_ rpc.JobMasterGateway, err error) {
+		if err != nil && rm.ctx.Err() == nil {
+			rm.log.Debug("telling a JobMaster that lost leadership failed", "job", job, "err", err)
+		}
 	})
 }
 
