@@ -22,9 +22,10 @@ func (nopTasks) FailJob(error)                                              {}
 func (nopTasks) FailJobDueToTaskFailure(error, jobgraph.ExecutionAttemptID) {}
 
 // BenchmarkCheckpointAck: one coordinator, 10,000 tasks (100 vertices × 100 subtasks); each
-// iteration is one acknowledgement, straight into the coordinator (the JobMaster's loop is not
-// wired yet); the 10,000th completes the checkpoint (stored in memory, notify-complete to all)
-// and the next is triggered. Reports acks/s.
+// iteration is one acknowledgement, straight into the coordinator: the core alone
+// (jobmaster.BenchmarkCheckpointAck goes through the JobMaster's loop); the 10,000th completes
+// the checkpoint (stored in memory, notify-complete to all) and the next is triggered. Reports
+// acks/s.
 func BenchmarkCheckpointAck(b *testing.B) {
 	const vertices, subtasks = 100, 100
 	eg := jobgraph.NewExecutionGraphID()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/scheduler"
 )
 
@@ -81,60 +82,152 @@ func (e ioExecutor) Execute(work func(), done func()) {
 	}
 }
 
-// The deployer's checkpoint RPCs (scheduler.CheckpointDeployer): each goes through the outbox,
-// after the deployments queued before it; a failed trigger comes back to the loop, where the
-// scheduler drops it unless its checkpoint is still pending for that attempt.
+// The deployer's checkpoint RPCs (scheduler.CheckpointDeployer). A checkpoint's calls come in
+// bursts (a trigger per source, a confirmation or abort per task), so those the main loop makes
+// in one task are gathered per TaskExecutor and go onto the outbox as one entry once that task
+// has returned, as deployments do: one entry and one context (pekko.ask.timeout) per
+// TaskExecutor and burst, the calls made one after another in the order they were asked for, after
+// the outgoing calls queued before. A failed trigger comes back to the loop, where the scheduler
+// drops it unless its checkpoint is still pending for that attempt.
 
 var _ scheduler.CheckpointDeployer = deployer{}
 
-func (d deployer) TriggerCheckpoint(attempt jobgraph.ExecutionAttemptID, location jobgraph.ResourceID, id checkpoint.CheckpointID, ts time.Time, props checkpoint.CheckpointProperties) {
-	jm := d.jm
-	failed := func(err error) {
-		if jm.closed {
-			return
-		}
-		if cs, ok := jm.sched.(scheduler.CheckpointScheduler); ok {
-			cs.OnCheckpointTriggerFailed(attempt, id, err)
-		}
-	}
+type ckKind uint8
+
+const (
+	ckTrigger ckKind = iota
+	ckConfirm
+	ckAbort
+)
+
+type ckCall struct {
+	kind    ckKind
+	attempt jobgraph.ExecutionAttemptID
+	id      checkpoint.CheckpointID
+	ts      time.Time
+	props   checkpoint.CheckpointProperties
+}
+
+// ckBatch is a burst of checkpoint calls by TaskExecutor, in order of first call. Owned by the
+// main loop until it is handed to the outbox.
+type ckBatch struct {
+	byTE  map[jobgraph.ResourceID]int
+	perTE []teCkCalls
+}
+
+type teCkCalls struct {
+	gw    rpc.TaskExecutorGateway
+	calls []ckCall
+}
+
+// queueCheckpointCall adds c for the TaskExecutor at location to the open burst, opening one
+// (and posting its flush) if there is none. On the loop.
+func (jm *DefaultJobMaster) queueCheckpointCall(location jobgraph.ResourceID, c ckCall) {
 	te, ok := jm.taskExecutors[location]
 	if !ok {
-		err := fmt.Errorf("TaskExecutor %s is not connected", location)
-		jm.loop.Execute(func() { failed(err) })
+		if c.kind == ckTrigger {
+			err := fmt.Errorf("TaskExecutor %s is not connected", location)
+			jm.loop.Execute(func() { jm.checkpointTriggerFailed(c.attempt, c.id, err) })
+		}
 		return
 	}
+	b := jm.ckOpen
+	if b == nil {
+		b = &ckBatch{byTE: map[jobgraph.ResourceID]int{}}
+		jm.ckOpen = b
+		if !jm.loop.Execute(func() { jm.flushCheckpointCalls(b) }) {
+			jm.ckOpen = nil // closing: nothing is sent any more
+			return
+		}
+	}
+	i, ok := b.byTE[location]
+	if !ok {
+		i = len(b.perTE)
+		b.byTE[location] = i
+		b.perTE = append(b.perTE, teCkCalls{gw: te})
+	}
+	b.perTE[i].calls = append(b.perTE[i].calls, c)
+}
+
+// flushCheckpointCalls hands burst b to the outbox. On the loop.
+func (jm *DefaultJobMaster) flushCheckpointCalls(b *ckBatch) {
+	if jm.ckOpen == b {
+		jm.ckOpen = nil
+	}
 	token := jm.token
-	jm.send(func(ctx context.Context) error { return te.TriggerCheckpoint(ctx, token, attempt, id, ts, props) }, failed)
+	jm.enqueue(func() {
+		type failed struct {
+			attempt jobgraph.ExecutionAttemptID
+			id      checkpoint.CheckpointID
+			err     error
+		}
+		var failures []failed
+		for _, te := range b.perTE {
+			ctx, cancel := jm.rpcContext()
+			for _, c := range te.calls {
+				var err error
+				switch c.kind {
+				case ckTrigger:
+					err = te.gw.TriggerCheckpoint(ctx, token, c.attempt, c.id, c.ts, c.props)
+					if err != nil {
+						failures = append(failures, failed{c.attempt, c.id, err})
+					}
+				case ckConfirm:
+					err = te.gw.ConfirmCheckpoint(ctx, token, c.attempt, c.id, c.ts)
+				case ckAbort:
+					err = te.gw.AbortCheckpoint(ctx, token, c.attempt, c.id, c.ts)
+				}
+				if err != nil && c.kind != ckTrigger {
+					jm.log.Debug("a checkpoint notification failed", "checkpoint", c.id, "attempt", c.attempt, "confirm", c.kind == ckConfirm, "err", err)
+				}
+			}
+			cancel()
+		}
+		if len(failures) > 0 {
+			jm.loop.Execute(func() {
+				for _, f := range failures {
+					jm.checkpointTriggerFailed(f.attempt, f.id, f.err)
+				}
+			})
+		}
+	})
+}
+
+// checkpointTriggerFailed hands a failed trigger to the scheduler, unless the JobMaster closed.
+// On the loop.
+func (jm *DefaultJobMaster) checkpointTriggerFailed(attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, err error) {
+	if jm.closed {
+		return
+	}
+	if cs, ok := jm.sched.(scheduler.CheckpointScheduler); ok {
+		cs.OnCheckpointTriggerFailed(attempt, id, err)
+	}
+}
+
+func (d deployer) TriggerCheckpoint(attempt jobgraph.ExecutionAttemptID, location jobgraph.ResourceID, id checkpoint.CheckpointID, ts time.Time, props checkpoint.CheckpointProperties) {
+	d.jm.queueCheckpointCall(location, ckCall{kind: ckTrigger, attempt: attempt, id: id, ts: ts, props: props})
 }
 
 func (d deployer) ConfirmCheckpoint(attempt jobgraph.ExecutionAttemptID, location jobgraph.ResourceID, id checkpoint.CheckpointID, ts time.Time) {
-	jm := d.jm
-	if te, ok := jm.taskExecutors[location]; ok {
-		token := jm.token
-		jm.send(func(ctx context.Context) error { return te.ConfirmCheckpoint(ctx, token, attempt, id, ts) }, func(err error) {
-			jm.log.Debug("confirming a checkpoint failed", "checkpoint", id, "attempt", attempt, "err", err)
-		})
-	}
+	d.jm.queueCheckpointCall(location, ckCall{kind: ckConfirm, attempt: attempt, id: id, ts: ts})
 }
 
 func (d deployer) AbortCheckpoint(attempt jobgraph.ExecutionAttemptID, location jobgraph.ResourceID, id checkpoint.CheckpointID, ts time.Time) {
-	jm := d.jm
-	if te, ok := jm.taskExecutors[location]; ok {
-		token := jm.token
-		jm.send(func(ctx context.Context) error { return te.AbortCheckpoint(ctx, token, attempt, id, ts) }, func(err error) {
-			jm.log.Debug("aborting a checkpoint failed", "checkpoint", id, "attempt", attempt, "err", err)
-		})
-	}
+	d.jm.queueCheckpointCall(location, ckCall{kind: ckAbort, attempt: attempt, id: id, ts: ts})
 }
 
 // AcknowledgeCheckpoint implements rpc.JobMasterGateway: fenced by token (an older session's
-// fails with an *rpc.FencingError; a closed JobMaster answers ErrClosed), then handed to the
-// scheduler's CheckpointCoordinator on the loop. An acknowledgement the coordinator drops (an
-// outdated attempt, an unknown or finished checkpoint, a duplicate, another job's, or a job
-// without checkpoints) changes nothing and is not an error of the call; it is logged at debug.
-// Flink: JobMaster.acknowledgeCheckpoint.
+// fails with an *rpc.FencingError; a closed JobMaster answers ErrClosed; a done ctx its error),
+// then handed to the scheduler's CheckpointCoordinator on the loop. It returns once the ack is
+// queued on the loop, before the coordinator has seen it, as Flink's acknowledgeCheckpoint is a
+// call without an answer: the acks of a checkpoint's tasks then cost the loop one closure each
+// and no sender waits for the loop (BenchmarkCheckpointAck); calls made one after another from
+// one goroutine are applied in that order, and before any later call of that goroutine. An
+// acknowledgement the coordinator drops (an outdated attempt, an unknown or finished checkpoint,
+// a duplicate, another job's, or a job without checkpoints) changes nothing and is not an error
+// of the call; it is logged at debug. Flink: JobMaster.acknowledgeCheckpoint.
 func (jm *DefaultJobMaster) AcknowledgeCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, ack checkpoint.AcknowledgeCheckpoint) error {
-	return jm.fenced(ctx, token, func() error {
+	return jm.checkpointMessage(ctx, token, func() {
 		cs, ok := jm.sched.(scheduler.CheckpointScheduler)
 		var err error
 		switch {
@@ -148,14 +241,13 @@ func (jm *DefaultJobMaster) AcknowledgeCheckpoint(ctx context.Context, token job
 		if err != nil {
 			jm.log.Debug("dropped a checkpoint acknowledgement", "checkpoint", ack.CheckpointID, "attempt", ack.Attempt, "err", err)
 		}
-		return nil
 	})
 }
 
 // DeclineCheckpoint implements rpc.JobMasterGateway, with the rules of AcknowledgeCheckpoint.
 // Flink: JobMaster.declineCheckpoint.
 func (jm *DefaultJobMaster) DeclineCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, d checkpoint.DeclineCheckpoint) error {
-	return jm.fenced(ctx, token, func() error {
+	return jm.checkpointMessage(ctx, token, func() {
 		cs, ok := jm.sched.(scheduler.CheckpointScheduler)
 		var err error
 		switch {
@@ -169,6 +261,28 @@ func (jm *DefaultJobMaster) DeclineCheckpoint(ctx context.Context, token jobgrap
 		if err != nil {
 			jm.log.Debug("dropped a checkpoint decline", "checkpoint", d.CheckpointID, "attempt", d.Attempt, "err", err)
 		}
-		return nil
 	})
+}
+
+// checkpointMessage fences a task's checkpoint message off the loop — the token never changes
+// and closing sets closedFlag before anything else — and queues apply on the loop, which drops it
+// if the JobMaster closed meanwhile.
+func (jm *DefaultJobMaster) checkpointMessage(ctx context.Context, token jobgraph.JobMasterID, apply func()) error {
+	if jm.closedFlag.Load() {
+		return jm.closedErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if token != jm.token {
+		return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
+	}
+	if !jm.loop.Execute(func() {
+		if !jm.closed && jm.sched != nil {
+			apply()
+		}
+	}) {
+		return jm.closedErr
+	}
+	return nil
 }

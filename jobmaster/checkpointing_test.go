@@ -1,6 +1,7 @@
 package jobmaster_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -129,6 +130,11 @@ func TestCheckpointMessagesAreFencedAndStaleOnesDropped(t *testing.T) {
 		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
 		err = e.gw.DeclineCheckpoint(e.ctx, stale, e.g.JobID, checkpoint.DeclineCheckpoint{Attempt: src, CheckpointID: 1})
 		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+
+		done, cancel := context.WithCancel(e.ctx)
+		cancel()
+		err = e.gw.AcknowledgeCheckpoint(done, e.token, e.g.JobID, checkpoint.AcknowledgeCheckpoint{Attempt: src, CheckpointID: 1})
+		require.ErrorIs(t, err, context.Canceled)
 
 		outdated := src
 		outdated.AttemptNumber = 7

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jobgraph/jobgraph"
@@ -195,11 +196,13 @@ type DefaultJobMaster struct {
 	resourceID jobgraph.ResourceID
 	log        *slog.Logger
 
-	closedErr error          // ErrClosed with the job's ID
-	loop      *mainloop.Loop // state
-	outbox    *mainloop.Loop // outgoing calls, in order
-	io        *mainloop.Loop // checkpoint store and ID counter calls, in order
-	aside     sync.WaitGroup // heartbeat calls, each on its own goroutine
+	closedErr error // ErrClosed with the job's ID
+	// closedFlag is set when Close begins, before closed: for the checks made off the loop.
+	closedFlag atomic.Bool
+	loop       *mainloop.Loop // state
+	outbox     *mainloop.Loop // outgoing calls, in order
+	io         *mainloop.Loop // checkpoint store and ID counter calls, in order
+	aside      sync.WaitGroup // heartbeat calls, each on its own goroutine
 
 	// Owned by loop.
 	pool          *slotpool.Pool
@@ -211,6 +214,7 @@ type DefaultJobMaster struct {
 	// call is in flight for.
 	teHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
 	freeing      map[jobgraph.AllocationID]bool
+	ckOpen       *ckBatch // checkpoint calls of the running loop task, not on the outbox yet
 	terminal     bool
 	closed       bool
 
@@ -594,14 +598,22 @@ func causeOf(info *jobgraph.ErrorInfo) error {
 // error whatever the token, an open one a *rpc.FencingError for a stale token.
 func (jm *DefaultJobMaster) fenced(ctx context.Context, token jobgraph.JobMasterID, fn func() error) error {
 	return jm.loop.Call(ctx, func() error {
-		if jm.closed {
-			return jm.closedErr
-		}
-		if token != jm.token {
-			return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
+		if err := jm.fence(token); err != nil {
+			return err
 		}
 		return fn()
 	})
+}
+
+// fence is fenced's check, on the loop: the closed error, a *rpc.FencingError, or nil.
+func (jm *DefaultJobMaster) fence(token jobgraph.JobMasterID) error {
+	if jm.closed {
+		return jm.closedErr
+	}
+	if token != jm.token {
+		return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
+	}
+	return nil
 }
 
 // UpdateTaskExecutionState implements rpc.JobMasterGateway.
@@ -855,6 +867,7 @@ func (jm *DefaultJobMaster) RequestJob(ctx context.Context) (*executiongraph.Arc
 // outgoing calls already queued and returns the final archived graph.
 func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 	jm.closeOnce.Do(func() {
+		jm.closedFlag.Store(true)
 		_ = jm.loop.Call(context.Background(), func() error {
 			jm.closed = true
 			if jm.teHeartbeats != nil {

@@ -305,6 +305,13 @@ func (s *DefaultScheduler) restoreForRestart(vertices []*executiongraph.Executio
 // checkpoints after tasks finish).
 func (s *DefaultScheduler) checkpointPlan() (checkpoint.CheckpointPlan, error) {
 	var plan checkpoint.CheckpointPlan
+	// A first pass refuses the plan before anything is allocated (a trigger while tasks are
+	// still being deployed costs no more than the walk).
+	for v := range s.graph.Vertices() {
+		if st := v.State(); st != jobgraph.ExecutionStateRunning && st != jobgraph.ExecutionStateFinished {
+			return checkpoint.CheckpointPlan{}, fmt.Errorf("task %s (attempt %d) is %s, not RUNNING", v.Name(), v.CurrentExecution().AttemptNumber(), st)
+		}
+	}
 	plan.TasksToWaitFor = make([]jobgraph.ExecutionAttemptID, 0, s.graph.NumVertices()-s.graph.NumFinishedVertices())
 	// finished[g] caches, per ConsumedPartitionGroup index, 1 when every producer FINISHED, 2 when not.
 	var finished []uint8
