@@ -24,7 +24,7 @@ type Loop struct {
 	closedErr error // what Call and Submit return once closed
 
 	mu      sync.Mutex
-	queue   []func()
+	queue   []task
 	closed  bool
 	timers  map[*time.Timer]struct{}
 	wake    chan struct{}
@@ -53,9 +53,18 @@ func NewWithClosedError(name string, closed error) *Loop {
 // Name returns the name given to New.
 func (l *Loop) Name() string { return l.name }
 
+// task is what the queue holds: a closure posted with Execute (funcTask), or a Call or Submit
+// waiting for its reply (which is its own task, so a call allocates one object, not a closure
+// and a channel).
+type task interface{ run() }
+
+type funcTask func()
+
+func (f funcTask) run() { f() }
+
 func (l *Loop) run() {
 	defer close(l.stopped)
-	var batch []func()
+	var batch []task
 	for {
 		l.mu.Lock()
 		for len(l.queue) == 0 && !l.closed {
@@ -69,8 +78,8 @@ func (l *Loop) run() {
 		}
 		batch, l.queue = l.queue, batch[:0]
 		l.mu.Unlock()
-		for i, fn := range batch {
-			fn()
+		for i, t := range batch {
+			t.run()
 			batch[i] = nil
 		}
 	}
@@ -78,13 +87,15 @@ func (l *Loop) run() {
 
 // Execute posts fn to run on the loop and returns at once. It reports false, and fn never runs,
 // when the loop is closed.
-func (l *Loop) Execute(fn func()) bool {
+func (l *Loop) Execute(fn func()) bool { return l.post(funcTask(fn)) }
+
+func (l *Loop) post(t task) bool {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return false
 	}
-	l.queue = append(l.queue, fn)
+	l.queue = append(l.queue, t)
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -129,32 +140,74 @@ func (l *Loop) Schedule(d time.Duration, fn func()) (cancel func() bool) {
 // run later), or ErrClosed (or NewWithClosedError's error) if the loop closed before fn ran. Never call it from the loop itself:
 // that waits forever for a closure queued behind the caller.
 func (l *Loop) Call(ctx context.Context, fn func() error) error {
-	_, err := Submit(ctx, l, func() (struct{}, error) { return struct{}{}, fn() })
-	return err
+	c := &errCall{fn: fn, done: make(chan struct{}, 1)}
+	if err := l.wait(ctx, c, c.done); err != nil {
+		return err
+	}
+	return c.err
 }
 
 // Submit runs fn on the loop and returns its results; see Call for the errors.
 func Submit[T any](ctx context.Context, l *Loop, fn func() (T, error)) (T, error) {
-	type reply struct {
-		v   T
-		err error
+	c := &call[T]{fn: fn, done: make(chan struct{}, 1)}
+	if err := l.wait(ctx, c, c.done); err != nil {
+		var zero T
+		return zero, err
 	}
-	ch := make(chan reply, 1)
-	var zero T
-	if !l.Execute(func() { v, err := fn(); ch <- reply{v, err} }) {
-		return zero, l.closedErr
+	return c.v, c.err
+}
+
+// call is one Submit: its closure, the results, and the channel its caller waits on. The loop
+// writes the results before it sends on done; the caller reads them only after receiving, and
+// never touches them once it gave up waiting (run may still come and write them).
+type call[T any] struct {
+	fn   func() (T, error)
+	v    T
+	err  error
+	done chan struct{}
+}
+
+func (c *call[T]) run() {
+	c.v, c.err = c.fn()
+	c.done <- struct{}{}
+}
+
+// errCall is one Call: Submit's without a value, so Call needs no closure around fn.
+//
+// (The reply channels are not pooled: a channel made in one testing/synctest bubble must not be
+// used outside it, and one made outside does not block durably inside, so a pool shared by
+// bubbles would break the tests that drive endpoints in virtual time.)
+type errCall struct {
+	fn   func() error
+	err  error
+	done chan struct{}
+}
+
+func (c *errCall) run() {
+	c.err = c.fn()
+	c.done <- struct{}{}
+}
+
+// wait posts t, whose run sends on done once, and waits for that. nil means t ran and its
+// results are set; otherwise ctx's error (t may still run later) or the loop's closed error (t
+// never ran).
+func (l *Loop) wait(ctx context.Context, t task, done chan struct{}) error {
+	if !l.post(t) {
+		return l.closedErr
 	}
 	select {
-	case r := <-ch:
-		return r.v, r.err
+	case <-done:
+		return nil
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return ctx.Err()
 	case <-l.stopped:
+		// The loop's goroutine returns only once the queue is empty, and Close drops nothing
+		// queued: t ran and sent before stopped was closed, unless it was never taken.
 		select {
-		case r := <-ch:
-			return r.v, r.err
+		case <-done:
+			return nil
 		default:
-			return zero, l.closedErr
+			return l.closedErr
 		}
 	}
 }

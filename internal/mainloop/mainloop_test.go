@@ -387,3 +387,16 @@ func TestScheduleCancelRacingTheTimerTellsTheTruth(t *testing.T) {
 		})
 	}
 }
+
+// A Call or Submit allocates its reply channel and one object holding the closure and its
+// results (the queue holds that object itself, no closure around it). Endpoints make dozens of
+// calls per job.
+func TestCallAndSubmitAllocateTwoObjects(t *testing.T) {
+	l := mainloop.New("allocs")
+	defer l.Close()
+	ctx := context.Background()
+	fn := func() error { return nil }
+	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() { _ = l.Call(ctx, fn) }), "Call")
+	sub := func() (int, error) { return 1, nil }
+	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() { _, _ = mainloop.Submit(ctx, l, sub) }), "Submit")
+}
