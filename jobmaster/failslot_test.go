@@ -42,5 +42,7 @@ func TestFailSlotFailsTheTaskInIt(t *testing.T) {
 		res := e.jm.Result()
 		assert.ErrorContains(t, res.Err, "slot A lost its memory")
 		assert.Contains(t, res.Archived.FailureCause.Message, "src (1/2)")
+		// Closing the ended JobMaster returns the archive the job ended with; it builds no other.
+		assert.Same(t, res.Archived, e.jm.Close())
 	})
 }

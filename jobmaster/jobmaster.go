@@ -243,7 +243,7 @@ var (
 )
 
 func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID, cfg Config) (*DefaultJobMaster, error) {
-	closedErr := fmt.Errorf("jobmaster: job %s: %w", g.JobID, ErrClosed)
+	closedErr := &closedError{what: "job", job: g.JobID}
 	jm := &DefaultJobMaster{
 		cfg:           cfg,
 		job:           g.JobID,
@@ -350,6 +350,20 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 	jm.sched = sched
 	return nil
 }
+
+// closedError is ErrClosed naming the job ("jobmaster: job <id>: …", "jobmaster: runner of job
+// <id>: …"). Every JobMaster and runner makes one, and most never return it: the message is
+// formatted only when asked for.
+type closedError struct {
+	what string
+	job  jobgraph.JobID
+}
+
+func (e *closedError) Error() string {
+	return "jobmaster: " + e.what + " " + e.job.String() + ": " + ErrClosed.Error()
+}
+
+func (e *closedError) Unwrap() error { return ErrClosed }
 
 // onTerminal is called by the scheduler, on the loop, when the job is globally terminal.
 func (jm *DefaultJobMaster) onTerminal(archived *executiongraph.ArchivedExecutionGraph, rootCause error) {
@@ -876,10 +890,13 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 			if jm.sched == nil {
 				return nil
 			}
-			if !jm.terminal {
+			if jm.terminal {
+				// The archive the job ended with is the final one: a terminal graph changes no more.
+				jm.closedArc = jm.result.Archived
+			} else {
 				jm.sched.Suspend(fmt.Errorf("job %s: %w", jm.job, ErrClosed))
+				jm.closedArc = jm.sched.Archive()
 			}
-			jm.closedArc = jm.sched.Archive()
 			jm.pool.Close()
 			// After the slots are freed, each TaskExecutor forgets the job: what is left of its
 			// partitions there is dropped. Flink: JobMaster.disconnectTaskManager on stop.

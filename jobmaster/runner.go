@@ -61,7 +61,7 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 		election: election,
 		results:  results,
 		clock:    time.Now,
-		loop:     mainloop.NewWithClosedError("runner-"+factory.JobID().String(), fmt.Errorf("jobmaster: runner of job %s: %w", factory.JobID(), ErrClosed)),
+		loop:     mainloop.NewWithClosedError("runner-"+factory.JobID().String(), &closedError{what: "runner of job", job: factory.JobID()}),
 		created:  time.Now(),
 		ctx:      ctx,
 		cancel:   cancel,
