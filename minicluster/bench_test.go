@@ -3,6 +3,7 @@ package minicluster_test
 import (
 	"context"
 	"flag"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +13,10 @@ import (
 )
 
 // BenchmarkSubmitJob submits a 1-vertex, parallelism-1 no-op job and waits until it FINISHED,
-// one job after another, on one MiniCluster with 1 TaskExecutor × 1 slot; jobs/s is the rate.
+// one job after another, on one MiniCluster with 1 TaskExecutor × 1 slot; jobs/s is the rate,
+// goroutines/job how many goroutines the process started per job (each grows its stack anew),
+// cpu-µs/job the CPU time of the whole process per job (getrusage), which a machine shared with
+// other work changes less than the rate.
 func BenchmarkSubmitJob(b *testing.B) {
 	mc, err := minicluster.New(minicluster.Config{Registry: registry()})
 	if err != nil {
@@ -23,10 +27,23 @@ func BenchmarkSubmitJob(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer mc.Close()
+	created := goroutinesCreated()
+	cpu0, cpuOK := processCPUSeconds()
 	for b.Loop() {
 		runNoop(b, ctx, mc)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(float64(goroutinesCreated()-created)/float64(b.N), "goroutines/job")
+	if cpu1, ok := processCPUSeconds(); ok && cpuOK {
+		b.ReportMetric((cpu1-cpu0)*1e6/float64(b.N), "cpu-µs/job")
+	}
+}
+
+// goroutinesCreated is the number of goroutines the process has created so far.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 func noopGraph() *jobgraph.JobGraph {
