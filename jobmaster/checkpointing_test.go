@@ -246,3 +246,82 @@ func TestJobMasterRestoresFromItsCheckpointRecoveryFactory(t *testing.T) {
 		assert.Contains(t, calls[0], "trigger 44 src (1/2)#0")
 	})
 }
+
+// The timing scenario through a JobMaster, in virtual time: interval 12 ms, min pause
+// 50 ms, max concurrent 1. Checkpoint 1 triggers at 12 ms and completes at 20 ms; checkpoint 2
+// triggers exactly 50 ms later, at 70 ms.
+func TestJobMasterCheckpointTimingKeepsTheMinPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := ckJob()
+		g.Checkpointing = jobgraph.CheckpointingSettings{Interval: 12 * time.Millisecond, MinPauseBetweenCheckpoints: 50 * time.Millisecond, MaxConcurrentCheckpoints: 1}
+		e := newHBEnvFor(t, jobmaster.Config{}, g)
+		te := e.addTE("te-1")
+		e.offer(te, 0, "A")
+		e.offer(te, 1, "B")
+		for _, name := range ckTasks {
+			e.report(te, name, jobgraph.ExecutionStateRunning)
+		}
+		advance(12 * time.Millisecond)
+		assert.Equal(t, []string{"trigger 1 src (1/2)#0 @12ms", "trigger 1 src (2/2)#0 @12ms"}, te.snapshot().ckCalls)
+		advance(8 * time.Millisecond)
+		for _, name := range ckTasks {
+			e.ack(te, name, 1)
+		}
+		synctest.Wait()
+		assert.Len(t, te.snapshot().ckCalls, 6)
+		advance(50*time.Millisecond - time.Nanosecond)
+		assert.Len(t, te.snapshot().ckCalls, 6, "nothing before the pause ended")
+		advance(time.Nanosecond)
+		assert.Equal(t, []string{"trigger 2 src (1/2)#0 @70ms", "trigger 2 src (2/2)#0 @70ms"}, te.snapshot().ckCalls[6:])
+	})
+}
+
+// v1(2) –POINTWISE→ v2(2) through a JobMaster: checkpoint 5 acknowledged by 3 of 4 tasks, the
+// second sink subtask fails, the region failover aborts 5 (failed, not counted, every task told)
+// and periodic triggering goes on with 6 once the region runs again.
+func TestJobMasterRegionFailoverAbortsPendingCheckpointAndGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		factory := checkpoint.NewStandaloneCheckpointRecoveryFactory()
+		g := ckJob()
+		counter, err := factory.CreateCheckpointIDCounter(g.JobID)
+		require.NoError(t, err)
+		require.NoError(t, counter.SetCount(5))
+		e := newHBEnvFor(t, jobmaster.Config{CheckpointRecoveryFactory: factory}, g)
+		te := e.addTE("te-1")
+		e.offer(te, 0, "A")
+		e.offer(te, 1, "B")
+		for _, name := range ckTasks {
+			e.report(te, name, jobgraph.ExecutionStateRunning)
+		}
+		advance(100 * time.Millisecond)
+		for _, name := range []string{"src (1/2)", "src (2/2)", "sink (2/2)"} {
+			e.ack(te, name, 5)
+		}
+		synctest.Wait()
+		assert.Equal(t, 3, e.checkpointStats().History[0].NumAcknowledgedSubtasks)
+
+		applied, err := e.gw.UpdateTaskExecutionState(e.ctx, e.token, rpc.TaskExecutionState{ExecutionAttemptID: e.attempt(te, "sink (2/2)"), State: jobgraph.ExecutionStateFailed, Failure: rpc.Failure(errors.New("boom"))})
+		require.NoError(t, err)
+		require.True(t, applied)
+		synctest.Wait()
+		assert.Equal(t, []string{
+			"abort 5 src (1/2)#0 @100ms", "abort 5 src (2/2)#0 @100ms", "abort 5 sink (1/2)#0 @100ms", "abort 5 sink (2/2)#0 @100ms",
+		}, te.snapshot().ckCalls[2:])
+		st := e.checkpointStats()
+		assert.Equal(t, checkpoint.CheckpointCounts{Total: 1, Failed: 1}, st.Counts)
+		assert.Equal(t, "checkpoint 5: FailoverRegion is restarting.", st.Latest.Failed.FailureMessage)
+
+		applied, err = e.gw.UpdateTaskExecutionState(e.ctx, e.token, rpc.TaskExecutionState{ExecutionAttemptID: e.attempt(te, "src (2/2)"), State: jobgraph.ExecutionStateCanceled})
+		require.NoError(t, err)
+		require.True(t, applied)
+		advance(time.Second)
+		for _, name := range []string{"src (2/2)", "sink (2/2)"} {
+			applied, err := e.gw.UpdateTaskExecutionState(e.ctx, e.token, rpc.TaskExecutionState{ExecutionAttemptID: e.attempt(te, name), State: jobgraph.ExecutionStateRunning})
+			require.NoError(t, err)
+			require.True(t, applied, name)
+		}
+		n := len(te.snapshot().ckCalls)
+		advance(100 * time.Millisecond)
+		assert.Equal(t, []string{"trigger 6 src (1/2)#0 @1.2s", "trigger 6 src (2/2)#1 @1.2s"}, te.snapshot().ckCalls[n:])
+	})
+}

@@ -11,7 +11,14 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/checkpoint/keygroup"
+	"github.com/jobgraph/jobgraph/slotpool"
 )
+
+func slotpoolFor(t *testing.T) (*slotpool.Pool, error) {
+	t.Helper()
+	return slotpool.New(slotpool.Config{Timers: newFakeTimers()})
+}
 
 // ckCall is one checkpoint RPC the scheduler asked for: "trigger 1 v1/0#0 @12ms".
 type ckCall struct {
@@ -532,4 +539,50 @@ func TestArchiveCarriesCheckpointStatisticsAndTheEndDiscardsCheckpoints(t *testi
 	assert.Empty(t, store.All(), "discarded")
 	_, err = store.Add(stateOf(g, 2, checkpoint.CheckpointProperties{}))
 	require.ErrorIs(t, err, checkpoint.ErrShutdown)
+}
+
+// A savepoint of a keyed vertex at parallelism 4 (max parallelism 128) restored at 2: each new
+// subtask's TDD carries exactly its key groups. Opaque Data at another parallelism fails New,
+// naming the vertex.
+func TestRestoreAtAnotherParallelismRedistributesState(t *testing.T) {
+	g := jobgraph.New("rescale", jobgraph.Streaming)
+	sum := g.AddVertex("sum", "noop", 2)
+	sum.MaxParallelism = 128
+	g.Checkpointing = jobgraph.CheckpointingSettings{Interval: time.Second}
+	g.SavepointRestore.Path = "/savepoints/sp-9"
+	sp := checkpoint.CompletedCheckpoint{CheckpointID: 9, Properties: checkpoint.CheckpointPropertiesFor(checkpoint.Savepoint)}
+	for i := range 4 {
+		r := keygroup.KeyGroupRange{Start: i * 32, End: i*32 + 31}
+		k := keygroup.KeyGroupsState[[]byte]{Range: r, Groups: map[int][]byte{}}
+		for kg := range r.All() {
+			k.Groups[kg] = fmt.Appendf(nil, "%d", kg)
+		}
+		sp.TaskStates = append(sp.TaskStates, checkpoint.SubtaskState{JobVertexID: sum.ID, Subtask: i, State: checkpoint.StateHandle{KeyedState: &k}})
+	}
+	load := func(cp checkpoint.CompletedCheckpoint) func(string) (checkpoint.CompletedCheckpoint, error) {
+		return func(string) (checkpoint.CompletedCheckpoint, error) { return cp, nil }
+	}
+	h := newCkHarness(t, g, Config{LoadSavepoint: load(sp)})
+	h.start(2)
+	require.Len(t, h.deployer.deployed, 2)
+	for i, c := range h.deployer.deployed {
+		tr := c.tdd.TaskRestore
+		require.NotNil(t, tr)
+		assert.Equal(t, checkpoint.CheckpointID(9), tr.CheckpointID)
+		require.NotNil(t, tr.State.KeyedState)
+		assert.Equal(t, keygroup.KeyGroupRange{Start: i * 64, End: i*64 + 63}, tr.State.KeyedState.Range)
+		assert.Len(t, tr.State.KeyedState.Groups, 64)
+		assert.Equal(t, fmt.Sprint(i*64), string(tr.State.KeyedState.Groups[i*64]))
+	}
+
+	opaque := checkpoint.CompletedCheckpoint{CheckpointID: 9, TaskStates: []checkpoint.SubtaskState{
+		{JobVertexID: sum.ID, Subtask: 0, State: checkpoint.StateHandle{Data: []byte("x")}},
+		{JobVertexID: sum.ID, Subtask: 2, State: checkpoint.StateHandle{Data: []byte("y")}},
+	}}
+	pool, err := slotpoolFor(t)
+	require.NoError(t, err)
+	_, err = New(g, FromSlotPool(pool), &ckDeployer{}, Config{Timers: newFakeTimers(), LoadSavepoint: load(opaque)})
+	require.ErrorIs(t, err, checkpoint.ErrStateAssignment)
+	assert.ErrorContains(t, err, `job vertex "sum"`)
+	assert.ErrorContains(t, err, "cannot be redistributed from parallelism 3 to 2")
 }
