@@ -86,6 +86,8 @@ type fakeJobMaster struct {
 	registers []registerCall
 	offers    []offerCall
 	states    []stateCall
+	acks      []ackCall
+	declines  []declineCall
 }
 
 func (f *fakeJobMaster) UpdateTaskExecutionState(ctx context.Context, token jobgraph.JobMasterID, state rpc.TaskExecutionState) (bool, error) {
@@ -148,12 +150,53 @@ func (f *fakeJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm job
 	return nil
 }
 
-func (f *fakeJobMaster) AcknowledgeCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.JobID, checkpoint.AcknowledgeCheckpoint) error {
+func (f *fakeJobMaster) AcknowledgeCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, ack checkpoint.AcknowledgeCheckpoint) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acks = append(f.acks, ackCall{token, ack})
 	return nil
 }
 
-func (f *fakeJobMaster) DeclineCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.JobID, checkpoint.DeclineCheckpoint) error {
+func (f *fakeJobMaster) DeclineCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, d checkpoint.DeclineCheckpoint) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.declines = append(f.declines, declineCall{token, d})
 	return nil
+}
+
+type ackCall struct {
+	Token jobgraph.JobMasterID
+	Ack   checkpoint.AcknowledgeCheckpoint
+}
+
+type declineCall struct {
+	Token   jobgraph.JobMasterID
+	Decline checkpoint.DeclineCheckpoint
+}
+
+// ackedStates returns, for checkpoint id, each acknowledging attempt's state Data as a string.
+func (f *fakeJobMaster) ackedStates(id checkpoint.CheckpointID) map[jobgraph.ExecutionAttemptID]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[jobgraph.ExecutionAttemptID]string{}
+	for _, a := range f.acks {
+		if a.Ack.CheckpointID == id {
+			out[a.Ack.Attempt] = string(a.Ack.State.Data)
+		}
+	}
+	return out
+}
+
+func (f *fakeJobMaster) declined() []declineCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]declineCall(nil), f.declines...)
+}
+
+func (f *fakeJobMaster) numAcks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.acks)
 }
 
 // statesOf returns the states reported for attempt, in order.

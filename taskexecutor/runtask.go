@@ -65,6 +65,11 @@ type task struct {
 	// accs are the task's accumulators: its Environment's, read for heartbeats off the loop.
 	accs *AccumulatorRegistry
 
+	// mail carries checkpoint triggers and notifications from the loop to the task's goroutine;
+	// reporter sends its acks and declines.
+	mail     *mailbox
+	reporter *taskReporter
+
 	watch    *watchdog // the loop's; set once the task is stopped (TaskExecutor.stopTask)
 	released sync.Once // Close no longer waits for the goroutine (task.release)
 }
@@ -89,6 +94,8 @@ func (te *TaskExecutor) newTask(tdd rpc.TaskDeploymentDescriptor, jc *jobConnect
 	}
 	t.sig = newTaskStop(te.ctx)
 	t.ctx, t.cancel = t.sig.ctx, t.sig.cancel
+	t.mail = newMailbox(make(chan struct{}, 1))
+	t.reporter = &taskReporter{t: t, jm: jc.gateway}
 	return t
 }
 
@@ -110,7 +117,8 @@ func (t *task) stopped() *stopReason {
 // run is the task's goroutine: Flink's Task.doRun.
 func (t *task) run() {
 	final, err := t.execute()
-	t.cancel(nil) // release the context's resources
+	t.reporter.waitSent() // its acks reach the JobMaster before its final state
+	t.cancel(nil)         // release the context's resources
 	// Unregister the task before reporting its final state, as Flink's
 	// TaskExecutor.unregisterTaskAndNotifyFinalState does: once the JobMaster hears of it, the
 	// slot no longer holds the task, so freeing the slot frees it at once. The loop answers
@@ -147,6 +155,12 @@ func (t *task) execute() (jobgraph.ExecutionState, error) {
 	if t.stopped() == nil {
 		t.report(jobgraph.ExecutionStateRunning, nil)
 		err = t.invoke(env)
+		switch {
+		case err != nil && env.cp.stopped && errors.Is(err, ErrStopped):
+			err = nil // stop-with-savepoint: FINISHED
+		case err == nil && env.info.CheckpointingEnabled && len(env.gates) == 0 && !env.cp.stopped && t.stopped() == nil:
+			err = env.finalCheckpoint(t.ctx) // FLIP-147
+		}
 	}
 	env.closeInputs()
 	if err == nil && t.stopped() == nil {
@@ -233,6 +247,9 @@ func (t *task) setup() (*environment, error) {
 	})
 	env.accs = t.accs
 	env.restore = tdd.TaskRestore
+	env.wake, env.cp.mail = t.mail.wake, t.mail
+	env.cp.reporter = t.reporter
+	env.cp.fail = func(err error) { t.stop(&stopReason{kind: stopFail, err: err}) }
 	owner := t.ioOwner()
 	owner.Wake, owner.BeforeWait = env.wake, env.flushIdle
 	writers, err := te.shuffle.CreateResultPartitionWriters(owner, tdd.ProducedPartitions)
@@ -274,6 +291,13 @@ type environment struct {
 	// Checkpoints: the handler the task registered and the state it starts from (nil: none).
 	checkpointHandler CheckpointHandler
 	restore           *rpc.TaskRestore
+	cp                checkpoints
+
+	// What task code reads and writes through (Input, Output), built at first use; inErr is
+	// the sticky error of each input read through Next.
+	inputs  []taskInput
+	outputs []taskOutput
+	inErr   []error
 }
 
 var (
@@ -282,7 +306,9 @@ var (
 )
 
 func newEnvironment(stop *TaskStop, info TaskInfo) *environment {
-	return &environment{stop: stop, info: info, wake: make(chan struct{}, 1), cur: -1, accs: NewAccumulatorRegistry()}
+	wake := make(chan struct{}, 1)
+	return &environment{stop: stop, info: info, wake: wake, cur: -1, accs: NewAccumulatorRegistry(),
+		cp: checkpoints{mail: newMailbox(wake)}}
 }
 
 // openInput attaches the task's next input gate, reading what d names (in tests).
@@ -314,20 +340,37 @@ func (e *environment) Input(i int) InputGate {
 	if i < 0 || i >= len(e.gates) {
 		return errorGate{fmt.Errorf("%s: input %d out of range [0, %d)", e.info.TaskName, i, len(e.gates))}
 	}
-	return e.gates[i]
+	if len(e.inputs) != len(e.gates) {
+		e.inputs = make([]taskInput, len(e.gates))
+		for j := range e.inputs {
+			e.inputs[j] = taskInput{e: e, i: j}
+		}
+	}
+	return &e.inputs[i]
 }
 
 func (e *environment) Output(i int) ResultPartitionWriter {
 	if i < 0 || i >= len(e.writers) {
 		return errorWriter{fmt.Errorf("%s: output %d out of range [0, %d)", e.info.TaskName, i, len(e.writers))}
 	}
-	return e.writers[i]
+	if len(e.outputs) != len(e.writers) {
+		e.outputs = make([]taskOutput, len(e.writers))
+		for j, w := range e.writers {
+			e.outputs[j] = taskOutput{e: e, w: w}
+		}
+	}
+	return &e.outputs[i]
 }
 
 // NextAny hands out the records of the batch it took last; see AnyInputReader.
 func (e *environment) NextAny(ctx context.Context) (int, any, error) {
 	if err := e.stop.Err(); err != nil {
 		return -1, nil, err
+	}
+	if e.attention() {
+		if err := e.checkpointWork(ctx); err != nil {
+			return -1, nil, err
+		}
 	}
 	if i := e.cur; i >= 0 {
 		if r, ok := e.gates[i].Buffered(); ok {
@@ -351,7 +394,12 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 		if err := e.stop.Check(ctx); err != nil {
 			return -1, nil, err
 		}
-		open := 0
+		if e.attention() {
+			if err := e.checkpointWork(ctx); err != nil {
+				return -1, nil, err
+			}
+		}
+		open, barriers := 0, false
 		for k := range n {
 			i := e.next + k
 			if i >= n {
@@ -361,12 +409,21 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 			r, ok, err := g.Poll()
 			switch {
 			case ok:
+				if b, isBarrier := r.(*CheckpointBarrier); isBarrier {
+					if err := e.onBarrier(ctx, i, b); err != nil {
+						return -1, nil, err
+					}
+					open++
+					barriers = true
+					continue
+				}
 				e.cur = i
 				if e.next = i + 1; e.next == n {
 					e.next = 0
 				}
 				return i, r, nil
 			case err == io.EOF:
+				e.endedInput(i)
 			case err != nil:
 				e.errIn, e.err = i, fmt.Errorf("input %d: %w", i, err)
 				return i, nil, e.err
@@ -374,7 +431,18 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 				open++
 			}
 		}
+		if barriers {
+			continue // an alignment may have ended: look again before waiting
+		}
+		if performed, err := e.checkAligned(ctx); err != nil {
+			return -1, nil, err
+		} else if performed {
+			continue
+		}
 		if open == 0 {
+			if err := e.endOfInput(ctx); err != nil {
+				return -1, nil, err
+			}
 			return -1, nil, io.EOF
 		}
 		// Nothing to read: hand over what the task wrote, so that its consumers are not kept

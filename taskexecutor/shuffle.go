@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -787,44 +788,58 @@ func (w *partitionWriter) flush(ctx context.Context, o *outBuf, block bool) erro
 		o.buf = nil
 		return nil
 	}
+	done, dropped, err := w.handOver(ctx, o, o.buf, block)
+	switch {
+	case err != nil || !done:
+		return err
+	case dropped:
+		clear(o.buf)
+		o.buf = o.buf[:0]
+	default:
+		o.buf = w.newBuf()
+	}
+	return nil
+}
+
+// handOver gives a pipelined batch for o's subpartition to the gate reading it, parks it for a
+// reader not attached yet, or drops it when the reader is done with the subpartition (done,
+// dropped). When the gate or the parking place is full it waits for room (block) until ctx ends
+// or the task stops, or gives up at once (!block: not done, no error). It does not touch o.buf.
+func (w *partitionWriter) handOver(ctx context.Context, o *outBuf, batch []any, block bool) (done, dropped bool, err error) {
+	p := w.p
 	for {
 		var wait <-chan struct{}
 		if t := w.target(o); t != nil {
-			ok, full, gone := t.offer(entry{batch: o.buf, src: p}, w.s.capacity)
+			ok, full, gone := t.offer(entry{batch: batch, src: p}, w.s.capacity)
 			switch {
 			case ok:
-				o.buf = w.newBuf()
-				return nil
+				return true, false, nil
 			case gone:
 				o.epoch = 0 // look it up again
 				continue
 			}
 			wait = full
 		} else {
-			var done bool
 			var err error
-			done, wait, err = w.park(o)
-			if err != nil {
-				return err
-			}
-			if done {
-				return nil
+			done, dropped, wait, err = w.park(o, batch)
+			if err != nil || done {
+				return done, dropped, err
 			}
 		}
 		if wait == nil {
 			continue
 		}
 		if !block {
-			return nil
+			return false, false, nil
 		}
 		select {
 		case <-wait:
 		case <-p.done:
-			return p.err
+			return false, false, p.err
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, false, ctx.Err()
 		case <-w.stop.ctx.Done():
-			return w.stop.ctx.Err()
+			return false, false, w.stop.ctx.Err()
 		}
 	}
 }
@@ -832,32 +847,29 @@ func (w *partitionWriter) flush(ctx context.Context, o *outBuf, block bool) erro
 // park handles a pipelined batch no gate reads yet: dropped when its reader is done with the
 // subpartition, else parked in the partition while there is room (done), else wait is closed
 // once there may be; a nil wait with !done means a reader came meanwhile.
-func (w *partitionWriter) park(o *outBuf) (done bool, wait <-chan struct{}, err error) {
+func (w *partitionWriter) park(o *outBuf, batch []any) (done, dropped bool, wait <-chan struct{}, err error) {
 	s, p := w.s, w.p
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.state == stateFailed {
-		return false, nil, p.err
+		return false, false, nil, p.err
 	}
 	t, drop := s.route(p, o.sub)
 	o.target, o.epoch = t, s.epoch.Load()
 	switch {
 	case t != nil:
-		return false, nil, nil
+		return false, false, nil, nil
 	case drop:
-		clear(o.buf)
-		o.buf = o.buf[:0]
-		return true, nil, nil
+		return true, true, nil, nil
 	}
 	if bs := p.data[o.sub]; bs == nil || len(bs.list) < s.capacity {
-		s.keep(p, o.sub, o.buf)
-		o.buf = w.newBuf()
-		return true, nil, nil
+		s.keep(p, o.sub, batch)
+		return true, false, nil, nil
 	}
 	if p.space == nil {
 		p.space = make(chan struct{})
 	}
-	return false, p.space, nil
+	return false, false, p.space, nil
 }
 
 // flushIdle hands over every partial batch that fits without waiting: the task is about to wait
@@ -957,6 +969,15 @@ type inputGate struct {
 
 	// beforeWait runs before the gate waits for data: the task flushes its own outputs.
 	beforeWait func()
+
+	// Checkpoint barrier alignment (see barrier.go), guarded by mu: barriers of checkpoints up
+	// to floor are dropped; alignID is the checkpoint whose barrier some channels (producer
+	// partitions) delivered, blocked maps each of them to the batches held back from it since,
+	// in held, in arrival order. blocked is nil while the gate aligns nothing.
+	floor   checkpoint.CheckpointID
+	alignID checkpoint.CheckpointID
+	blocked map[*partition]int
+	held    fifo[entry]
 }
 
 var _ InputGate = (*inputGate)(nil)
@@ -1059,7 +1080,9 @@ func (g *inputGate) offer(e entry, capacity int) (ok bool, full <-chan struct{},
 		g.mu.Unlock()
 		return false, nil, true
 	}
-	if g.inFlight >= capacity {
+	if g.inFlight >= capacity || (g.blocked != nil && g.blocked[e.src] >= capacity) {
+		// Full, or e's channel is blocked by an alignment and has as many batches held back
+		// as the gate has credit: its writer waits until the alignment ends.
 		if g.space == nil {
 			g.space = make(chan struct{})
 		}
@@ -1111,31 +1134,50 @@ func (g *inputGate) dropQueued() {
 		g.queue.pop()
 	}
 	g.inFlight = 0
+	g.held = fifo[entry]{}
+	g.alignID, g.blocked = 0, nil
 	if g.space != nil {
 		close(g.space)
 		g.space = nil
 	}
 }
 
-// take removes the next batch from the queue.
-func (g *inputGate) take() (e entry, ok, end bool, err *PartitionError) {
+// take removes the next batch from the queue. A batch of a channel blocked by an alignment is
+// held back instead (barrier.go); a barrier comes back with barrier set, after the gate noted
+// it; a stale one is dropped.
+func (g *inputGate) take() (e entry, barrier *CheckpointBarrier, ok, end bool, err *PartitionError) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.perr != nil {
-		return entry{}, false, false, g.perr
+		return entry{}, nil, false, false, g.perr
 	}
-	if g.queue.len() == 0 {
-		return entry{}, false, g.allEnded, nil
-	}
-	e = g.queue.pop()
-	if e.src != nil {
-		g.inFlight--
-		if g.space != nil {
-			close(g.space)
-			g.space = nil
+	for {
+		if g.queue.len() == 0 {
+			return entry{}, nil, false, g.allEnded && g.held.len() == 0, nil
 		}
+		e = g.queue.pop()
+		if e.src != nil {
+			g.inFlight--
+			if g.space != nil {
+				close(g.space)
+				g.space = nil
+			}
+			if g.blocked != nil {
+				if n, isBlocked := g.blocked[e.src]; isBlocked {
+					g.held.push(e)
+					g.blocked[e.src] = n + 1
+					continue
+				}
+			}
+			if b := barrierOf(e.batch); b != nil {
+				if !g.noteBarrier(e.src, b) {
+					continue
+				}
+				return e, b, true, false, nil
+			}
+		}
+		return e, nil, true, false, nil
 	}
-	return e, true, false, nil
 }
 
 func (g *inputGate) Next(ctx context.Context) (any, error) {
@@ -1199,11 +1241,13 @@ func (g *inputGate) poll() (record any, ok bool, err error) {
 	}
 	g.recycleCur()
 	for {
-		e, ok, end, perr := g.take()
+		e, b, ok, end, perr := g.take()
 		switch {
 		case perr != nil:
 			g.err = perr
 			return nil, false, perr
+		case b != nil:
+			return b, true, nil // its batch is the writer's, never given back
 		case ok:
 			if len(e.batch) == 0 {
 				continue

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -77,6 +78,12 @@ type ShuffleWriter interface {
 	Finish(ctx context.Context) error
 	// Fail marks the partition failed: its readers get ErrProducerFailed wrapping cause.
 	Fail(cause error)
+	// BroadcastBarrier appends barrier b to every subpartition, after every record emitted
+	// before it (partial batches are handed over first); it may wait for room as Emit does. A
+	// partition that carries no barriers (blocking, hybrid) ignores it. b must not be changed
+	// afterwards: readers get the same pointer. Flink: ResultPartitionWriter.broadcastEvent
+	// with a CheckpointBarrier.
+	BroadcastBarrier(ctx context.Context, b *CheckpointBarrier) error
 }
 
 // ShuffleReader is an InputGate as the TaskExecutor drives it (NextAny reads through it). Used
@@ -87,7 +94,24 @@ type ShuffleReader interface {
 	Buffered() (record any, ok bool)
 	// Poll returns the next record without waiting (ok), or io.EOF once the input ended, the
 	// sticky error of a failed input, or nil when nothing is there now.
+	//
+	// A checkpoint barrier comes out of Poll (and Next) as a record of type *CheckpointBarrier,
+	// in its place in the record stream of the channel (producer partition) that sent it; the
+	// Environment consumes it, task code never sees one. From then on the reader aligns (Flink's
+	// aligned checkpoints): it holds back what that channel sends until ResumeAlignment, and
+	// hands out the other channels' records. It drops a barrier of a checkpoint it aligned or
+	// resumed already; a barrier of a newer checkpoint than the one it aligns resumes the older
+	// alignment and starts the newer.
 	Poll() (record any, ok bool, err error)
+	// Aligned reports whether the reader's alignment of checkpoint id is complete: it took the
+	// barrier of id from every channel that has not ended, and nothing is left to hand out of
+	// the channels that ended without one. A reader whose channels carry no barriers (blocking,
+	// hybrid), one that ended and one that failed are always aligned.
+	Aligned(id checkpoint.CheckpointID) bool
+	// ResumeAlignment ends the alignment of every checkpoint up to id: the blocked channels go
+	// on, what was held back first, in order; barriers of those checkpoints that come later
+	// are dropped.
+	ResumeAlignment(id checkpoint.CheckpointID)
 	// SetWaiting says whether the task waits for this reader's data, so that its writers hand
 	// over partial batches at once (true) or gather full ones again (false).
 	SetWaiting(waiting bool)

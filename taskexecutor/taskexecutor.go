@@ -980,20 +980,96 @@ func (te *TaskExecutor) resourceManagerHeartbeatTimedOut(string) {
 	})
 }
 
-// TriggerCheckpoint implements rpc.TaskExecutorGateway. Not built yet: it fails with
-// errors.ErrUnsupported.
+// TriggerCheckpoint implements rpc.TaskExecutorGateway: the trigger is queued for the task of
+// attempt, which takes the checkpoint inside its next Emit or Broadcast (a task without inputs)
+// or, once every input ended, inside its next read (see CheckpointHandler); a task with inputs
+// that have not ended declines it (CheckpointDeclinedTaskNotReady): it takes checkpoints when
+// their barriers arrive. An attempt that does not run here gets a DeclineCheckpoint with
+// CheckpointDeclinedTaskNotReady, sent off the loop, and is not an error. token must be the
+// JobMasterID of the attempt's job (or, for an unknown attempt, of a job with slots here);
+// otherwise it fails with an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and changes
+// nothing. Flink: TaskExecutor.triggerCheckpoint.
 func (te *TaskExecutor) TriggerCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time, props checkpoint.CheckpointProperties) error {
-	return fmt.Errorf("taskexecutor: TriggerCheckpoint: %w", errors.ErrUnsupported)
+	return te.call(ctx, func() error {
+		t, jc, err := te.checkpointTarget(token, attempt)
+		if err != nil {
+			return err
+		}
+		if t == nil || t.stopped() != nil {
+			te.declineAside(jc, checkpoint.DeclineCheckpoint{Attempt: attempt, CheckpointID: id,
+				Reason:  checkpoint.CheckpointDeclinedTaskNotReady,
+				Message: fmt.Sprintf("execution %s does not run on TaskExecutor %s", attempt, te.id)})
+			return nil
+		}
+		t.mail.post(mail{kind: mailTrigger, barrier: CheckpointBarrier{ID: id, Timestamp: timestamp, Properties: props}})
+		return nil
+	})
 }
 
-// ConfirmCheckpoint implements rpc.TaskExecutorGateway. Not built yet: it fails with
-// errors.ErrUnsupported.
+// ConfirmCheckpoint implements rpc.TaskExecutorGateway: the confirmation is queued for the task
+// of attempt, whose CheckpointHandler.NotifyCheckpointComplete runs inside its next read or
+// write, or while it waits for input. Unknown attempts are ignored; fencing as TriggerCheckpoint.
+// Flink: TaskExecutor.confirmCheckpoint.
 func (te *TaskExecutor) ConfirmCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time) error {
-	return fmt.Errorf("taskexecutor: ConfirmCheckpoint: %w", errors.ErrUnsupported)
+	return te.notifyCheckpoint(ctx, token, attempt, mail{kind: mailConfirm, barrier: CheckpointBarrier{ID: id, Timestamp: timestamp}})
 }
 
-// AbortCheckpoint implements rpc.TaskExecutorGateway. Not built yet: it fails with
-// errors.ErrUnsupported.
+// AbortCheckpoint implements rpc.TaskExecutorGateway: as ConfirmCheckpoint, for
+// NotifyCheckpointAborted; a task aligning checkpoint id stops aligning it, and one waiting for
+// the outcome of stop-with-savepoint savepoint id goes on. Flink: TaskExecutor.abortCheckpoint.
 func (te *TaskExecutor) AbortCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time) error {
-	return fmt.Errorf("taskexecutor: AbortCheckpoint: %w", errors.ErrUnsupported)
+	return te.notifyCheckpoint(ctx, token, attempt, mail{kind: mailAbort, barrier: CheckpointBarrier{ID: id, Timestamp: timestamp}})
+}
+
+func (te *TaskExecutor) notifyCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, m mail) error {
+	return te.call(ctx, func() error {
+		t, _, err := te.checkpointTarget(token, attempt)
+		if err == nil && t != nil {
+			t.mail.post(m)
+		}
+		return err
+	})
+}
+
+// checkpointTarget returns the task of attempt, if it runs here, and the connection of its job,
+// fenced by token; for an unknown attempt, the connection of the job whose JobMasterID token is.
+// On the loop.
+func (te *TaskExecutor) checkpointTarget(token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID) (*task, *jobConnection, error) {
+	if t := te.tasks[attempt]; t != nil {
+		jc := te.jobs[t.tdd.JobID]
+		if jc == nil || jc.token != token || t.token != token {
+			expected := "none"
+			if jc != nil {
+				expected = jc.token.String()
+			}
+			return nil, nil, &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (job " + t.tdd.JobID.String() + ")", Expected: expected, Got: token.String()}
+		}
+		return t, jc, nil
+	}
+	for _, jc := range te.jobs {
+		if jc.token == token {
+			return nil, jc, nil
+		}
+	}
+	return nil, nil, &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id), Expected: "the JobMasterID of a job with slots here", Got: token.String()}
+}
+
+// declineAside sends d to jc's JobMaster off the loop. On the loop.
+func (te *TaskExecutor) declineAside(jc *jobConnection, d checkpoint.DeclineCheckpoint) {
+	job, address, token, gw := jc.job, jc.address, jc.token, jc.gateway
+	te.spawn(func() {
+		if te.killed.Load() {
+			return
+		}
+		if gw == nil {
+			var err error
+			if gw, err = rpc.Connect[rpc.JobMasterGateway](te.ctx, te.rpc, address); err != nil {
+				te.log.Warn("cannot reach the JobMaster to decline a checkpoint", "job", job.String(), "error", err)
+				return
+			}
+		}
+		if err := gw.DeclineCheckpoint(te.ctx, token, job, d); err != nil && te.ctx.Err() == nil {
+			te.log.Warn("declining a checkpoint failed", "job", job.String(), "checkpoint", d.CheckpointID.String(), "error", err)
+		}
+	})
 }

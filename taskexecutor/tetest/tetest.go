@@ -2,7 +2,10 @@
 // that registers with the ResourceManager and runs tasks, as taskexecutor.TaskExecutor does. It
 // checks RequestSlot (idempotent for the same allocation, refused for a slot another allocation
 // holds), SubmitTask into a slot not allocated to the job, fencing (a stale ResourceManagerID,
-// JobMasterID or disconnect changes nothing and matches rpc.ErrFencingTokenMismatch), FreeSlot of
+// JobMasterID or disconnect changes nothing and matches rpc.ErrFencingTokenMismatch; so does a
+// checkpoint trigger, confirmation or abort of an earlier JobMaster session), a checkpoint
+// trigger for an attempt that does not run there (declined with CheckpointDeclinedTaskNotReady,
+// not an error of the call), FreeSlot of
 // an unknown allocation and of a running one, and the heartbeat answers to the ResourceManager and
 // the JobMaster. Run it from the implementation's tests:
 //
@@ -91,6 +94,8 @@ var cases = []struct {
 	{"FreeSlot/CancelsTheTaskAndTellsTheResourceManager", freeRunningSlot},
 	{"Heartbeat/AnswersTheResourceManagerWithItsSlots", heartbeatResourceManager},
 	{"Heartbeat/AnswersTheJobMasterWithItsSlots", heartbeatJobMaster},
+	{"Checkpoint/StaleJobMasterIDChangesNothing", checkpointStaleJobMaster},
+	{"Checkpoint/UnknownAttemptIsDeclinedNotReady", checkpointUnknownAttempt},
 }
 
 const (
@@ -329,6 +334,42 @@ func fencingStaleDisconnect(s *suite) {
 	})
 }
 
+func checkpointStaleJobMaster(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	attempt := s.running(a)
+	stale := jobgraph.NewJobMasterID()
+	now := time.Unix(1700000000, 0)
+	err := s.te.TriggerCheckpoint(s.ctx, stale, attempt, 3, now, checkpoint.CheckpointPropertiesFor(checkpoint.Checkpoint))
+	require.ErrorIs(s.t, err, rpc.ErrFencingTokenMismatch, "a trigger of an earlier session")
+	require.ErrorIs(s.t, s.te.ConfirmCheckpoint(s.ctx, stale, attempt, 3, now), rpc.ErrFencingTokenMismatch, "a confirmation of an earlier session")
+	require.ErrorIs(s.t, s.te.AbortCheckpoint(s.ctx, stale, attempt, 3, now), rpc.ErrFencingTokenMismatch, "an abort of an earlier session")
+	unknown := s.tdd(s.job, a, InvokableBlock).ExecutionAttemptID
+	require.ErrorIs(s.t, s.te.TriggerCheckpoint(s.ctx, stale, unknown, 3, now, checkpoint.CheckpointPropertiesFor(checkpoint.Checkpoint)),
+		rpc.ErrFencingTokenMismatch, "a trigger of an earlier session for an attempt that does not run here")
+	s.settle()
+	assert.Empty(s.t, s.jm.checkpointReports(), "nothing is acknowledged or declined")
+	assert.Equal(s.t, []jobgraph.ExecutionState{jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning},
+		withoutRepeats(s.jm.statesOf(attempt)), "the task keeps running")
+}
+
+func checkpointUnknownAttempt(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	unknown := s.tdd(s.job, a, InvokableBlock).ExecutionAttemptID
+	now := time.Unix(1700000000, 0)
+	require.NoError(s.t, s.te.TriggerCheckpoint(s.ctx, s.jm.token, unknown, 7, now, checkpoint.CheckpointPropertiesFor(checkpoint.Checkpoint)),
+		"a trigger of an attempt that does not run here is not an error of the call")
+	s.waitFor("the TaskExecutor declines the checkpoint", func() bool { return len(s.jm.checkpointReports()) > 0 })
+	got := s.jm.checkpointReports()[0]
+	assert.Equal(s.t, checkpointReport{declined: true, attempt: unknown, id: 7, reason: checkpoint.CheckpointDeclinedTaskNotReady},
+		checkpointReport{declined: got.declined, attempt: got.attempt, id: got.id, reason: got.reason})
+	require.NoError(s.t, s.te.ConfirmCheckpoint(s.ctx, s.jm.token, unknown, 7, now), "a confirmation of an unknown attempt is ignored")
+	require.NoError(s.t, s.te.AbortCheckpoint(s.ctx, s.jm.token, unknown, 7, now), "an abort of an unknown attempt is ignored")
+	s.settle()
+	assert.Len(s.t, s.jm.checkpointReports(), 1, "nothing more is sent")
+}
+
 func freeUnknownSlot(s *suite) {
 	a := jobgraph.NewAllocationID()
 	s.allocate(0, a)
@@ -520,6 +561,21 @@ type fakeJobMaster struct {
 	offers     []jobgraph.AllocationID
 	states     map[jobgraph.ExecutionAttemptID][]jobgraph.ExecutionState
 	heartbeats []rpc.AllocatedSlotReport
+	reports    []checkpointReport
+}
+
+// checkpointReport is an acknowledgement or a decline the fake JobMaster took.
+type checkpointReport struct {
+	declined bool
+	attempt  jobgraph.ExecutionAttemptID
+	id       checkpoint.CheckpointID
+	reason   checkpoint.CheckpointFailureReason
+}
+
+func (f *fakeJobMaster) checkpointReports() []checkpointReport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reports)
 }
 
 func (f *fakeJobMaster) record(fn func()) {
@@ -604,12 +660,22 @@ func (f *fakeJobMaster) HeartbeatFromResourceManager(context.Context, jobgraph.R
 	return nil
 }
 
-func (f *fakeJobMaster) AcknowledgeCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, _ checkpoint.AcknowledgeCheckpoint) error {
-	return f.fence(token)
+func (f *fakeJobMaster) AcknowledgeCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, ack checkpoint.AcknowledgeCheckpoint) error {
+	if err := f.fence(token); err != nil {
+		return err
+	}
+	f.record(func() { f.reports = append(f.reports, checkpointReport{attempt: ack.Attempt, id: ack.CheckpointID}) })
+	return nil
 }
 
-func (f *fakeJobMaster) DeclineCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, _ checkpoint.DeclineCheckpoint) error {
-	return f.fence(token)
+func (f *fakeJobMaster) DeclineCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, d checkpoint.DeclineCheckpoint) error {
+	if err := f.fence(token); err != nil {
+		return err
+	}
+	f.record(func() {
+		f.reports = append(f.reports, checkpointReport{declined: true, attempt: d.Attempt, id: d.CheckpointID, reason: d.Reason})
+	})
+	return nil
 }
 
 var (
