@@ -19,13 +19,18 @@ type stopWithSavepoint struct {
 }
 
 // snapshotsAllowed says why the job takes no savepoint or checkpoint now: no coordinator (not a
-// streaming job), or not RUNNING.
+// streaming job), not RUNNING, or being stopped with a savepoint (its tasks take no other
+// snapshot once they took the synchronous one; Flink does not refuse, and such a request would
+// wait for its timeout).
 func (s *DefaultScheduler) snapshotsAllowed() error {
 	if s.ck == nil {
 		return ErrNoCheckpointCoordinator
 	}
 	if st := s.graph.State(); st != jobgraph.JobStatusRunning {
 		return fmt.Errorf("%w (it is %s)", ErrJobNotRunning, st)
+	}
+	if s.stop != nil {
+		return ErrStopWithSavepointInProgress
 	}
 	return nil
 }
@@ -104,10 +109,6 @@ func (s *DefaultScheduler) StopWithSavepoint(targetDirectory string, timeout tim
 	target, err := s.savepointTarget(targetDirectory)
 	if err != nil {
 		done("", err)
-		return
-	}
-	if s.stop != nil {
-		done("", ErrStopWithSavepointInProgress)
 		return
 	}
 	op := &stopWithSavepoint{done: done}

@@ -23,8 +23,9 @@ var (
 	// (state.savepoints.dir, Config.SavepointDirectory). Flink: "No savepoint directory
 	// configured. You can either specify a directory …".
 	ErrNoSavepointDirectory = errors.New("no savepoint directory: give a target directory or configure state.savepoints.dir")
-	// ErrStopWithSavepointInProgress: a stop-with-savepoint of the job is already under way; a
-	// second one is refused until the first ended.
+	// ErrStopWithSavepointInProgress: a stop-with-savepoint of the job is under way; another
+	// stop, savepoint or checkpoint request is refused until it ended (Flink does not refuse
+	// them; our stopping tasks take no other snapshot, so they would wait for their timeout).
 	ErrStopWithSavepointInProgress = errors.New("stop-with-savepoint already in progress")
 )
 

@@ -128,8 +128,13 @@ func TestStopWithSavepointReturnsThePathOnceTheJobFinished(t *testing.T) {
 	h.s.StopWithSavepoint(dir, 0, pathDone(&got))
 	var again []pathResult
 	h.s.StopWithSavepoint(dir, 0, pathDone(&again))
-	require.Len(t, again, 1)
+	h.s.TriggerSavepoint(dir, 0, pathDone(&again))
+	var ckErrs []error
+	h.s.TriggerCheckpoint(func(_ checkpoint.CheckpointID, err error) { ckErrs = append(ckErrs, err) })
+	require.Len(t, again, 2)
 	assert.ErrorIs(t, again[0].err, ErrStopWithSavepointInProgress)
+	assert.ErrorIs(t, again[1].err, ErrStopWithSavepointInProgress)
+	assert.Equal(t, []error{ErrStopWithSavepointInProgress}, ckErrs)
 
 	n := len(h.ck.calls)
 	h.ackAll(2)
