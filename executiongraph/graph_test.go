@@ -566,3 +566,15 @@ func TestSparseArchivedExecutionGraph(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(first), string(again))
 }
+
+// A task's name costs one allocation, however large the subtask index and the parallelism
+// (every deployment names its task; strconv.Itoa allocates from 100 on).
+func TestVertexNameAllocatesOnce(t *testing.T) {
+	g := jobgraph.New("names", jobgraph.Streaming)
+	g.AddVertex("source", "noop", 12345)
+	eg, err := Build(g)
+	require.NoError(t, err)
+	v := eg.JobVertices()[0].Vertex(9999)
+	assert.Equal(t, "source (10000/12345)", v.Name())
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _ = v.Name() }))
+}

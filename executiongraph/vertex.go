@@ -3,6 +3,7 @@ package executiongraph
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jobgraph/jobgraph"
 )
@@ -41,8 +42,18 @@ func (v *ExecutionVertex) Index() int { return v.jobVertex.base + int(v.subtask)
 // name goes through jobgraph.Truncate: one over 64 runes is cut, with its length in bytes
 // ("aaa…(1000 bytes) (2/4)"; Flink prints the whole name). ExecutionJobVertex.Name is whole.
 func (v *ExecutionVertex) Name() string {
-	return jobgraph.Truncate(v.jobVertex.jobVertex.Name) + " (" + strconv.Itoa(int(v.subtask)+1) + "/" +
-		strconv.Itoa(len(v.jobVertex.vertices)) + ")"
+	// One allocation: every deployment names its task (strconv.Itoa allocates from 100 on).
+	name := jobgraph.Truncate(v.jobVertex.jobVertex.Name)
+	var b strings.Builder
+	b.Grow(len(name) + 26) // " (" + two ints of up to 11 digits + "/" + ")"
+	b.WriteString(name)
+	b.WriteString(" (")
+	var digits [20]byte
+	b.Write(strconv.AppendInt(digits[:0], int64(v.subtask)+1, 10))
+	b.WriteByte('/')
+	b.Write(strconv.AppendInt(digits[:0], int64(len(v.jobVertex.vertices)), 10))
+	b.WriteByte(')')
+	return b.String()
 }
 
 func (v *ExecutionVertex) String() string { return v.Name() }

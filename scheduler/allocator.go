@@ -47,6 +47,7 @@ type slotGroup struct {
 // sharedSlot is one physical slot (requested or allocated) shared by the executions of a group.
 // Flink: SharedSlot.
 type sharedSlot struct {
+	alloc    *slotAllocator
 	group    *slotGroup
 	id       slotpool.SlotRequestID
 	request  SlotRequest
@@ -57,6 +58,11 @@ type sharedSlot struct {
 	holders  []*executiongraph.Execution
 	waiting  []*bulk
 	lastBulk *bulk
+	// Where holders and waiting start: a shared slot of a source → sink group holds two
+	// executions and waits for one bulk, so a restart of 10,000 such slots allocates no slice
+	// for either.
+	holdersBuf [2]*executiongraph.Execution
+	waitingBuf [1]*bulk
 }
 
 // bulk is one AllocateSlotsAndDeploy call waiting for its shared slots.
@@ -125,7 +131,8 @@ func (a *slotAllocator) allocate(execs []*executiongraph.Execution) {
 		grp := a.groupOf[v.Index()]
 		ss := grp.shared
 		if ss == nil {
-			ss = &sharedSlot{group: grp, id: a.newID()}
+			ss = &sharedSlot{alloc: a, group: grp, id: a.newID()}
+			ss.holders, ss.waiting = ss.holdersBuf[:0], ss.waitingBuf[:0]
 			grp.shared = ss
 			fresh = append(fresh, ss)
 		}
@@ -194,7 +201,7 @@ func (a *slotAllocator) requestDone(ss *sharedSlot, r SlotRequest, slot slotpool
 		a.fail(ss, err)
 		return
 	}
-	if perr := a.pool.AssignPayload(slot.AllocationID, slotPayload{a, ss}); perr != nil {
+	if perr := a.pool.AssignPayload(slot.AllocationID, ss); perr != nil {
 		a.fail(ss, perr)
 		return
 	}
@@ -294,26 +301,21 @@ func (a *slotAllocator) releaseAll(cause error) {
 	clear(a.logical)
 }
 
-// slotPayload is what the allocator puts into an allocated physical slot: when the pool takes the
-// slot away (TaskExecutor lost, slot failed, pool closed) while the scheduler still uses it, the
-// executions in it fail.
-type slotPayload struct {
-	a  *slotAllocator
-	ss *sharedSlot
-}
-
-func (p slotPayload) Release(cause error) {
-	p.a.s.enter()
-	defer p.a.s.leave()
-	ss := p.ss
+// A sharedSlot is what the allocator puts into the physical slot it got (its slotpool.Payload):
+// when the pool takes the slot away (TaskExecutor lost, slot failed, pool closed) while the
+// scheduler still uses it, the executions in it fail.
+func (ss *sharedSlot) Release(cause error) {
+	a := ss.alloc
+	a.s.enter()
+	defer a.s.leave()
 	if ss.released {
 		return
 	}
-	p.a.forget(ss)
+	a.forget(ss)
 	ss.request = nil // the pool ended it
 	ss.waiting, ss.lastBulk = nil, nil
 	if cause == nil {
 		cause = errors.New("slot released by the slot pool")
 	}
-	p.a.s.slotLost(ss.holders, ss.slot, cause)
+	a.s.slotLost(ss.holders, ss.slot, cause)
 }

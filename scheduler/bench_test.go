@@ -79,7 +79,7 @@ type benchEnv struct {
 	s        *DefaultScheduler
 }
 
-func newBenchEnv(b *testing.B, bc benchCase) *benchEnv {
+func newBenchEnv(b testing.TB, bc benchCase) *benchEnv {
 	b.Helper()
 	jobType, rt := jobgraph.Batch, jobgraph.Blocking
 	if bc.streaming {
@@ -102,7 +102,7 @@ func newBenchEnv(b *testing.B, bc benchCase) *benchEnv {
 
 // newScheduler creates a DefaultScheduler for the case's graph with a fresh pool, deployer and
 // manual timers, and keeps them in env.
-func (env *benchEnv) newScheduler(b *testing.B) *DefaultScheduler {
+func (env *benchEnv) newScheduler(b testing.TB) *DefaultScheduler {
 	b.Helper()
 	env.timers = newFakeTimers()
 	pool, err := slotpool.New(slotpool.Config{Timers: env.timers, Clock: env.timers.Now})
@@ -124,7 +124,7 @@ func (env *benchEnv) config() Config {
 }
 
 // offerAll offers every slot to the pool; all must be accepted.
-func (env *benchEnv) offerAll(b *testing.B) {
+func (env *benchEnv) offerAll(b testing.TB) {
 	b.Helper()
 	if n := len(env.pool.OfferSlots("te", env.offers)); n != env.p {
 		b.Fatalf("%d of %d slots accepted", n, env.p)
@@ -142,7 +142,7 @@ func (env *benchEnv) vertices(jv *jobgraph.JobVertex) []*executiongraph.Executio
 }
 
 // report sends st for the current attempt of every vertex; each must be applied.
-func (env *benchEnv) report(b *testing.B, vs []*executiongraph.ExecutionVertex, st jobgraph.ExecutionState) {
+func (env *benchEnv) report(b testing.TB, vs []*executiongraph.ExecutionVertex, st jobgraph.ExecutionState) {
 	b.Helper()
 	for _, v := range vs {
 		a := v.CurrentExecution().AttemptID()

@@ -374,13 +374,9 @@ func (p *Pool) removeFree(s *slot) {
 func (p *Pool) slotsBecameFree(slots []*slot) {
 	var left []*slot
 	for _, s := range slots {
-		if r := p.oldestPendingFor(s.profile); r != nil {
-			p.unqueue(r)
-			p.allocate(s, r.profile, r)
-			r.complete(p, s.snapshot(), nil)
+		if p.takenByPending(s) {
 			continue
 		}
-		p.armIdle(s, p.idleTimeout)
 		left = append(left, s)
 	}
 	if len(left) == 0 || p.onNewSlots == nil {
@@ -398,6 +394,33 @@ func (p *Pool) slotsBecameFree(slots []*slot) {
 			p.onNewSlots(out)
 		}
 	})
+}
+
+// slotBecameFree is slotsBecameFree of one slot, without the slices: a restart gives back
+// thousands of slots one at a time.
+func (p *Pool) slotBecameFree(s *slot) {
+	if p.takenByPending(s) || p.onNewSlots == nil {
+		return
+	}
+	p.effects = append(p.effects, func() {
+		// Earlier callbacks may have taken it.
+		if p.slots[s.id] == s && !s.allocated {
+			p.onNewSlots([]AllocatedSlot{s.snapshot()})
+		}
+	})
+}
+
+// takenByPending gives the free slot s to the oldest pending request it fits and reports true,
+// or arms its idle timeout and reports false.
+func (p *Pool) takenByPending(s *slot) bool {
+	if r := p.oldestPendingFor(s.profile); r != nil {
+		p.unqueue(r)
+		p.allocate(s, r.profile, r)
+		r.complete(p, s.snapshot(), nil)
+		return true
+	}
+	p.armIdle(s, p.idleTimeout)
+	return false
 }
 
 // allocate takes the free slot s for profile pr, on behalf of request r (nil for ReserveFreeSlot).

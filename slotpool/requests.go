@@ -168,7 +168,7 @@ func (p *Pool) CancelRequest(id SlotRequestID, cause error) bool {
 func (p *Pool) giveBack(s *slot, cause error) {
 	p.releasePayload(s, cause)
 	p.pushFree(s, p.clock())
-	p.slotsBecameFree([]*slot{s})
+	p.slotBecameFree(s)
 }
 
 func (p *Pool) releasePayload(s *slot, cause error) {
