@@ -93,8 +93,8 @@ type Config struct {
 	SavepointDirectory string
 	// CheckpointRecoveryFactory gives a checkpointing job its CompletedCheckpointStore and
 	// CheckpointIDCounter; the JobMaster opens both off its main loop before it builds the
-	// scheduler, and calls them through an I/O goroutine of its own unless they are the
-	// in-memory Standalone ones. nil means one checkpoint.StandaloneCheckpointRecoveryFactory per
+	// scheduler, and its coordinator calls them (and writes savepoints) through an I/O loop of the
+	// JobMaster's own, off the main loop. nil means one checkpoint.StandaloneCheckpointRecoveryFactory per
 	// Factory (in memory: the JobMasters of later leader sessions of the job, in this process,
 	// find the checkpoints of earlier ones). Flink: HighAvailabilityServices.getCheckpointRecoveryFactory.
 	CheckpointRecoveryFactory checkpoint.CheckpointRecoveryFactory

@@ -145,9 +145,11 @@ type Config struct {
 	// checkpoint.StandaloneCheckpointRecoveryFactory (in memory, forgotten with the scheduler).
 	// Flink: CheckpointRecoveryFactory, from the HA services.
 	CheckpointRecoveryFactory checkpoint.CheckpointRecoveryFactory
-	// CheckpointIOExecutor runs the store's and counter's calls off the main loop and their
-	// completion back on it; required when they may do I/O (anything but the in-memory Standalone
-	// ones, which are called in place). The JobMaster passes one.
+	// CheckpointIOExecutor runs the coordinator's store, counter and savepoint-storage calls off
+	// the main loop and their completion back on it; used for all of them when set (savepoints
+	// write files whatever the store), required when the store or counter may do I/O. nil with
+	// the in-memory Standalone ones: they, and savepoint files, are called in place (tests). The
+	// JobMaster passes one.
 	CheckpointIOExecutor checkpoint.IOExecutor
 	// LoadSavepoint reads the savepoint of execution.savepoint.path
 	// (JobGraph.SavepointRestore.Path) that a job with a coordinator starts from when its store holds
