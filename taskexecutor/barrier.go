@@ -87,6 +87,13 @@ func (g *inputGate) ResumeAlignment(id checkpoint.CheckpointID) {
 	g.notify()
 }
 
+// ProducersFinished implements ShuffleReader.
+func (g *inputGate) ProducersFinished() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.allEnded
+}
+
 // Aligned implements ShuffleReader: O(1) while a channel is still due its barrier and no
 // partition finished; once partitions finished, O(partitions) to tell those that delivered the
 // barrier from those that ended without it.

@@ -29,6 +29,8 @@ type countingHandler struct {
 	block chan struct{}
 	// failOn, if it has id, is SnapshotState's error for checkpoint id.
 	failOn map[checkpoint.CheckpointID]error
+	// afterSnapshot, if set, runs at the end of SnapshotState.
+	afterSnapshot func(checkpoint.CheckpointID)
 
 	mu   sync.Mutex
 	log  []string
@@ -44,6 +46,9 @@ func (h *countingHandler) SnapshotState(ctx context.Context, id checkpoint.Check
 		}
 	}
 	h.note(fmt.Sprintf("snapshot %d at %d", id, h.count))
+	if h.afterSnapshot != nil {
+		h.afterSnapshot(id)
+	}
 	if err := h.failOn[id]; err != nil {
 		return checkpoint.StateHandle{}, err
 	}
@@ -339,7 +344,7 @@ func TestTriggerOfATaskWithLiveInputsIsDeclined(t *testing.T) {
 		require.Len(t, d, 1)
 		assert.Equal(t, checkpoint.DeclineCheckpoint{Attempt: j.maps[0].ExecutionAttemptID, CheckpointID: 1,
 			Reason:  checkpoint.CheckpointDeclinedTaskNotReady,
-			Message: "v2 (1/2) has 1 inputs that have not ended: it takes checkpoints when their barriers arrive"}, d[0].Decline)
+			Message: "v2 (1/2) has 1 inputs whose producers have not finished: it takes checkpoints when their barriers arrive"}, d[0].Decline)
 		assert.Empty(t, j.hMap[0].events())
 		assert.Zero(t, j.c.jm.numAcks())
 	})
@@ -607,4 +612,113 @@ func TestTaskWithoutHandlerAcksAnEmptyState(t *testing.T) {
 	got := readAll(t, sink, h, false, 4)
 	assert.Equal(t, []any{1, 2}, got)
 	assert.Equal(t, []string{"snapshot 4 at 1", "complete 4 at 2"}, h.events(), "the barrier came between the records")
+}
+
+// A trigger reaching a task whose producers all finished but that still has records to read
+// is taken once they are all handed out, as if its barrier followed them (Flink's
+// triggerUnfinishedChannelsCheckpoint); the end of input then waits for its confirmation.
+func TestTriggerAfterTheProducersFinishedCoversTheRecordsLeft(t *testing.T) {
+	s := NewShuffle(ShuffleConfig{})
+	p0, p1 := partID(1, 0, attemptID(1, 0, 0)), partID(1, 1, attemptID(1, 1, 0))
+	env, rep, h := cpEnv(t, s, rpc.InputGateDeploymentDescriptor{ResultType: jobgraph.PipelinedBounded, Partitions: []rpc.ResultPartitionID{p0, p1}})
+	w0, w1 := pipelinedWriter(t, s, p0), pipelinedWriter(t, s, p1)
+	require.NoError(t, w0.Emit(ctx, 0, "a"))
+	require.NoError(t, w1.Emit(ctx, 0, "b"))
+	require.NoError(t, w1.Emit(ctx, 0, "c"))
+	require.NoError(t, w0.Finish(ctx))
+	require.NoError(t, w1.Finish(ctx))
+	h.afterSnapshot = func(id checkpoint.CheckpointID) {
+		env.cp.mail.post(mail{kind: mailConfirm, barrier: CheckpointBarrier{ID: id}})
+	}
+	env.cp.mail.post(mail{kind: mailTrigger, barrier: *barrier(3)})
+	var got []any
+	for {
+		r, err := env.Input(0).Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		got = append(got, r)
+		h.count++
+	}
+	assert.ElementsMatch(t, []any{"a", "b", "c"}, got)
+	assert.Empty(t, rep.declines)
+	require.Len(t, rep.acks, 1)
+	assert.Equal(t, checkpoint.CheckpointID(3), rep.acks[0].CheckpointID)
+	assert.Equal(t, []string{"snapshot 3 at 3", "complete 3 at 3"}, h.events(), "the snapshot covers every record left")
+}
+
+// Every wait of the checkpoint machinery ends when the task is canceled: the source waiting
+// for its final checkpoint, the tasks waiting for the outcome of a stop-with-savepoint
+// savepoint, and the tasks waiting at their end of input for a confirmation.
+func TestCancelEndsTheCheckpointWaits(t *testing.T) {
+	canceled := []jobgraph.ExecutionState{jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning, jobgraph.ExecutionStateCanceled}
+	t.Run("final checkpoint and end of input", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := newCPJob(t, 40, 40)
+			require.NoError(t, j.te.CancelTask(ctx, j.src.ExecutionAttemptID))
+			synctest.Wait()
+			assert.Equal(t, canceled, j.c.jm.statesOf(j.src.ExecutionAttemptID), "the source waiting for a final checkpoint")
+
+			k := newCPJob(t, 40, 40)
+			k.trigger(t, k.src.ExecutionAttemptID, 1, checkpoint.Checkpoint)
+			synctest.Wait()
+			require.NoError(t, k.te.ConfirmCheckpoint(ctx, jmToken(1), k.src.ExecutionAttemptID, 1, cpTime))
+			synctest.Wait()
+			require.True(t, finished(k.c, k.src.ExecutionAttemptID))
+			assert.Equal(t, []string{"snapshot 1 at 20"}, k.hMap[0].events(), "map 0 waits at its end of input")
+			// The sink first (it waits for input), then the maps waiting at their end of input.
+			for _, a := range []jobgraph.ExecutionAttemptID{k.sink.ExecutionAttemptID, k.maps[0].ExecutionAttemptID, k.maps[1].ExecutionAttemptID} {
+				require.NoError(t, k.te.CancelTask(ctx, a))
+				synctest.Wait()
+				assert.Equal(t, canceled, k.c.jm.statesOf(a), a.String())
+			}
+		})
+	})
+	t.Run("stop-with-savepoint", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := newCPJob(t, 40, 10)
+			j.trigger(t, j.src.ExecutionAttemptID, 5, checkpoint.SyncSavepoint)
+			close(j.pause)
+			synctest.Wait()
+			require.Len(t, j.c.jm.ackedStates(5), 4)
+			for _, a := range j.attempts() {
+				require.NoError(t, j.te.CancelTask(ctx, a))
+			}
+			synctest.Wait()
+			for _, a := range j.attempts() {
+				assert.Equal(t, canceled, j.c.jm.statesOf(a), a.String())
+			}
+		})
+	})
+}
+
+// RestoredState is the TDD's TaskRestore: the checkpoint and the subtask's state.
+func TestRestoredStateIsTheDeploymentsTaskRestore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		type restored struct {
+			id    checkpoint.CheckpointID
+			state checkpoint.StateHandle
+			ok    bool
+		}
+		got := make(chan restored, 2)
+		c.reg.Register("restore", func(ctx context.Context, env Environment) error {
+			id, st, ok := env.RestoredState()
+			got <- restored{id, st, ok}
+			return nil
+		})
+		te := c.startTE(1, 2)
+		c.allocate(te, 0, allocID(1))
+		c.allocate(te, 1, allocID(2))
+		synctest.Wait()
+		d := tdd(1, 0, "restore", allocID(1))
+		d.TaskRestore = &rpc.TaskRestore{CheckpointID: 7, State: checkpoint.StateHandle{Data: []byte("sum=42"), Size: 6}}
+		require.NoError(t, te.SubmitTask(ctx, jmToken(1), d))
+		synctest.Wait()
+		assert.Equal(t, restored{7, checkpoint.StateHandle{Data: []byte("sum=42"), Size: 6}, true}, <-got)
+		require.NoError(t, te.SubmitTask(ctx, jmToken(1), tdd(1, 1, "restore", allocID(2))))
+		synctest.Wait()
+		assert.Equal(t, restored{}, <-got, "a fresh start restores nothing")
+	})
 }

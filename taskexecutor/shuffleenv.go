@@ -108,6 +108,9 @@ type ShuffleReader interface {
 	// the channels that ended without one. A reader whose channels carry no barriers (blocking,
 	// hybrid), one that ended and one that failed are always aligned.
 	Aligned(id checkpoint.CheckpointID) bool
+	// ProducersFinished reports whether every partition the reader reads has finished: what it
+	// still has to hand out is all there will be.
+	ProducersFinished() bool
 	// ResumeAlignment ends the alignment of every checkpoint up to id: the blocked channels go
 	// on, what was held back first, in order; barriers of those checkpoints that come later
 	// are dropped.

@@ -176,19 +176,39 @@ func (e *environment) runMail(ctx context.Context) error {
 	return nil
 }
 
-// triggered runs TriggerCheckpoint: only a task without inputs, or whose inputs all ended,
-// takes the checkpoint from a trigger; the others take it when its barriers arrived.
+// triggered runs TriggerCheckpoint: only a task without inputs, or whose inputs' producers all
+// finished, takes the checkpoint from a trigger; the others take it when its barriers arrived.
+// A task whose producers finished but that has records left to read takes it once it handed
+// them all out, as if the barrier came after them on every channel (Flink's
+// triggerUnfinishedChannelsCheckpoint).
 func (e *environment) triggered(ctx context.Context, b CheckpointBarrier) error {
+	live := 0
+	if e.cp.numEnded < len(e.gates) {
+		for _, g := range e.gates {
+			if !g.ProducersFinished() {
+				live++
+			}
+		}
+	}
 	switch {
 	case !e.info.CheckpointingEnabled:
 		e.decline(b.ID, checkpoint.CheckpointDeclinedTaskNotCheckpointing, "the job does not take checkpoints")
 	case e.cp.sync != 0 || e.cp.stopped:
 		e.decline(b.ID, checkpoint.CheckpointDeclinedTaskClosing, "the task is stopping with a savepoint")
-	case e.cp.numEnded < len(e.gates):
+	case live > 0:
 		e.decline(b.ID, checkpoint.CheckpointDeclinedTaskNotReady,
-			fmt.Sprintf("%s has %d inputs that have not ended: it takes checkpoints when their barriers arrive", e.info.TaskName, len(e.gates)-e.cp.numEnded))
-	case b.ID <= e.cp.done:
-		e.decline(b.ID, checkpoint.CheckpointDeclinedSubsumed, fmt.Sprintf("%s took or gave up checkpoint %d already", e.info.TaskName, e.cp.done))
+			fmt.Sprintf("%s has %d inputs whose producers have not finished: it takes checkpoints when their barriers arrive", e.info.TaskName, live))
+	case b.ID <= e.cp.done || (e.cp.aligning != nil && b.ID <= e.cp.aligning.ID):
+		e.decline(b.ID, checkpoint.CheckpointDeclinedSubsumed, fmt.Sprintf("%s took, gave up or aligns a checkpoint as new already", e.info.TaskName))
+	case e.cp.numEnded < len(e.gates):
+		if a := e.cp.aligning; a != nil {
+			e.decline(a.ID, checkpoint.CheckpointDeclinedSubsumed, fmt.Sprintf("%s: checkpoint %d was triggered while it aligned checkpoint %d", e.info.TaskName, b.ID, a.ID))
+			e.cp.done = a.ID
+			e.resumeInputs(a.ID)
+		}
+		e.cp.aligning = &b
+		_, err := e.checkAligned(ctx)
+		return err
 	default:
 		return e.perform(ctx, &b)
 	}
@@ -226,7 +246,7 @@ func (e *environment) perform(ctx context.Context, b *CheckpointBarrier) error {
 	if r := e.cp.reporter; r != nil {
 		r.acknowledge(checkpoint.AcknowledgeCheckpoint{Attempt: e.info.ExecutionAttemptID, CheckpointID: b.ID, State: state})
 	}
-	e.cp.lastAcked, e.cp.ackOpen = b.ID, true
+	e.cp.lastAcked, e.cp.ackOpen = b.ID, b.ID > e.cp.confirmed
 	if e.cp.final && e.cp.finalID == 0 {
 		e.cp.finalID = b.ID
 	}
