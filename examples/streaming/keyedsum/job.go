@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -69,6 +70,9 @@ type Config struct {
 	PauseAfter int64 `json:"pauseAfter,omitempty"`
 	// PauseTick is how often a paused source emits an Idle record, default DefaultPauseTick.
 	PauseTick time.Duration `json:"pauseTick,omitempty"`
+	// Rate, when positive, is the records per second all sources together emit at most (each
+	// subtask its 1/p share), as Flink's DataGen source's rows-per-second; 0 is unlimited.
+	Rate float64 `json:"rate,omitempty"`
 	// Failures are the failures to inject into this vertex's subtasks.
 	Failures []Failure `json:"failures,omitempty"`
 }
@@ -114,6 +118,8 @@ type JobOptions struct {
 	// PauseAfter, when positive, makes the sources stop after 1..PauseAfter and wait to be
 	// stopped (with a savepoint): see WaitSourcesPaused.
 	PauseAfter int64
+	// Rate, when positive, bounds the records per second of all sources together (Config.Rate).
+	Rate float64
 	// RestorePath, when set, is the savepoint the job starts from
 	// (JobGraph.SavepointRestore.Path, option execution.savepoint.path).
 	RestorePath string
@@ -156,6 +162,8 @@ func (o *JobOptions) check() error {
 		return fmt.Errorf("keyedsum: checkpoint interval %v is negative", o.CheckpointInterval)
 	case o.PauseAfter < 0:
 		return fmt.Errorf("keyedsum: pause after %d is negative", o.PauseAfter)
+	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+		return fmt.Errorf("keyedsum: rate %v is not a number of records per second", o.Rate)
 	case o.RestartAttempts < 0 || o.RestartDelay < 0:
 		return fmt.Errorf("keyedsum: restart attempts %d and delay %v must not be negative", o.RestartAttempts, o.RestartDelay)
 	}
@@ -192,7 +200,7 @@ func BuildJob(opts JobOptions) (*jobgraph.JobGraph, error) {
 		cfg := base
 		switch vertex {
 		case SourceVertex:
-			cfg.PauseAfter = opts.PauseAfter
+			cfg.PauseAfter, cfg.Rate = opts.PauseAfter, opts.Rate
 		case SinkVertex:
 			cfg.OutDir = out
 		}

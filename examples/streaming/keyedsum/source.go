@@ -135,7 +135,8 @@ func (r *router) subpartition(key int64) int {
 
 // RunSource is the source task: it emits the integers of its splits (see the package doc),
 // taking turns among them, record i (an int64) to output 0's subpartition owning key i mod K,
-// and keeps each split's position as list state SplitsState. It returns nil once every split is
+// at most its share of Config.Rate per second, and keeps each split's position as list state
+// SplitsState. It returns nil once every split is
 // done, and nil when a stop-with-savepoint stopped it (taskexecutor.ErrStopped).
 //
 // With Config.PauseAfter M, a split stops before its first integer above M; once every split
@@ -168,6 +169,7 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 		limit = min(limit, cfg.PauseAfter)
 	}
 	step := int64(cfg.Splits)
+	pace := newPacer(cfg.Rate, info.Parallelism)
 	var emitted int64
 	for {
 		progressed := false
@@ -187,6 +189,9 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 			p.Next = i + step
 			emitted++
 			progressed = true
+			if err := pace.wait(ctx, emitted); err != nil {
+				return err
+			}
 		}
 		if !progressed {
 			break
@@ -208,6 +213,42 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 		if err := out.Emit(ctx, idle, Idle{}); err != nil {
 			return stopped(err)
 		}
+	}
+}
+
+// pacer holds a source subtask to its share of Config.Rate: after every chunk of records it
+// waits until the time that many records are due (a timer, so it is the bubble's clock in a
+// synctest test).
+type pacer struct {
+	perSecond float64
+	chunk     int64
+	start     time.Time
+}
+
+func newPacer(rate float64, parallelism int) *pacer {
+	if rate <= 0 {
+		return nil
+	}
+	per := rate / float64(parallelism)
+	return &pacer{perSecond: per, chunk: max(1, int64(per/1000)), start: time.Now()}
+}
+
+func (p *pacer) wait(ctx context.Context, emitted int64) error {
+	if p == nil || emitted%p.chunk != 0 {
+		return nil
+	}
+	due := p.start.Add(time.Duration(float64(emitted) / p.perSecond * float64(time.Second)))
+	d := time.Until(due)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
