@@ -195,10 +195,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "\ncheck: exactly-once: %d lines in %d part files of %d runs hold every record of 1..%d once and %d keys' running sums\n",
-			sum.Lines, sum.Files, sum.Runs, n, sum.Keys)
+		fmt.Fprintf(stdout, "\ncheck: exactly-once: %d lines in %s of %s hold every record of 1..%d once and %d keys' running sums\n",
+			sum.Lines, count(sum.Files, "part file"), count(sum.Runs, "run"), n, sum.Keys)
 	}
-	fmt.Fprintf(stdout, "\ntotal %s, %.0f records/s\n", r.elapsed.Round(time.Millisecond), float64(o.records)/r.elapsed.Seconds())
+	if o.restore == "" && o.stopAfter == 0 {
+		fmt.Fprintf(stdout, "\ntotal %s, %.0f records/s\n", r.elapsed.Round(time.Millisecond), float64(o.records)/r.elapsed.Seconds())
+	} else {
+		fmt.Fprintf(stdout, "\ntotal %s\n", r.elapsed.Round(time.Millisecond))
+	}
 	if r.savepoint != "" {
 		fmt.Fprintln(stdout, r.savepoint)
 	}
@@ -326,4 +330,12 @@ func stopWhenPaused(ctx context.Context, mc *minicluster.MiniCluster, g *jobgrap
 		return "", res, fmt.Errorf("the job ended %s without a savepoint (stop-with-savepoint: %v)", res.Status, stopErr)
 	}
 	return path, res, nil
+}
+
+// count spells n things: "1 run", "2 runs".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -76,7 +76,7 @@ func TestStreamingRescalesFromASavepoint(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 		path := lines[len(lines)-1]
 		assert.Equal(t, sp, filepath.Dir(path), "the last line is the savepoint's path")
-		assert.Contains(t, stdout.String(), "check: exactly-once: 10000 lines in 4 part files of 1 runs hold every record of 1..10000 once")
+		assert.Contains(t, stdout.String(), "check: exactly-once: 10000 lines in 4 part files of 1 run hold every record of 1..10000 once")
 		final := lastSums(t, dir1)
 		require.Len(t, final, 10)
 
@@ -98,6 +98,9 @@ func TestStreamingRescalesFromASavepoint(t *testing.T) {
 					}
 				}
 				assert.Equal(t, wantSums, rs.Sums, "subtask %d of %d continues from the savepoint's sums", i, p)
+				if len(wantSums) > 0 {
+					assert.True(t, rs.FromState, "subtask %d of %d: the range is the restored state's", i, p)
+				}
 			}
 			sum, err := keyedsum.Check(20000, 10, dir1, dir2)
 			require.NoError(t, err, "p=%d", p)

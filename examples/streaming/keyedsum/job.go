@@ -44,8 +44,11 @@ const AccRestoredSums = "restored-sums"
 type RestoredSums struct {
 	Subtask     int `json:"subtask"`
 	Parallelism int `json:"parallelism"`
-	// KeyGroups is the range the restored state covers (inclusive, as keygroup.KeyGroupRange).
+	// KeyGroups is the range the restored keyed state covers (inclusive, as
+	// keygroup.KeyGroupRange) when FromState, else the subtask's own range: the restore gave it
+	// no keyed state (none of its key groups held a sum).
 	KeyGroups keygroup.KeyGroupRange `json:"keyGroups"`
+	FromState bool                   `json:"fromState"`
 	// CheckpointID is the checkpoint or savepoint restored.
 	CheckpointID int64 `json:"checkpointId"`
 	// Sums is the restored running sum of every key the subtask had seen.

@@ -65,6 +65,7 @@ func TestBuildJobRefusesBadOptions(t *testing.T) {
 		{func(o *JobOptions) { o.MaxParallelism = 1 }, "keyedsum: keygroup: parallelism 2 is above the max parallelism 1"},
 		{func(o *JobOptions) { o.CheckpointInterval = -time.Second }, "keyedsum: checkpoint interval -1s is negative"},
 		{func(o *JobOptions) { o.PauseAfter = -1 }, "keyedsum: pause after -1 is negative"},
+		{func(o *JobOptions) { o.Rate = -1 }, "keyedsum: rate -1 is not a number of records per second"},
 		{func(o *JobOptions) { o.Failures = []Failure{{Vertex: "map"}} }, `keyedsum: failure in vertex "map": the vertices are source, sum and sink`},
 		{func(o *JobOptions) { o.Failures = []Failure{{Vertex: SinkVertex, Subtask: 2}} }, "keyedsum: failure {Vertex:sink Subtask:2 Attempt:0 AfterRecords:0}: subtask must be in [0, 2), attempt and record count at least 0"},
 	} {

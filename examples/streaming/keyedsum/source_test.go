@@ -178,3 +178,17 @@ func TestSourceFailsWhereThePlanSays(t *testing.T) {
 		assert.Len(t, w.records(0), want, "attempt %d", attempt)
 	}
 }
+
+// Config.Rate holds the sources to their share: 1,000 records/s at parallelism 1 emit 100
+// records in 100 ms of the bubble's clock.
+func TestSourceKeepsToTheRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := buildJob(t, JobOptions{Records: 100, Keys: 3, Parallelism: 1, Rate: 1000})
+		e := newFakeEnv(taskInfo(g, g.VertexByName(SourceVertex), 0, 1, 0, false))
+		w := newFakeWriter(e, 1)
+		start := time.Now()
+		require.NoError(t, RunSource(t.Context(), e))
+		assert.Equal(t, 100*time.Millisecond, time.Since(start))
+		assert.Len(t, w.records(0), 100)
+	})
+}

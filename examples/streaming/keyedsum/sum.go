@@ -89,13 +89,13 @@ func restoreSums(env taskexecutor.Environment, s *sumState) (*RestoredSums, erro
 	if !ok {
 		return nil, nil
 	}
-	r := &RestoredSums{Subtask: info.SubtaskIndex, Parallelism: info.Parallelism, KeyGroups: keygroup.EmptyKeyGroupRange,
+	r := &RestoredSums{Subtask: info.SubtaskIndex, Parallelism: info.Parallelism, KeyGroups: s.owned,
 		CheckpointID: int64(id), Sums: map[int64]int64{}}
 	if st.KeyedState == nil {
-		return r, nil
+		return r, nil // no keyed state for the subtask's key groups: no sums
 	}
 	ks := st.KeyedState
-	r.KeyGroups = ks.Range
+	r.KeyGroups, r.FromState = ks.Range, true
 	if ks.Range != s.owned {
 		return nil, fmt.Errorf("keyedsum: %s: restored keyed state covers key groups %v, the subtask owns %v", info.TaskName, ks.Range, s.owned)
 	}

@@ -60,7 +60,7 @@ func TestSumContinuesFromItsRestoredKeyGroups(t *testing.T) {
 	assert.Equal(t, []Update{{1, 18, 8}, {5, 62, 12}, {2, 2, 2}}, updates(w.records(0)))
 	restored, err := jobgraph.AccumulatorValue[[]RestoredSums](e.accs.Snapshot(), AccRestoredSums)
 	require.NoError(t, err)
-	assert.Equal(t, []RestoredSums{{Subtask: 1, Parallelism: 2, KeyGroups: keygroup.KeyGroupRange{Start: 64, End: 127}, CheckpointID: 9,
+	assert.Equal(t, []RestoredSums{{Subtask: 1, Parallelism: 2, KeyGroups: keygroup.KeyGroupRange{Start: 64, End: 127}, FromState: true, CheckpointID: 9,
 		Sums: map[int64]int64{1: 10, 5: 50}}}, restored)
 }
 

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// BenchmarkStreamingCheckpointOverhead runs the job of 10 million records at parallelism 2 (2
+// TaskExecutors × 1 slot, a fresh MiniCluster each run) with checkpoints every 100 ms and without
+// checkpoints, one after the other in every iteration (the order alternating), and reports the
+// records per second of each and their ratio (target ≥ 0.85, issue 11). Without checkpoints the
+// sink writes its lines as they come; with them it commits each checkpoint's lines when the
+// checkpoint completes.
+func BenchmarkStreamingCheckpointOverhead(b *testing.B) {
+	const records = 10_000_000
+	var elapsed [2]time.Duration // [0] without, [1] with checkpoints
+	var completed int64
+	runs := 0
+	for b.Loop() {
+		for k := range 2 {
+			mode := (k + runs) % 2
+			dir := b.TempDir()
+			o := options{records: records, keys: 100, splits: 8, parallelism: 2, maxParallelism: 128, out: dir, taskExecutors: 2, slots: 1}
+			if mode == 1 {
+				o.checkpointInterval = 100 * time.Millisecond
+			}
+			r, err := runJob(context.Background(), o, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.result.Status != jobgraph.JobStatusFinished {
+				b.Fatalf("job ended %s: %v", r.result.Status, r.result.RootCause)
+			}
+			elapsed[mode] += r.elapsed
+			if mode == 1 && r.archived.CheckpointStatistics != nil {
+				completed += r.archived.CheckpointStatistics.Counts.Completed
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runs++
+	}
+	plain := float64(records*runs) / elapsed[0].Seconds()
+	checkpointed := float64(records*runs) / elapsed[1].Seconds()
+	b.ReportMetric(plain, "records/s-plain")
+	b.ReportMetric(checkpointed, "records/s-checkpointed")
+	b.ReportMetric(checkpointed/plain, "ratio")
+	b.ReportMetric(float64(completed)/float64(runs), "checkpoints/run")
+}
