@@ -30,7 +30,10 @@ var ErrStopped = errors.New("taskexecutor: task stopped by stop-with-savepoint")
 //     every input channel that has not ended (alignment: records that arrive on a channel after
 //     its barrier are held back until the snapshot is taken). Every record Next or NextAny
 //     returned before this call has been processed, since the task called again; none after
-//     it. Then the barrier goes to every output subpartition, before any later record.
+//     it. Then the barrier goes to every output subpartition, before any later record. A task
+//     with several inputs reads them with AnyInputReader.NextAny: Input(i).Next on an input
+//     whose channels all delivered the barrier waits until the other inputs' barriers arrive,
+//     and only reads of those inputs deliver them.
 //   - A task without inputs (a source): inside Emit or Broadcast, before the record given is
 //     handed over, once TriggerCheckpoint reached the TaskExecutor; the state must cover
 //     exactly the records emitted so far, not the one being emitted. The barrier goes out before
@@ -39,6 +42,9 @@ var ErrStopped = errors.New("taskexecutor: task stopped by stop-with-savepoint")
 //     snapshots (the handler is still called), sends the barrier and finishes only once that
 //     checkpoint, or a later one, is confirmed (NotifyCheckpointComplete ran), so a sink
 //     downstream commits everything before the job is FINISHED (Flink's FLIP-147).
+//   - A task whose inputs' producers all finished (the JobMaster then triggers it directly):
+//     inside the read after the last record left was handed out (the one that reports
+//     io.EOF), as if the barrier had followed that record on every channel.
 //   - A task whose inputs all ended: before Next or NextAny reports the end (io.EOF), it waits
 //     until the last checkpoint it acknowledged is confirmed or aborted, and runs the
 //     notification.
