@@ -282,3 +282,59 @@ func TestStopWithSavepointThenRestoreFromIt(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// As in Flink, a streaming job without periodic checkpoints (interval 0) takes savepoints: its
+// tasks snapshot their state for the savepoint and stop with it; no checkpoint is taken before,
+// and the sources do not wait for a final checkpoint.
+func TestStopWithSavepointWithoutPeriodicCheckpoints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		received := make(chan struct{})
+		reg := taskexecutor.NewRegistry()
+		reg.Register("numbers", func(ctx context.Context, env taskexecutor.Environment) error {
+			var n int64
+			env.SetCheckpointHandler(scenarioHandler{v: &n})
+			for {
+				time.Sleep(time.Millisecond)
+				if err := env.Output(0).Emit(ctx, 0, n+1); err != nil {
+					return stopped(err)
+				}
+				n++
+			}
+		})
+		reg.Register("sum", func(ctx context.Context, env taskexecutor.Environment) error {
+			var sum, records int64
+			env.SetCheckpointHandler(scenarioHandler{v: &sum})
+			for {
+				r, err := env.Input(0).Next(ctx)
+				if err != nil {
+					return stopped(err)
+				}
+				sum += r.(int64)
+				if records++; records == 1000 {
+					close(received)
+				}
+			}
+		})
+		mc := start(t, minicluster.Config{TaskExecutors: 1, SlotsPerTaskExecutor: 1, Registry: reg})
+		ctx := context.Background()
+		g := jobgraph.New("numbers", jobgraph.Streaming)
+		numbers := g.AddVertex("numbers", "numbers", 1)
+		sum := g.AddVertex("sum", "sum", 1)
+		g.Connect(numbers, sum, jobgraph.Pointwise, jobgraph.PipelinedBounded)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		<-received // a thousand records through
+		path, err := mc.StopWithSavepoint(ctx, g.JobID, t.TempDir())
+		require.NoError(t, err)
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusFinished, res.Status)
+		sp, err := checkpoint.LoadSavepoint(path)
+		require.NoError(t, err)
+		assert.Equal(t, checkpoint.CheckpointID(1), sp.CheckpointID, "no checkpoint before it")
+		require.Len(t, sp.TaskStates, 2)
+		n, _ := strconv.ParseInt(string(sp.TaskStates[0].State.Data), 10, 64)
+		total, _ := strconv.ParseInt(string(sp.TaskStates[1].State.Data), 10, 64)
+		assert.GreaterOrEqual(t, n, int64(1000), "the source's state is in the savepoint")
+		assert.Equal(t, n*(n+1)/2, total)
+	})
+}

@@ -152,6 +152,12 @@ type TaskDeploymentDescriptor struct {
 	// takes part in a final checkpoint and waits for that checkpoint's confirmation before it
 	// finishes (Flink's FLIP-147, execution.checkpointing.checkpoints-after-tasks-finish = true).
 	CheckpointingEnabled bool `json:"checkpointingEnabled,omitempty"`
+	// HasCheckpointCoordinator says the job has a CheckpointCoordinator (every streaming job,
+	// scheduler.HasCheckpointCoordinator), so the task takes part in the snapshots it triggers —
+	// savepoints, stop-with-savepoint, manual checkpoints — with its CheckpointHandler, also
+	// when CheckpointingEnabled is false, as Flink's streaming tasks always do. Without
+	// CheckpointingEnabled there is no final checkpoint and no wait for one at the end of input.
+	HasCheckpointCoordinator bool `json:"hasCheckpointCoordinator,omitempty"`
 	// TaskRestore is the state the attempt starts from: nil for a fresh start. Flink:
 	// TaskDeploymentDescriptor.taskRestore (a JobManagerTaskRestore).
 	TaskRestore *TaskRestore `json:"taskRestore,omitempty"`

@@ -287,6 +287,10 @@ func TestSavepointRequestErrors(t *testing.T) {
 func TestStreamingJobWithoutCheckpointingTakesSavepoints(t *testing.T) {
 	h := newCkHarness(t, srcMapSink(jobgraph.CheckpointingSettings{}), Config{})
 	h.start(2)
+	for _, d := range h.deployer.deployed {
+		assert.False(t, d.tdd.CheckpointingEnabled, d.tdd.TaskName)
+		assert.True(t, d.tdd.HasCheckpointCoordinator, "%s takes part in savepoints", d.tdd.TaskName)
+	}
 	h.timers.Advance(time.Hour)
 	assert.Empty(t, h.ck.calls, "no periodic checkpoint")
 	dir := t.TempDir()

@@ -72,7 +72,8 @@ type DefaultScheduler struct {
 // checkpointing.go): New opens its store and counter from Config.CheckpointRecoveryFactory and
 // restores the latest snapshot in the store, else the savepoint of execution.savepoint.path
 // (Config.LoadSavepoint); its tasks are deployed with that state in TDD.TaskRestore, and with
-// TDD.CheckpointingEnabled when the interval is positive. A streaming job without
+// TDD.CheckpointingEnabled when the interval is positive, and TDD.HasCheckpointCoordinator
+// always (their tasks take savepoints). A streaming job without
 // checkpoints and without Config.Timers gets no coordinator.
 //
 // Errors: the graph's validation or build error wrapped with the job's name (errors.Is matches
@@ -828,6 +829,7 @@ func (s *DefaultScheduler) deploy(e *executiongraph.Execution, slot slotpool.All
 	tdd := s.tdds.build(e)
 	if s.ck != nil {
 		tdd.CheckpointingEnabled = s.ck.interval > 0
+		tdd.HasCheckpointCoordinator = true // savepoints reach the tasks without an interval too
 		tdd.TaskRestore = s.ck.restore[e.Vertex().Index()]
 	}
 	s.deployer.Deploy(tdd, slot)

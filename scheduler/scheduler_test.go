@@ -328,6 +328,7 @@ func TestTaskDeploymentDescriptors(t *testing.T) {
 						ResultType:            jobgraph.PipelinedBounded,
 						NumberOfSubpartitions: n,
 					}},
+					HasCheckpointCoordinator: true, // a streaming job: its tasks take part in savepoints
 				}, tdd)
 			}
 			for i, want := range tc.consumers {

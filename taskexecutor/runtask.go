@@ -247,6 +247,7 @@ func (t *task) setup() (*environment, error) {
 	})
 	env.accs = t.accs
 	env.restore = tdd.TaskRestore
+	env.snapshots = tdd.CheckpointingEnabled || tdd.HasCheckpointCoordinator
 	env.wake, env.cp.mail = t.mail.wake, t.mail
 	env.cp.reporter = t.reporter
 	env.cp.fail = func(err error) { t.stop(&stopReason{kind: stopFail, err: err}) }
@@ -291,7 +292,10 @@ type environment struct {
 	// Checkpoints: the handler the task registered and the state it starts from (nil: none).
 	checkpointHandler CheckpointHandler
 	restore           *rpc.TaskRestore
-	cp                checkpoints
+	// snapshots: the task takes part in the snapshots its job's coordinator triggers (periodic
+	// checkpoints, or only savepoints and manual checkpoints of a job without an interval).
+	snapshots bool
+	cp        checkpoints
 
 	// What task code reads and writes through (Input, Output), built at first use; inErr is
 	// the sticky error of each input read through Next.

@@ -48,7 +48,9 @@ type Environment interface {
 	AccumulatorRegistry() *AccumulatorRegistry
 	// SetCheckpointHandler registers the task's snapshot and notification hooks (see
 	// CheckpointHandler); call it before the first read or write. A second call replaces the
-	// first. Only meaningful when the job takes checkpoints (TaskInfo.CheckpointingEnabled).
+	// first. Only meaningful when the job takes checkpoints (TaskInfo.CheckpointingEnabled) or
+	// savepoints (every streaming job: its handler is called for savepoints and manual
+	// checkpoints even without periodic checkpoints).
 	SetCheckpointHandler(h CheckpointHandler)
 	// RestoredState is the state this attempt starts from and the checkpoint or savepoint it
 	// comes from; ok is false on a fresh start. The state is the subtask's share, already
@@ -70,8 +72,11 @@ type TaskInfo struct {
 	AttemptNumber  int
 	// Config is the JobVertex's opaque config.
 	Config []byte
-	// CheckpointingEnabled says the job takes checkpoints (rpc.TaskDeploymentDescriptor's
-	// CheckpointingEnabled): the task's CheckpointHandler, if any, is called.
+	// CheckpointingEnabled says the job takes periodic checkpoints (rpc.TaskDeploymentDescriptor's
+	// CheckpointingEnabled): the task's CheckpointHandler, if any, is called, and a finished
+	// source takes part in a final checkpoint. A streaming job without it still has its
+	// handlers called for savepoints and manual checkpoints (the descriptor's
+	// HasCheckpointCoordinator).
 	CheckpointingEnabled bool
 }
 

@@ -191,7 +191,7 @@ func (e *environment) triggered(ctx context.Context, b CheckpointBarrier) error 
 		}
 	}
 	switch {
-	case !e.info.CheckpointingEnabled:
+	case !e.takesSnapshots():
 		e.decline(b.ID, checkpoint.CheckpointDeclinedTaskNotCheckpointing, "the job does not take checkpoints")
 	case e.cp.sync != 0 || e.cp.stopped:
 		e.decline(b.ID, checkpoint.CheckpointDeclinedTaskClosing, "the task is stopping with a savepoint")
@@ -224,7 +224,7 @@ func (e *environment) perform(ctx context.Context, b *CheckpointBarrier) error {
 	}
 	e.cp.aligning = nil
 	e.cp.done = max(e.cp.done, b.ID)
-	enabled := e.info.CheckpointingEnabled
+	enabled := e.takesSnapshots()
 	var state checkpoint.StateHandle
 	var serr error
 	if h := e.checkpointHandler; h != nil && enabled {
@@ -266,7 +266,7 @@ func (e *environment) confirmed(ctx context.Context, id checkpoint.CheckpointID)
 	if id >= e.cp.lastAcked {
 		e.cp.ackOpen = false
 	}
-	if h := e.checkpointHandler; h != nil && e.info.CheckpointingEnabled {
+	if h := e.checkpointHandler; h != nil && e.takesSnapshots() {
 		if err := h.NotifyCheckpointComplete(ctx, id); err != nil {
 			err = fmt.Errorf("%s: NotifyCheckpointComplete(%d): %w", e.info.TaskName, id, err)
 			if e.cp.fail != nil {
@@ -303,16 +303,21 @@ func (e *environment) aborted(ctx context.Context, id checkpoint.CheckpointID) {
 			e.cp.finalID = e.cp.lastAcked
 		}
 	}
-	if h := e.checkpointHandler; h != nil && e.info.CheckpointingEnabled {
+	if h := e.checkpointHandler; h != nil && e.takesSnapshots() {
 		h.NotifyCheckpointAborted(ctx, id)
 	}
 }
 
 func (e *environment) decline(id checkpoint.CheckpointID, reason checkpoint.CheckpointFailureReason, msg string) {
-	if r := e.cp.reporter; r != nil && e.info.CheckpointingEnabled {
+	if r := e.cp.reporter; r != nil && e.takesSnapshots() {
 		r.decline(checkpoint.DeclineCheckpoint{Attempt: e.info.ExecutionAttemptID, CheckpointID: id, Reason: reason, Message: msg})
 	}
 }
+
+// takesSnapshots reports whether the task takes part in its job's snapshots: with periodic
+// checkpoints (TaskInfo.CheckpointingEnabled), or savepoints and manual checkpoints only
+// (rpc.TaskDeploymentDescriptor.HasCheckpointCoordinator).
+func (e *environment) takesSnapshots() bool { return e.info.CheckpointingEnabled || e.snapshots }
 
 func (e *environment) resumeInputs(upTo checkpoint.CheckpointID) {
 	for _, g := range e.gates {
