@@ -3,6 +3,7 @@ package jobmaster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -323,5 +324,68 @@ func TestJobMasterRegionFailoverAbortsPendingCheckpointAndGoesOn(t *testing.T) {
 		n := len(te.snapshot().ckCalls)
 		advance(100 * time.Millisecond)
 		assert.Equal(t, []string{"trigger 6 src (1/2)#0 @1.2s", "trigger 6 src (2/2)#1 @1.2s"}, te.snapshot().ckCalls[n:])
+	})
+}
+
+// Tolerable 2 through a JobMaster, in virtual time: checkpoint 1 declined, 2 declined, 3 aborted
+// by a region failover (not counted), 4 declined: the job fails over globally exactly once,
+// because of 4, and its exception history says so.
+func TestJobMasterToleratesTwoDeclinesAndFailsOverOnTheThird(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := ckJob()
+		g.Checkpointing.TolerableFailedCheckpoints = 2
+		e := newHBEnvFor(t, jobmaster.Config{}, g)
+		te := e.addTE("te-1")
+		e.offer(te, 0, "A")
+		e.offer(te, 1, "B")
+		for _, name := range ckTasks {
+			e.report(te, name, jobgraph.ExecutionStateRunning)
+		}
+		state := func(name string, st jobgraph.ExecutionState, cause error) {
+			t.Helper()
+			applied, err := e.gw.UpdateTaskExecutionState(e.ctx, e.token, rpc.TaskExecutionState{ExecutionAttemptID: e.attempt(te, name), State: st, Failure: rpc.Failure(cause)})
+			require.NoError(t, err)
+			require.True(t, applied, name)
+		}
+		decline := func(name string, id checkpoint.CheckpointID) {
+			t.Helper()
+			require.NoError(t, e.gw.DeclineCheckpoint(e.ctx, e.token, e.g.JobID, checkpoint.DeclineCheckpoint{Attempt: e.attempt(te, name), CheckpointID: id}))
+			synctest.Wait()
+		}
+		advance(100 * time.Millisecond)
+		decline("sink (1/2)", 1)
+		advance(100 * time.Millisecond)
+		decline("src (2/2)", 2)
+		advance(100 * time.Millisecond)
+		e.ack(te, "sink (1/2)", 3)
+		state("sink (1/2)", jobgraph.ExecutionStateFailed, errors.New("boom"))
+		state("src (1/2)", jobgraph.ExecutionStateCanceled, nil)
+		advance(time.Second) // the region restarts
+		for _, name := range []string{"src (1/2)", "sink (1/2)"} {
+			state(name, jobgraph.ExecutionStateRunning, nil)
+		}
+		advance(100 * time.Millisecond)
+		a, err := e.jm.RequestJob(e.ctx)
+		require.NoError(t, err)
+		require.Len(t, a.ExceptionHistory, 1)
+		decline("src (2/2)", 4)
+
+		a, err = e.jm.RequestJob(e.ctx)
+		require.NoError(t, err)
+		require.Len(t, a.ExceptionHistory, 2)
+		assert.Equal(t, "task sink (1/2) (attempt 0) on te-1 failed: boom", a.ExceptionHistory[0].Message)
+		assert.Contains(t, a.ExceptionHistory[1].Message, "exceeded checkpoint tolerable failure threshold")
+		assert.Contains(t, a.ExceptionHistory[1].Message, "checkpoint 4: Checkpoint was declined.")
+		assert.Equal(t, jobgraph.JobStatusRestarting, a.Status)
+		var failed []string
+		for _, c := range a.CheckpointStatistics.History {
+			failed = append(failed, fmt.Sprintf("%d@%dms %s", c.ID, c.FailureTimestamp-a.CheckpointStatistics.History[len(a.CheckpointStatistics.History)-1].TriggerTimestamp+100, c.FailureMessage))
+		}
+		assert.Equal(t, []string{
+			"4@1400ms checkpoint 4: Checkpoint was declined.",
+			"3@300ms checkpoint 3: FailoverRegion is restarting.",
+			"2@200ms checkpoint 2: Checkpoint was declined.",
+			"1@100ms checkpoint 1: Checkpoint was declined.",
+		}, failed)
 	})
 }
