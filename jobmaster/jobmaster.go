@@ -88,7 +88,7 @@ type Config struct {
 	// none. See scheduler.ShuffleMaster. Flink: shuffle-service-factory.class.
 	ShuffleMaster scheduler.ShuffleMaster
 	// SavepointDirectory is the default target directory of savepoints and stop-with-savepoint
-	// requests that name none. Option state.savepoints.dir, default none (such a request then
+	// requests that name none. Option execution.checkpointing.savepoint-dir (Flink 2; state.savepoints.dir before), default none (such a request then
 	// fails with scheduler.ErrNoSavepointDirectory).
 	SavepointDirectory string
 	// CheckpointRecoveryFactory gives a checkpointing job its CompletedCheckpointStore and

@@ -104,9 +104,9 @@ type Config struct {
 	// reach a terminal state; default 60 s. No Flink option: Flink's MiniCluster.executeJobBlocking
 	// leaves the job running.
 	RunCancelTimeout time.Duration
-	// SavepointDirectory: state.savepoints.dir, the target directory of TriggerSavepoint and
-	// StopWithSavepoint calls that name none; default none (they then fail with
-	// scheduler.ErrNoSavepointDirectory).
+	// SavepointDirectory: execution.checkpointing.savepoint-dir (Flink 2; state.savepoints.dir
+	// before), the target directory of TriggerSavepoint and StopWithSavepoint calls that name
+	// none; default none (they then fail with scheduler.ErrNoSavepointDirectory).
 	SavepointDirectory string
 	// Logger defaults to a logger that discards everything.
 	Logger *slog.Logger

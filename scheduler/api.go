@@ -129,7 +129,7 @@ type Config struct {
 	// closed, from there. Flink: SchedulerNG.getJobTerminationFuture.
 	OnTerminal func(archived *executiongraph.ArchivedExecutionGraph, rootCause error)
 	// SavepointDirectory is the default target directory of savepoints triggered without one
-	// (SavepointTrigger with an empty targetDirectory). Option state.savepoints.dir, default
+	// (SavepointTrigger with an empty targetDirectory). Option execution.checkpointing.savepoint-dir (Flink 2; state.savepoints.dir before), default
 	// none: such a savepoint then fails with ErrNoSavepointDirectory.
 	SavepointDirectory string
 	// ShuffleMaster registers the partitions of every deployed task and describes them to their

@@ -22,7 +22,7 @@ var (
 	// ErrNoSavepointDirectory: the target directory is empty and no default is configured
 	// (state.savepoints.dir, Config.SavepointDirectory). Flink: "No savepoint directory
 	// configured. You can either specify a directory …".
-	ErrNoSavepointDirectory = errors.New("no savepoint directory: give a target directory or configure state.savepoints.dir")
+	ErrNoSavepointDirectory = errors.New("no savepoint directory: give a target directory or configure execution.checkpointing.savepoint-dir (state.savepoints.dir)")
 	// ErrStopWithSavepointInProgress: a stop-with-savepoint of the job is under way; another
 	// stop, savepoint or checkpoint request is refused until it ended (Flink does not refuse
 	// them; our stopping tasks take no other snapshot, so they would wait for their timeout).
