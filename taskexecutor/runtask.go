@@ -404,6 +404,7 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 			}
 		}
 		open, barriers := 0, false
+	round:
 		for k := range n {
 			i := e.next + k
 			if i >= n {
@@ -417,9 +418,10 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 					if err := e.onBarrier(ctx, i, b); err != nil {
 						return -1, nil, err
 					}
-					open++
+					// Look again from the top: the checkpoint may have been taken (the
+					// inputs resumed, or a stop-with-savepoint to wait for).
 					barriers = true
-					continue
+					break round
 				}
 				e.cur = i
 				if e.next = i + 1; e.next == n {
@@ -436,7 +438,7 @@ func (e *environment) nextAnyBatch(ctx context.Context) (int, any, error) {
 			}
 		}
 		if barriers {
-			continue // an alignment may have ended: look again before waiting
+			continue
 		}
 		if performed, err := e.checkAligned(ctx); err != nil {
 			return -1, nil, err
