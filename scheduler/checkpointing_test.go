@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/checkpoint/keygroup"
+	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/slotpool"
 )
 
@@ -585,4 +588,51 @@ func TestRestoreAtAnotherParallelismRedistributesState(t *testing.T) {
 	require.ErrorIs(t, err, checkpoint.ErrStateAssignment)
 	assert.ErrorContains(t, err, `job vertex "sum"`)
 	assert.ErrorContains(t, err, "cannot be redistributed from parallelism 3 to 2")
+}
+
+// The same job, clock and events give byte-identical archives with checkpoint statistics too:
+// checkpoints completed, declined and aborted by a region failover, twice.
+func TestSameCheckpointsGiveTheSameArchive(t *testing.T) {
+	run := func() string {
+		g := jobgraph.New("pointwise", jobgraph.Streaming)
+		g.JobID = jobgraph.JobID(requestID(7))
+		v1 := g.AddVertex("v1", "noop", 2)
+		v1.ID = jobgraph.JobVertexID(requestID(1))
+		v2 := g.AddVertex("v2", "noop", 2)
+		v2.ID = jobgraph.JobVertexID(requestID(2))
+		g.Connect(v1, v2, jobgraph.Pointwise, jobgraph.Pipelined)
+		v1.Results[0].ID = jobgraph.IntermediateDataSetID(requestID(3))
+		v2.Inputs[0].Source = v1.Results[0].ID
+		g.Checkpointing = jobgraph.CheckpointingSettings{Interval: 10 * time.Millisecond, TolerableFailedCheckpoints: 5}
+		g.RestartStrategy = jobgraph.FixedDelayRestart(100, time.Second)
+		next, _ := counterIDs()
+		var graphID jobgraph.ExecutionGraphID
+		graphID[15] = 9
+		h := newCkHarness(t, g, Config{NewSlotRequestID: next, GraphOptions: []executiongraph.Option{executiongraph.WithExecutionGraphID(graphID)}})
+		h.s.StartScheduling()
+		offers := []rpc.SlotOffer{
+			{AllocationID: jobgraph.AllocationID(requestID(100)), SlotIndex: 0},
+			{AllocationID: jobgraph.AllocationID(requestID(101)), SlotIndex: 1},
+		}
+		require.Len(t, h.pool.OfferSlots("te-1", offers), 2)
+		h.runDeployed()
+		h.timers.Advance(10 * time.Millisecond)
+		h.timers.Advance(3 * time.Millisecond)
+		h.ackAll(1)
+		h.timers.Advance(7 * time.Millisecond)
+		require.NoError(t, h.decline("v2", 1, 2))
+		h.timers.Advance(10 * time.Millisecond)
+		require.NoError(t, h.ack("v1", 0, 3, checkpoint.StateHandle{Size: 5}))
+		require.True(t, h.fail("v2", 0, errors.New("boom")))
+		data, err := json.Marshal(h.s.Archive())
+		require.NoError(t, err)
+		return string(data)
+	}
+	first, second := run(), run()
+	assert.Equal(t, first, second)
+	var a executiongraph.ArchivedExecutionGraph
+	require.NoError(t, json.Unmarshal([]byte(first), &a))
+	require.NotNil(t, a.CheckpointStatistics)
+	assert.Equal(t, checkpoint.CheckpointCounts{Total: 3, Completed: 1, Failed: 2}, a.CheckpointStatistics.Counts)
+	assert.Contains(t, first, `"checkpointStatistics":{"counts":{"restored":0,"total":3,"in_progress":0,"completed":1,"failed":2}`)
 }
