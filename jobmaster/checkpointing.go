@@ -74,7 +74,7 @@ type ioExecutor struct{ jm *DefaultJobMaster }
 
 func (e ioExecutor) Execute(work func(), done func()) {
 	jm := e.jm
-	if !jm.io.Execute(func() {
+	if io := jm.ioLoop(); io == nil || !io.Execute(func() {
 		work()
 		jm.loop.Execute(done)
 	}) {

@@ -201,8 +201,12 @@ type DefaultJobMaster struct {
 	closedFlag atomic.Bool
 	loop       *mainloop.Loop // state
 	outbox     *mainloop.Loop // outgoing calls, in order
-	io         *mainloop.Loop // checkpoint store and ID counter calls, in order
-	aside      sync.WaitGroup // heartbeat calls, each on its own goroutine
+	// io runs the checkpoint store and ID counter calls, in order. It is started by the first
+	// such call (a batch job has none: one goroutine less per job) and closed by shutDown.
+	ioMu     sync.Mutex
+	io       *mainloop.Loop
+	ioClosed bool
+	aside    sync.WaitGroup // heartbeat calls, each on its own goroutine
 
 	// Owned by loop.
 	pool          *slotpool.Pool
@@ -254,7 +258,6 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		closedErr:     closedErr,
 		loop:          mainloop.NewWithClosedError("jobmaster-"+g.JobID.String(), closedErr),
 		outbox:        mainloop.NewWithClosedError("jobmaster-outbox-"+g.JobID.String(), closedErr),
-		io:            mainloop.NewWithClosedError("jobmaster-io-"+g.JobID.String(), closedErr),
 		taskExecutors: make(map[jobgraph.ResourceID]rpc.TaskExecutorGateway),
 		freeing:       make(map[jobgraph.AllocationID]bool),
 		done:          make(chan struct{}),
@@ -920,5 +923,22 @@ func (jm *DefaultJobMaster) shutDown() {
 	jm.loop.Close() // no heartbeat goroutine is started after this
 	jm.aside.Wait()
 	jm.outbox.Close()
-	jm.io.Close() // after the loop: its last work (a store's shutdown) still runs
+	// After the loop: its last work (a store's shutdown) still runs.
+	jm.ioMu.Lock()
+	io := jm.io
+	jm.ioClosed = true
+	jm.ioMu.Unlock()
+	if io != nil {
+		io.Close()
+	}
+}
+
+// ioLoop returns the I/O loop, starting it on the first call; nil once shutDown closed it.
+func (jm *DefaultJobMaster) ioLoop() *mainloop.Loop {
+	jm.ioMu.Lock()
+	defer jm.ioMu.Unlock()
+	if jm.io == nil && !jm.ioClosed {
+		jm.io = mainloop.NewWithClosedError("jobmaster-io-"+jm.job.String(), jm.closedErr)
+	}
+	return jm.io
 }
