@@ -160,3 +160,42 @@ func TestJobMasterSavepointErrors(t *testing.T) {
 		})
 	})
 }
+
+// The runner answers savepoint requests itself while no JobMaster runs the job (INITIALIZING, a
+// cancel pending) and once the job ended, and hands them to a JobMaster that has them; one
+// without them is unsupported.
+func TestLeadershipRunnerSavepointRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, newFakeFactory())
+		release := f.factory.hold(1)
+		require.NoError(t, f.runner.Start())
+		synctest.Wait()
+		_, err := f.runner.TriggerSavepoint(context.Background(), "/sp")
+		assert.ErrorIs(t, err, jobmaster.ErrJobNotRunning)
+		assert.EqualError(t, err, "jobmaster: job "+f.factory.JobID().String()+": savepoint: job is not RUNNING (it is INITIALIZING)")
+		release()
+		jm := <-f.factory.created
+		synctest.Wait()
+
+		_, err = f.runner.StopWithSavepoint(context.Background(), "/sp")
+		assert.ErrorIs(t, err, errors.ErrUnsupported)
+		assert.ErrorContains(t, err, "stop-with-savepoint: its JobMaster (*jobmaster_test.fakeJobMaster) takes no savepoints or checkpoints")
+
+		jm.end(jobgraph.JobStatusFinished)
+		<-f.runner.Done()
+		_, err = f.runner.TriggerCheckpoint(context.Background())
+		assert.ErrorIs(t, err, jobmaster.ErrJobNotRunning)
+		assert.ErrorContains(t, err, "checkpoint: job is not RUNNING (it ended FINISHED)")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, newFakeFactory())
+		release := f.factory.hold(1)
+		require.NoError(t, f.runner.Start())
+		synctest.Wait()
+		require.NoError(t, f.runner.Cancel(context.Background()))
+		_, err := f.runner.TriggerSavepoint(context.Background(), "/sp")
+		assert.ErrorIs(t, err, jobmaster.ErrJobNotRunning)
+		assert.ErrorContains(t, err, "(it is CANCELLING)")
+		release()
+	})
+}
