@@ -172,6 +172,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if st := r.archived.CheckpointStatistics; st != nil {
 		fmt.Fprintf(stdout, "\ncheckpoints: %d completed, %d failed, %d restored\n", st.Counts.Completed, st.Counts.Failed, st.Counts.Restored)
+		if f := st.Latest.Failed; f != nil {
+			fmt.Fprintf(stdout, "  the latest failed: %d: %s\n", f.ID, f.FailureMessage)
+		}
 	}
 	if restored, err := jobgraph.AccumulatorValue[[]keyedsum.RestoredSums](r.result.Accumulators, keyedsum.AccRestoredSums); err == nil {
 		for _, rs := range restored {

@@ -72,10 +72,12 @@ func writeCommitMarker(path string, m CommitMarker) error {
 }
 
 // transaction is the lines a sink received between two snapshots; ID is the checkpoint whose
-// snapshot closed it.
+// snapshot closed it. framed, when set, is the transaction already encoded as a whole list-state
+// element of one transaction (encodePending's bytes), which Lines is the tail of.
 type transaction struct {
-	ID    int64
-	Lines []byte
+	ID     int64
+	Lines  []byte
+	framed []byte
 }
 
 // pendingFile is one part file's transactions not known to be committed: the sink's list-state
@@ -85,19 +87,26 @@ type pendingFile struct {
 	Txns []transaction
 }
 
-// encodePending: varint length and bytes of the path, then per transaction its ID, the length of
-// its lines and the lines.
+// txnHeader is the size of a transaction's header in the state: its ID and the length of its
+// lines, 8 bytes each, big-endian.
+const txnHeader = 16
+
+// pathHeader is the start of a list-state element: the varint length and the bytes of the path.
+func pathHeader(path string) []byte {
+	return append(binary.AppendUvarint(nil, uint64(len(path))), path...)
+}
+
+// encodePending is a list-state element: pathHeader, then per transaction its txnHeader and its
+// lines.
 func encodePending(p pendingFile) []byte {
-	n := len(p.Path) + 10
+	n := len(p.Path) + binary.MaxVarintLen64
 	for _, t := range p.Txns {
-		n += len(t.Lines) + 20
+		n += txnHeader + len(t.Lines)
 	}
-	b := make([]byte, 0, n)
-	b = binary.AppendUvarint(b, uint64(len(p.Path)))
-	b = append(b, p.Path...)
+	b := append(make([]byte, 0, n), pathHeader(p.Path)...)
 	for _, t := range p.Txns {
-		b = binary.AppendVarint(b, t.ID)
-		b = binary.AppendUvarint(b, uint64(len(t.Lines)))
+		b = binary.BigEndian.AppendUint64(b, uint64(t.ID))
+		b = binary.BigEndian.AppendUint64(b, uint64(len(t.Lines)))
 		b = append(b, t.Lines...)
 	}
 	return b
@@ -111,17 +120,16 @@ func decodePending(b []byte) (pendingFile, error) {
 	}
 	p.Path, b = string(b[k:k+int(n)]), b[k+int(n):]
 	for len(b) > 0 {
-		id, k := binary.Varint(b)
-		if k <= 0 {
-			return p, fmt.Errorf("keyedsum: sink state of %s: bad transaction id", p.Path)
+		if len(b) < txnHeader {
+			return p, fmt.Errorf("keyedsum: sink state of %s: a transaction header of %d bytes", p.Path, len(b))
 		}
-		b = b[k:]
-		n, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < n {
-			return p, fmt.Errorf("keyedsum: sink state of %s: bad lines of transaction %d", p.Path, id)
+		id, n := int64(binary.BigEndian.Uint64(b)), binary.BigEndian.Uint64(b[8:])
+		b = b[txnHeader:]
+		if uint64(len(b)) < n {
+			return p, fmt.Errorf("keyedsum: sink state of %s: transaction %d has %d bytes of its %d", p.Path, id, len(b), n)
 		}
-		p.Txns = append(p.Txns, transaction{ID: id, Lines: b[k : k+int(n)]})
-		b = b[k+int(n):]
+		p.Txns = append(p.Txns, transaction{ID: id, Lines: b[:n]})
+		b = b[n:]
 	}
 	return p, nil
 }
@@ -192,22 +200,43 @@ func AppendLine(b []byte, u Update) []byte {
 }
 
 // sinkState is the two-phase-commit sink's CheckpointHandler.
+//
+// cur starts with a frame, the pathHeader and room for a txnHeader, so that a snapshot with one
+// pending transaction hands cur over as the state element as it is: the lines are not copied.
 type sinkState struct {
 	path    string
 	marker  CommitMarker  // of path
-	cur     []byte        // lines since the last snapshot
+	frame   int           // len(pathHeader(path)) + txnHeader
+	cur     []byte        // the frame, then the lines since the last snapshot
 	pending []transaction // pre-committed, in ID order
 }
 
+func newSinkState(path string) *sinkState {
+	h := pathHeader(path)
+	s := &sinkState{path: path, frame: len(h) + txnHeader}
+	s.cur = append(append(make([]byte, 0, 1<<16), h...), make([]byte, txnHeader)...)
+	return s
+}
+
+// lines is what the sink received since the last snapshot.
+func (s *sinkState) lines() []byte { return s.cur[s.frame:] }
+
 func (s *sinkState) SnapshotState(_ context.Context, id checkpoint.CheckpointID) (checkpoint.StateHandle, error) {
-	if len(s.cur) > 0 {
-		s.pending = append(s.pending, transaction{ID: int64(id), Lines: s.cur})
-		s.cur = make([]byte, 0, cap(s.cur))
+	if len(s.cur) > s.frame {
+		h := s.cur[s.frame-txnHeader : s.frame]
+		binary.BigEndian.PutUint64(h, uint64(id))
+		binary.BigEndian.PutUint64(h[8:], uint64(len(s.cur)-s.frame))
+		s.pending = append(s.pending, transaction{ID: int64(id), Lines: s.cur[s.frame:], framed: s.cur})
+		// A new buffer: the old one is the state now, which the runtime keeps.
+		s.cur = append(make([]byte, 0, cap(s.cur)), s.cur[:s.frame]...)
 	}
 	if len(s.pending) == 0 {
 		return checkpoint.StateHandle{}, nil
 	}
-	elem := encodePending(pendingFile{Path: s.path, Txns: s.pending})
+	elem := s.pending[0].framed
+	if len(s.pending) > 1 || elem == nil {
+		elem = encodePending(pendingFile{Path: s.path, Txns: s.pending})
+	}
 	return checkpoint.StateHandle{
 		OperatorState: keygroup.OperatorState[[]byte]{PendingState: {Mode: keygroup.SplitDistribute, Elements: [][]byte{elem}}},
 		Size:          int64(len(elem)),
@@ -306,7 +335,7 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return fmt.Errorf("keyedsum: %s: %w", info.TaskName, err)
 	}
-	st := &sinkState{path: PartFile(cfg.OutDir, info.SubtaskIndex)}
+	st := newSinkState(PartFile(cfg.OutDir, info.SubtaskIndex))
 	if err := recoverSink(env, st); err != nil {
 		return err
 	}
@@ -339,19 +368,19 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 		n++
 		st.cur = AppendLine(st.cur, u)
 		if direct != nil && len(st.cur) >= directFlush {
-			if _, err := direct.Write(st.cur); err != nil {
+			if _, err := direct.Write(st.lines()); err != nil {
 				return fmt.Errorf("keyedsum: %s: %w", info.TaskName, err)
 			}
-			st.cur = st.cur[:0]
+			st.cur = st.cur[:st.frame]
 		}
 	}
 	if direct != nil {
-		if _, err := direct.Write(st.cur); err != nil {
+		if _, err := direct.Write(st.lines()); err != nil {
 			return fmt.Errorf("keyedsum: %s: %w", info.TaskName, err)
 		}
 		return direct.Close()
 	}
-	if n := len(st.cur) + pendingBytes(st.pending); n > 0 {
+	if n := len(st.lines()) + pendingBytes(st.pending); n > 0 {
 		return fmt.Errorf("keyedsum: %s: the input ended with %d bytes of lines no completed checkpoint committed (last committed checkpoint %d)",
 			info.TaskName, n, st.marker.CheckpointID)
 	}

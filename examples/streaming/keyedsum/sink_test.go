@@ -57,8 +57,8 @@ func TestSinkCommitsACheckpointsLinesOnlyWhenItCompletes(t *testing.T) {
 	err := RunSink(t.Context(), e)
 	assert.EqualError(t, err, "keyedsum: sink (1/1): the input ended with 7 bytes of lines no completed checkpoint committed (last committed checkpoint 3)")
 	assert.Equal(t, []string{"", "", "", line1 + line2 + line3 + line4}, seen)
-	assert.Equal(t, pendingState(part, transaction{1, []byte(line1 + line2)}), e.snapshots[1])
-	assert.Equal(t, pendingState(part, transaction{1, []byte(line1 + line2)}, transaction{2, []byte(line3)}, transaction{3, []byte(line4)}), e.snapshots[3])
+	assert.Equal(t, pendingState(part, transaction{ID: 1, Lines: []byte(line1 + line2)}), e.snapshots[1])
+	assert.Equal(t, pendingState(part, transaction{ID: 1, Lines: []byte(line1 + line2)}, transaction{ID: 2, Lines: []byte(line3)}, transaction{ID: 3, Lines: []byte(line4)}), e.snapshots[3])
 	m, err := ReadCommitMarker(part)
 	require.NoError(t, err)
 	assert.Equal(t, CommitMarker{CheckpointID: 3, Length: int64(len(line1 + line2 + line3 + line4))}, m)
@@ -66,7 +66,7 @@ func TestSinkCommitsACheckpointsLinesOnlyWhenItCompletes(t *testing.T) {
 	// Restored from checkpoint 3, whose transactions were all committed: nothing is appended
 	// again; the next checkpoint commits the new line.
 	e = sinkEnv(t, g, 1, Update{1, 12, 7}, barrier{id: 4}, confirm{4})
-	st := pendingState(part, transaction{1, []byte(line1 + line2)}, transaction{2, []byte(line3)}, transaction{3, []byte(line4)})
+	st := pendingState(part, transaction{ID: 1, Lines: []byte(line1 + line2)}, transaction{ID: 2, Lines: []byte(line3)}, transaction{ID: 3, Lines: []byte(line4)})
 	e.restoreID, e.restore = 3, &st
 	require.NoError(t, RunSink(t.Context(), e))
 	assert.Equal(t, line1+line2+line3+line4+line5, file())
@@ -91,7 +91,7 @@ func TestSinkRestoreCommitsWhatItsCheckpointCovers(t *testing.T) {
 	// Checkpoint 1 committed (marker), then a commit of 2 failed half-way: part of line3.
 	require.NoError(t, os.WriteFile(part, []byte(line1+line2+line3[:3]), 0o644))
 	require.NoError(t, writeCommitMarker(part, CommitMarker{CheckpointID: 1, Length: int64(len(line1 + line2))}))
-	st := pendingState(part, transaction{1, []byte(line1 + line2)}, transaction{2, []byte(line3)}, transaction{5, []byte("junk\n")})
+	st := pendingState(part, transaction{ID: 1, Lines: []byte(line1 + line2)}, transaction{ID: 2, Lines: []byte(line3)}, transaction{ID: 5, Lines: []byte("junk\n")})
 	e := sinkEnv(t, g, 2, Update{2, 7, 5}, barrier{id: 6}, confirm{6})
 	e.restoreID, e.restore = 4, &st
 	require.NoError(t, RunSink(t.Context(), e))
@@ -134,11 +134,42 @@ func TestSinkWithoutCheckpointsWritesAtOnce(t *testing.T) {
 
 func TestPendingStateRoundTrips(t *testing.T) {
 	p := pendingFile{Path: "/tmp/out/part-3", Txns: []transaction{{ID: 1, Lines: []byte(line1)}, {ID: 300, Lines: []byte{}}, {ID: 301, Lines: []byte(line2 + line3)}}}
-	got, err := decodePending(encodePending(p))
+	b := encodePending(p)
+	assert.Len(t, b, 1+len(p.Path)+3*txnHeader+len(line1+line2+line3))
+	got, err := decodePending(b)
 	require.NoError(t, err)
 	assert.Equal(t, p, got)
-	for _, bad := range [][]byte{{}, {0x05, 'a'}, append(encodePending(pendingFile{Path: "x"}), 0x02, 0x09, 'a')} {
-		_, err := decodePending(bad)
-		assert.Error(t, err, "%x", bad)
+	for _, tc := range []struct {
+		b    []byte
+		want string
+	}{
+		{[]byte{}, "keyedsum: sink state: bad path"},
+		{[]byte{0x05, 'a'}, "keyedsum: sink state: bad path"},
+		{append(encodePending(pendingFile{Path: "x"}), 0, 1), "keyedsum: sink state of x: a transaction header of 2 bytes"},
+		{append(encodePending(pendingFile{Path: "x"}), 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 3, 'a'), "keyedsum: sink state of x: transaction 7 has 1 bytes of its 3"},
+	} {
+		_, err := decodePending(tc.b)
+		assert.EqualError(t, err, tc.want, "%x", tc.b)
 	}
+}
+
+// The sink hands its one pending transaction over as the state element without copying its
+// lines, and the element decodes to that transaction; the next lines go to a new buffer.
+func TestSinkSnapshotDoesNotCopyOneTransaction(t *testing.T) {
+	s := newSinkState("/out/part-0")
+	s.cur = AppendLine(s.cur, Update{1, 1, 1})
+	st, err := s.SnapshotState(t.Context(), 5)
+	require.NoError(t, err)
+	elem := st.OperatorState[PendingState].Elements[0]
+	assert.Same(t, &elem[len(elem)-1], &s.pending[0].Lines[len(line1)-1], "the element is the buffer the lines were written to")
+	got, err := decodePending(elem)
+	require.NoError(t, err)
+	assert.Equal(t, pendingFile{Path: "/out/part-0", Txns: []transaction{{ID: 5, Lines: []byte(line1)}}}, got)
+	s.cur = AppendLine(s.cur, Update{2, 2, 2})
+	assert.Equal(t, line1, string(got.Txns[0].Lines), "new lines do not touch the state")
+	st, err = s.SnapshotState(t.Context(), 6)
+	require.NoError(t, err)
+	got, err = decodePending(st.OperatorState[PendingState].Elements[0])
+	require.NoError(t, err)
+	assert.Equal(t, pendingFile{Path: "/out/part-0", Txns: []transaction{{ID: 5, Lines: []byte(line1)}, {ID: 6, Lines: []byte(line2)}}}, got)
 }
