@@ -722,3 +722,28 @@ func TestRestoredStateIsTheDeploymentsTaskRestore(t *testing.T) {
 		assert.Equal(t, restored{}, <-got, "a fresh start restores nothing")
 	})
 }
+
+// A task of a job that takes no checkpoints declines a trigger
+// (CHECKPOINT_DECLINED_TASK_NOT_CHECKPOINTING), from inside its wait for input.
+func TestTriggerOfAJobWithoutCheckpointsIsDeclined(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		c.reg.Register("wait", func(ctx context.Context, env Environment) error {
+			_, err := env.Input(0).Next(ctx) // waits for a producer that never comes
+			return err
+		})
+		te := c.startTE(1, 1)
+		c.allocate(te, 0, allocID(1))
+		synctest.Wait()
+		d := tdd(2, 0, "wait", allocID(1))
+		d.InputGates = []rpc.InputGateDeploymentDescriptor{{ResultType: jobgraph.PipelinedBounded, Partitions: []rpc.ResultPartitionID{partID(1, 0, attemptID(1, 0, 0))}}}
+		require.NoError(t, te.SubmitTask(ctx, jmToken(1), d))
+		synctest.Wait()
+		require.NoError(t, te.TriggerCheckpoint(ctx, jmToken(1), d.ExecutionAttemptID, 1, cpTime, checkpoint.CheckpointPropertiesFor(checkpoint.Checkpoint)))
+		synctest.Wait()
+		got := c.jm.declined()
+		require.Len(t, got, 1)
+		assert.Equal(t, checkpoint.DeclineCheckpoint{Attempt: d.ExecutionAttemptID, CheckpointID: 1,
+			Reason: checkpoint.CheckpointDeclinedTaskNotCheckpointing, Message: "the job does not take checkpoints"}, got[0].Decline)
+	})
+}

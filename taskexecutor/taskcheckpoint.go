@@ -309,7 +309,7 @@ func (e *environment) aborted(ctx context.Context, id checkpoint.CheckpointID) {
 }
 
 func (e *environment) decline(id checkpoint.CheckpointID, reason checkpoint.CheckpointFailureReason, msg string) {
-	if r := e.cp.reporter; r != nil && e.takesSnapshots() {
+	if r := e.cp.reporter; r != nil {
 		r.decline(checkpoint.DeclineCheckpoint{Attempt: e.info.ExecutionAttemptID, CheckpointID: id, Reason: reason, Message: msg})
 	}
 }
