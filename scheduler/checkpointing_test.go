@@ -396,7 +396,7 @@ func TestRecoveryUsesTheLatestSnapshotEvenASavepoint(t *testing.T) {
 	h.ackAll(10)
 	var saved []checkpoint.CheckpointID
 	require.NoError(t, h.s.WithCheckpointCoordinator(func(c *checkpoint.CheckpointCoordinator) error {
-		return c.TriggerSavepoint(h.s.cfg.JobMasterID, "/savepoints/sp", 0, func(cp checkpoint.CompletedCheckpoint, err error) {
+		return c.TriggerSavepoint(h.s.cfg.JobMasterID, t.TempDir(), 0, func(cp checkpoint.CompletedCheckpoint, err error) {
 			require.NoError(t, err)
 			saved = append(saved, cp.CheckpointID)
 		})
