@@ -140,7 +140,7 @@ func TestFailedAttemptAccumulatorsAreDiscardedOnRestart(t *testing.T) {
 			}
 			if info.SubtaskIndex == 0 && info.AttemptNumber == 0 {
 				sum.Add(1000)
-				time.Sleep(1500 * time.Millisecond) // past the heartbeat at 1.05 s
+				time.Sleep(1500 * time.Millisecond) // past the heartbeat at 1 s
 				return errBoom
 			}
 			sum.Add(info.SubtaskIndex + 1)
@@ -170,9 +170,7 @@ func TestFailedAttemptAccumulatorsAreDiscardedOnRestart(t *testing.T) {
 		archived, err = mc.RequestJob(ctx, g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, 1, archived.JobVertices[0].Subtasks[0].AttemptNumber)
-		// Deployed at 50 ms (one requirement-check delay after the declaration), failed 1.5 s
-		// later, redeployed 1 s after that into the slot its pool kept.
-		assert.Equal(t, 2550*time.Millisecond, archived.JobVertices[0].Subtasks[0].StateTimestamps[jobgraph.ExecutionStateDeploying].Sub(begin))
+		assert.Equal(t, 2500*time.Millisecond, archived.JobVertices[0].Subtasks[0].StateTimestamps[jobgraph.ExecutionStateDeploying].Sub(begin))
 	})
 }
 
@@ -215,18 +213,16 @@ func TestRunningJobShowsAccumulatorsAtTheHeartbeatInterval(t *testing.T) {
 			return archived.Accumulators
 		}
 
-		// The slot is requested and offered one requirement-check delay after the declaration, at
-		// 50 ms; the JobMaster heartbeats the TaskExecutor every second from then on.
-		at(begin, 1050*time.Millisecond-time.Nanosecond)
+		at(begin, time.Second-time.Nanosecond)
 		assert.Nil(t, records(), "no heartbeat yet")
-		at(begin, 1050*time.Millisecond)
+		at(begin, time.Second)
 		assert.Equal(t, int64(7), accumulatorValue[int64](t, records(), "records"))
 
 		at(begin, 1500*time.Millisecond)
 		step <- 5
-		at(begin, 2050*time.Millisecond-time.Nanosecond)
+		at(begin, 2*time.Second-time.Nanosecond)
 		assert.Equal(t, int64(7), accumulatorValue[int64](t, records(), "records"), "until the next heartbeat")
-		at(begin, 2050*time.Millisecond)
+		at(begin, 2*time.Second)
 		assert.Equal(t, int64(12), accumulatorValue[int64](t, records(), "records"))
 
 		step <- 30

@@ -14,7 +14,6 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/minicluster"
-	"github.com/jobgraph/jobgraph/resourcemanager"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
@@ -64,9 +63,7 @@ func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
 		g := jobgraph.New("blocking", jobgraph.Streaming)
 		g.AddVertex("v", "block", 2)
 		require.NoError(t, mc.SubmitJob(ctx, g))
-		// The slots are requested, and the tasks deployed, one requirement-check delay (50 ms)
-		// after the JobMaster declared what it needs.
-		at(statuses.begin, 50*time.Millisecond)
+		synctest.Wait()
 		require.Len(t, started, 2)
 
 		// One subtask on each TaskExecutor, both RUNNING.
@@ -80,23 +77,22 @@ func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
 		require.Len(t, locations, 2)
 		lost, kept := locations["taskexecutor-1"], locations["taskexecutor-0"]
 
-		// Heartbeats flow every second: the ResourceManager's since the TaskExecutors registered
-		// (0 s), the JobMaster's since they offered their slots (50 ms). The TaskExecutor answers
-		// the ones at 1 s, 1.05 s, 2 s and 2.05 s and is killed at 2.5 s. 5 s after its last
-		// heartbeat it is lost: at 7 s to the ResourceManager, at 7.05 s to the JobMaster.
-		at(statuses.begin, 2500*time.Millisecond)
+		// Heartbeats flow every second; the TaskExecutor answers the ones at 1 s and 2 s and is
+		// killed at 2.5 s. 5 s after its last heartbeat, at 7 s, it is lost.
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
 		mc.TaskExecutors()[1].Kill()
-		at(statuses.begin, 7*time.Second-time.Nanosecond)
-		assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
-		at(statuses.begin, 7*time.Second)
-		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it")
-		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
-		at(statuses.begin, 7050*time.Millisecond-time.Nanosecond)
+		time.Sleep(4500*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
 		st, err := mc.RequestJobStatus(ctx, g.JobID)
 		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before the JobMaster's timeout")
+		assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before the timeout")
+		assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
 
-		at(statuses.begin, 7050*time.Millisecond)
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it")
+		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
 		res, err := mc.RequestJobResult(ctx, g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
@@ -105,7 +101,7 @@ func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
 		assert.Contains(t, res.RootCause.Error(), "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
 		require.NotNil(t, res.Failure)
 		assert.Contains(t, res.Failure.Message, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
-		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at 7.05s", "FAILED at 7.05s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at 7s", "FAILED at 7s"}, statuses.get())
 
 		// The task on the lost TaskExecutor FAILED with the timeout; the other one was canceled.
 		archived, err = mc.RequestJob(ctx, g.JobID)
@@ -113,7 +109,7 @@ func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
 		subtasks := archived.JobVertices[0].Subtasks
 		assert.Equal(t, jobgraph.ExecutionStateFailed, subtasks[lost].State)
 		assert.Contains(t, subtasks[lost].FailureMessage, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
-		assert.Equal(t, 7050*time.Millisecond, subtasks[lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(statuses.begin))
+		assert.Equal(t, 7*time.Second, subtasks[lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(statuses.begin))
 		assert.Equal(t, jobgraph.ExecutionStateCanceled, subtasks[kept].State)
 	})
 }
@@ -136,7 +132,7 @@ func TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy(t *testing.T) {
 		g.AddVertex("v", "block", 2)
 		g.RestartStrategy = jobgraph.FixedDelayRestart(3, time.Second)
 		require.NoError(t, mc.SubmitJob(ctx, g))
-		at(begin, 50*time.Millisecond) // one requirement-check delay after the declaration
+		synctest.Wait()
 		require.Len(t, started, 2)
 		<-started
 		<-started
@@ -146,29 +142,26 @@ func TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy(t *testing.T) {
 			require.Equal(t, jobgraph.ResourceID("taskexecutor-0"), st.Location, "slots are matched in registration order")
 		}
 
-		// taskexecutor-0 answers the ResourceManager's heartbeats at 1 s and 2 s and the
-		// JobMaster's at 1.05 s (it offered its slots at 50 ms), and is killed at 2.03 s: at
-		// 6.05 s the JobMaster loses it, both tasks fail, and 1 s later (fixed-delay), at 7.05 s,
-		// they ask for slots again. The ResourceManager lost taskexecutor-0 at 7 s; it requests
-		// taskexecutor-1's slots one requirement-check delay after the declaration, and the
-		// tasks run there at 7.10 s.
-		at(begin, 2030*time.Millisecond)
+		// taskexecutor-0 answers the heartbeats at 1 s and 2 s and is killed at 2.5 s: at 7 s it
+		// is lost, both tasks fail, and 1 s later (fixed-delay) they run again on taskexecutor-1.
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
 		mc.TaskExecutors()[0].Kill()
-		at(begin, 7050*time.Millisecond-time.Nanosecond)
-		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID))
-		at(begin, 7100*time.Millisecond-time.Nanosecond)
+		time.Sleep(5500*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
 		assert.Empty(t, started)
-		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors())
 		archived, err = mc.RequestJob(ctx, g.JobID)
 		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusRestarting, archived.Status)
 		require.Len(t, archived.ExceptionHistory, 2)
 		for i, e := range archived.ExceptionHistory {
 			assert.Contains(t, e.Message, "heartbeat of TaskExecutor taskexecutor-0 timed out after 5s")
 			assert.Equal(t, jobgraph.ResourceID("taskexecutor-0"), e.Location)
-			assert.Equal(t, 6050*time.Millisecond, e.Timestamp.Sub(begin), "entry %d", i)
+			assert.Equal(t, 7*time.Second, e.Timestamp.Sub(begin), "entry %d", i)
 		}
 
-		at(begin, 7100*time.Millisecond)
+		time.Sleep(time.Nanosecond) // 8 s
+		synctest.Wait()
 		require.Len(t, started, 2)
 		for range 2 {
 			assert.Equal(t, 1, (<-started).AttemptNumber)
@@ -180,7 +173,7 @@ func TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy(t *testing.T) {
 			assert.Equal(t, jobgraph.ExecutionStateRunning, st.State)
 			assert.Equal(t, 1, st.AttemptNumber)
 			assert.Equal(t, jobgraph.ResourceID("taskexecutor-1"), st.Location)
-			assert.Equal(t, 7100*time.Millisecond, st.StateTimestamps[jobgraph.ExecutionStateRunning].Sub(begin))
+			assert.Equal(t, 8*time.Second, st.StateTimestamps[jobgraph.ExecutionStateRunning].Sub(begin))
 		}
 		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors())
 
@@ -188,7 +181,7 @@ func TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy(t *testing.T) {
 		res, err := mc.RequestJobResult(ctx, g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
-		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "RESTARTING at 6.05s", "RUNNING at 7.05s", "CANCELLING at 7.1s", "CANCELED at 7.1s"}, statuses.get())
+		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "RESTARTING at 7s", "RUNNING at 8s", "CANCELLING at 8s", "CANCELED at 8s"}, statuses.get())
 	})
 }
 
@@ -200,7 +193,6 @@ func TestCrashTaskFailsTheJobWithItsError(t *testing.T) {
 		g := jobgraph.New("crashing", jobgraph.Streaming)
 		g.AddVertex("v", "block", 2)
 		require.NoError(t, mc.SubmitJob(ctx, g))
-		time.Sleep(resourcemanager.DefaultRequirementCheckDelay) // the slots are requested 50 ms after the declaration
 		synctest.Wait()
 		require.Len(t, started, 2)
 		attempt := <-started

@@ -75,10 +75,9 @@ type Config struct {
 	// say) is dropped by the ResourceManager and by every JobMaster, whose tasks on it fail; it
 	// must not be shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
-	// RequirementCheckDelay: slotmanager.requirement-check.delay, default 50 ms: how long after an
-	// event (a declaration, a TaskExecutor registered or lost, a freed slot) the ResourceManager
-	// matches the jobs' requirements with free slots, so a job's first slots are requested 50 ms
-	// after its JobMaster declared them; negative: at once (Flink's 0). See
+	// RequirementCheckDelay: slotmanager.requirement-check.delay, default 50 ms: the least time
+	// between two rounds of slot requests for a job that loses a slot it was just sent (a
+	// declined offer, a lost TaskExecutor); negative: never held back (Flink's 0). See
 	// resourcemanager.Config.RequirementCheckDelay.
 	RequirementCheckDelay time.Duration
 	// JobStatusListener, if set, hears every job status transition of every job. It runs on the

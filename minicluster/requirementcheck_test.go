@@ -67,19 +67,36 @@ func (c *countingTaskExecutor) RequestSlot(ctx context.Context, slot rpc.SlotID,
 }
 
 // Scenario (the livelock found under synctest): taskexecutor-0 runs the job's only task and is
-// killed at 2.7 s; taskexecutor-1 is free. The ResourceManager heartbeats the TaskExecutors since
-// they registered at 0 s and loses taskexecutor-0 at 7 s (last answer at 2 s, timeout 5 s); the
-// JobMaster heartbeats it since it offered its slot at 570 ms and loses it only at 7.57 s (last
-// answer at 2.57 s). In between, the ResourceManager asks taskexecutor-1 for a slot for the job,
-// the JobMaster (still counting taskexecutor-0's slot) declines the offer, taskexecutor-1 frees
-// the slot and tells the ResourceManager, which asks for it again. Matching at once on every
-// event made that a loop at one virtual instant (~67,000 rounds at 7 s, the clock never moved);
-// with slotmanager.requirement-check.delay (50 ms) the ResourceManager asks once per 50 ms: at
-// 7.05 s, 7.10 s, …, 7.55 s (11 declined offers). At 7.57 s the JobMaster loses taskexecutor-0,
-// the task fails and the job no longer asks for a slot, so the check at 7.60 s requests nothing.
-// The fixed-delay restart asks for a slot again at 8.57 s; the ResourceManager requests it one
-// delay later, and the task is deployed on taskexecutor-1 at 8.62 s.
+// killed at 2.7 s; taskexecutor-1 is free. The ResourceManager last heard from taskexecutor-0 at
+// 2.3 s (a heartbeat of its own) and loses it at 7.3 s (timeout 5 s); the JobMaster heartbeats
+// it since it offered its slot at 520 ms and loses it only at 7.52 s (last answer at 2.52 s). In
+// between, the ResourceManager asks taskexecutor-1 for a slot for the job, the JobMaster (still
+// counting taskexecutor-0's slot) declines the offer, taskexecutor-1 frees the slot and tells
+// the ResourceManager, which asks for it again. Matching at once every time made that a loop at
+// one virtual instant (~67,000 rounds, the clock never moved); with
+// slotmanager.requirement-check.delay the job, having just lost the slot it was sent, waits one
+// delay between rounds: with 50 ms the ResourceManager asks at 7.3 s (at once: the job's last
+// request was at 520 ms), 7.35 s, …, 7.5 s (5 declined offers). At 7.52 s the JobMaster loses
+// taskexecutor-0, the task fails and the job no longer asks for a slot, so the release at
+// 7.55 s requests nothing. The fixed-delay restart asks for a slot again at 8.52 s and gets it at
+// once (nothing was requested for the job for a second): the task is deployed on taskexecutor-1
+// at 8.52 s. Config.RequirementCheckDelay reaches the ResourceManager: with 200 ms the rounds are
+// at 7.3 s and 7.5 s. (The ResourceManager's own heartbeats run at whole seconds; the timeout at
+// 7.3 s keeps the first round off them, where taskexecutor-1's answer would race the offer.)
 func TestTaskExecutorLossWithAFreeTaskExecutorRequestsSlotsOncePerRequirementCheckDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured time.Duration
+		rounds     []string
+	}{
+		{"default", 0, []string{"7.3s", "7.35s", "7.4s", "7.45s", "7.5s"}},
+		{"configured", 200 * time.Millisecond, []string{"7.3s", "7.5s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { taskExecutorLossWithAFreeTaskExecutor(t, tc.configured, tc.rounds) })
+	}
+}
+
+func taskExecutorLossWithAFreeTaskExecutor(t *testing.T, configured time.Duration, rounds []string) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		begin := time.Now()
@@ -93,6 +110,7 @@ func TestTaskExecutorLossWithAFreeTaskExecutorRequestsSlotsOncePerRequirementChe
 			RPC:                    requests,
 			HeartbeatInterval:      time.Second,
 			HeartbeatTimeout:       5 * time.Second,
+			RequirementCheckDelay:  configured,
 			ExecutionStateListener: deploys.listen,
 		})
 
@@ -102,82 +120,52 @@ func TestTaskExecutorLossWithAFreeTaskExecutorRequestsSlotsOncePerRequirementChe
 		deploys.name(g)
 		at(begin, 520*time.Millisecond)
 		require.NoError(t, mc.SubmitJob(ctx, g))
-		at(begin, 570*time.Millisecond-time.Nanosecond)
-		assert.Empty(t, requests.get(), "requirements are matched one requirement-check delay after the declaration")
-		at(begin, 570*time.Millisecond)
+		synctest.Wait()
 		require.Len(t, started, 1)
 		<-started
-		assert.Equal(t, []string{"taskexecutor-0 at 570ms"}, requests.get(),
-			"the job's first slot is requested one requirement-check delay after it was declared")
-		assert.Equal(t, []string{"v_0#0 at 570ms"}, deploys.since(0))
+		assert.Equal(t, []string{"taskexecutor-0 at 520ms"}, requests.get(), "the job's first slot is requested at once")
+		assert.Equal(t, []string{"v_0#0 at 520ms"}, deploys.since(0))
 
+		// taskexecutor-0 sends a heartbeat of its own at 2.3 s, with what it holds.
+		at(begin, 2300*time.Millisecond)
+		var held rpc.SlotReport
+		for _, sl := range mc.ResourceManager().Slots() {
+			if sl.SlotID.ResourceID == "taskexecutor-0" {
+				held.Slots = append(held.Slots, rpc.SlotStatus{SlotID: sl.SlotID, ResourceProfile: sl.Profile, JobID: sl.Job, AllocationID: sl.Allocation})
+			}
+		}
+		require.Len(t, held.Slots, 1)
+		require.NoError(t, mc.ResourceManager().HeartbeatFromTaskExecutor(ctx, "taskexecutor-0", held))
 		at(begin, 2700*time.Millisecond)
 		mc.TaskExecutors()[0].Kill()
 
-		at(begin, 8570*time.Millisecond-time.Nanosecond)
-		want := []string{"taskexecutor-0 at 570ms"}
-		for i := 1; i <= 11; i++ {
-			want = append(want, fmt.Sprintf("taskexecutor-1 at %s", 7*time.Second+time.Duration(i)*50*time.Millisecond))
+		at(begin, 8520*time.Millisecond-time.Nanosecond)
+		want := []string{"taskexecutor-0 at 520ms"}
+		for _, r := range rounds {
+			want = append(want, "taskexecutor-1 at "+r)
 		}
-		assert.Equal(t, want, requests.get(), "one request per requirement-check delay between the two heartbeat timeouts, none after")
+		assert.Equal(t, want, requests.get(), "one round per requirement-check delay between the two heartbeat timeouts, none after")
 		assert.Empty(t, started, "no offer was accepted before the JobMaster lost taskexecutor-0")
 		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID))
 
-		at(begin, 8620*time.Millisecond-time.Nanosecond)
-		assert.Equal(t, want, requests.get(), "the restart's slot is requested one requirement-check delay after it was declared")
-		assert.Empty(t, started)
-		at(begin, 8620*time.Millisecond)
+		at(begin, 8520*time.Millisecond)
 		require.Len(t, started, 1)
 		assert.Equal(t, 1, (<-started).AttemptNumber)
-		assert.Equal(t, append(want, "taskexecutor-1 at 8.62s"), requests.get())
-		assert.Equal(t, []string{"v_0#0 at 570ms", "v_0#1 at 8.62s"}, deploys.since(0))
+		assert.Equal(t, append(want, "taskexecutor-1 at 8.52s"), requests.get())
+		assert.Equal(t, []string{"v_0#0 at 520ms", "v_0#1 at 8.52s"}, deploys.since(0))
 		archived, err := mc.RequestJob(ctx, g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusRunning, archived.Status)
 		assert.Equal(t, jobgraph.ResourceID("taskexecutor-1"), archived.JobVertices[0].Subtasks[0].Location)
 		require.Len(t, archived.ExceptionHistory, 1)
 		assert.Contains(t, archived.ExceptionHistory[0].Message, "heartbeat of TaskExecutor taskexecutor-0 timed out after 5s")
-		assert.Equal(t, 7570*time.Millisecond, archived.ExceptionHistory[0].Timestamp.Sub(begin))
+		assert.Equal(t, 7520*time.Millisecond, archived.ExceptionHistory[0].Timestamp.Sub(begin))
 
 		require.NoError(t, mc.CancelJob(ctx, g.JobID))
 		res, err := mc.RequestJobResult(ctx, g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
 	})
-}
-
-// Config.RequirementCheckDelay reaches the ResourceManager: a job's first slots come that long
-// after its declaration (negative: at once).
-func TestRequirementCheckDelayIsConfigurable(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		configured time.Duration
-		deployed   string
-	}{
-		{"default", 0, "v_0#0 at 50ms"},
-		{"configured", 200 * time.Millisecond, "v_0#0 at 200ms"},
-		{"at once", -1, "v_0#0 at 0s"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				begin := time.Now()
-				deploys := newDeployLog(begin)
-				started := make(chan jobgraph.ExecutionAttemptID, 1)
-				mc := start(t, minicluster.Config{
-					Registry:               blockingRegistry(started),
-					RequirementCheckDelay:  tc.configured,
-					ExecutionStateListener: deploys.listen,
-				})
-				g := jobgraph.New("one-task", jobgraph.Streaming)
-				g.AddVertex("v", "block", 1)
-				deploys.name(g)
-				require.NoError(t, mc.SubmitJob(context.Background(), g))
-				at(begin, time.Second)
-				assert.Equal(t, []string{tc.deployed}, deploys.since(0))
-				require.NoError(t, mc.CancelJob(context.Background(), g.JobID))
-			})
-		})
-	}
 }
 
 // The ResourceManager follows each job's leader through the cluster's HA services: when
@@ -200,7 +188,7 @@ func TestJobLeaderChangeRegistersTheNewJobMasterAndRefusesTheOld(t *testing.T) {
 		g.AddVertex("v", "block", 1)
 		deploys.name(g)
 		require.NoError(t, mc.SubmitJob(ctx, g))
-		at(begin, 50*time.Millisecond)
+		synctest.Wait()
 		require.Len(t, started, 1)
 		<-started
 		old, ok := mc.ResourceManager().JobMaster(g.JobID)

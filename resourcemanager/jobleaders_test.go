@@ -61,7 +61,7 @@ func TestRegisterJobMasterRefusesStaleSessions(t *testing.T) {
 		election.ConfirmLeadership(s1, "jm-1")
 		synctest.Wait()
 		require.NoError(t, e.declare(job, token1, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
 
 		// A session that never led cannot replace the confirmed, registered leader.
@@ -92,7 +92,7 @@ func TestRegisterJobMasterRefusesStaleSessions(t *testing.T) {
 		assert.Equal(t, token2, jm.ID, "session 2 stays registered")
 		require.NoError(t, e.declare(job, token2, req(unknown, 2)))
 		assert.ErrorIs(t, e.declare(job, token1, req(unknown, 1)), rpc.ErrFencingTokenMismatch)
-		settle()
+		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 2)
 		assert.Equal(t, token2, calls[1].JobMasterID)

@@ -15,8 +15,8 @@ import (
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
-// newDelayedCore is a coreHarness whose SlotManager checks requirements through clock with the
-// given delay (0: the default).
+// newDelayedCore is a coreHarness whose SlotManager holds jobs back through clock with the given
+// requirement-check delay (0: the default).
 func newDelayedCore(t *testing.T, clock *manualtime.Timers, delay time.Duration) *coreHarness {
 	h := &coreHarness{t: t}
 	sm, err := NewSlotManagerWithConfig(SlotManagerConfig{
@@ -24,73 +24,112 @@ func newDelayedCore(t *testing.T, clock *manualtime.Timers, delay time.Duration)
 		Logger:                discard,
 		RequirementCheckDelay: delay,
 		Timers:                clock,
+		Now:                   clock.Now,
 	})
 	require.NoError(t, err)
 	h.sm = sm
 	return h
 }
 
-// Every event of one delay window is served by one check, DefaultRequirementCheckDelay after the
-// first; an event while nothing could be matched schedules nothing.
-func TestSlotManagerCoalescesRequirementChecksOntoOneTimer(t *testing.T) {
+// decline frees the slot of req as a TaskExecutor does when the JobMaster declined its offer.
+func (h *coreHarness) decline(req SlotRequest) {
+	h.t.Helper()
+	assert.False(h.t, h.sm.CompleteAllocation(req.Slot, req.Allocation, nil))
+	require.True(h.t, h.sm.FreeSlot(req.Slot, req.Allocation))
+}
+
+// A job sent slot requests less than DefaultRequirementCheckDelay ago that lacks slots again (its
+// offers were declined) is held back until the delay has passed, by one timer; other jobs, and
+// the job itself once the delay has passed, are matched at once.
+func TestSlotManagerHoldsBackAJobServedLessThanADelayAgo(t *testing.T) {
 	clock := manualtime.New(time.Unix(0, 0))
 	h := newDelayedCore(t, clock, 0)
-
-	// A TaskExecutor registers and reports while no job waits: no timer.
 	h.sm.RegisterTaskExecutor("te-1", report("te-1", cpu(1)))
-	h.sm.ReportSlotStatus("te-1", report("te-1", cpu(1)))
-	assert.Equal(t, 0, clock.Pending(), "nothing to match, nothing scheduled")
-
-	// Two declarations and a second TaskExecutor within 30 ms: one timer, one check at 50 ms.
 	a, _ := h.job("jm-a")
 	b, _ := h.job("jm-b")
+
+	// a's first slot is requested at once; its offer is declined at once.
 	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	got := h.take()
+	require.Len(t, got, 1)
+	assert.Equal(t, 0, clock.Pending(), "nothing held, no timer")
+	h.decline(got[0])
+	assert.Empty(t, h.take(), "a was served at 0 s: held back until 50 ms")
 	assert.Equal(t, 1, clock.Pending())
-	clock.Advance(20 * time.Millisecond)
+	assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, h.sm.MissingResources(a))
+
+	// b, never served, gets the free slot at once: a held job holds nobody else back.
+	clock.Advance(10 * time.Millisecond)
 	require.NoError(t, h.sm.DeclareRequirements(b, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	got = h.take()
+	require.Len(t, got, 1)
+	assert.Equal(t, b, got[0].Job)
+	assert.Equal(t, sid("te-1", 0), got[0].Slot)
+
+	// A second TaskExecutor at 20 ms: a is still held; at 50 ms it gets the slot.
 	clock.Advance(10 * time.Millisecond)
 	h.sm.RegisterTaskExecutor("te-2", report("te-2", cpu(1)))
-	assert.Equal(t, 1, clock.Pending(), "the events share the one scheduled check")
-	clock.Advance(20*time.Millisecond - time.Nanosecond)
-	assert.Empty(t, h.take(), "nothing is requested before the delay")
-	clock.Advance(time.Nanosecond)
-	got := h.take()
-	require.Len(t, got, 2)
-	assert.Equal(t, []rpc.SlotID{sid("te-1", 0), sid("te-2", 0)}, slotsOf(got))
-	assert.Equal(t, []jobgraph.JobID{a, b}, []jobgraph.JobID{got[0].Job, got[1].Job}, "registration order, as at once")
-	assert.Equal(t, 0, clock.Pending())
-	h.checkCounters()
-
-	// Job a is done and frees its slot while b waits for a second one: the next check is one
-	// delay after the slot was freed.
-	require.NoError(t, h.sm.DeclareRequirements(a, nil, ""))
-	require.NoError(t, h.sm.DeclareRequirements(b, []rpc.ResourceRequirement{req(unknown, 2)}, ""))
-	assert.Equal(t, 0, clock.Pending(), "no free slot: nothing scheduled")
-	clock.Advance(time.Second)
-	assert.False(t, h.sm.CompleteAllocation(got[0].Slot, got[0].Allocation, nil))
-	assert.True(t, h.sm.FreeSlot(got[0].Slot, got[0].Allocation))
-	assert.Equal(t, 1, clock.Pending())
-	clock.Advance(DefaultRequirementCheckDelay - time.Nanosecond)
+	assert.Empty(t, h.take())
+	clock.Advance(30*time.Millisecond - time.Nanosecond)
 	assert.Empty(t, h.take())
 	clock.Advance(time.Nanosecond)
 	got = h.take()
 	require.Len(t, got, 1)
-	assert.Equal(t, sid("te-1", 0), got[0].Slot)
-	assert.Equal(t, b, got[0].Job)
+	assert.Equal(t, a, got[0].Job)
+	assert.Equal(t, sid("te-2", 0), got[0].Slot)
+	assert.Equal(t, 0, clock.Pending())
 
-	// CheckResourceRequirements itself matches at once, whatever the delay.
-	h.sm.RegisterTaskExecutor("te-3", report("te-3", cpu(1)))
-	h.sm.CheckResourceRequirements()
-	assert.Len(t, h.take(), 0, "b has 2 of 2")
-	c, _ := h.job("jm-c")
-	require.NoError(t, h.sm.DeclareRequirements(c, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
-	h.sm.CheckResourceRequirements()
+	// Declined again at 60 ms: held until 100 ms (50 ms after it was served), one timer.
+	clock.Advance(10 * time.Millisecond)
+	h.decline(got[0])
+	assert.Equal(t, 1, clock.Pending())
+	clock.Advance(40*time.Millisecond - time.Nanosecond)
+	assert.Empty(t, h.take())
+	clock.Advance(time.Nanosecond)
 	got = h.take()
 	require.Len(t, got, 1)
-	assert.Equal(t, c, got[0].Job)
-	clock.Advance(DefaultRequirementCheckDelay)
-	assert.Empty(t, h.take(), "the scheduled check finds nothing left")
+	assert.Equal(t, a, got[0].Job)
+
+	// Kept this time; freed a second later, long after a was last served: requested at once.
+	assert.False(t, h.sm.CompleteAllocation(got[0].Slot, got[0].Allocation, nil))
+	clock.Advance(time.Second)
+	require.True(t, h.sm.FreeSlot(got[0].Slot, got[0].Allocation))
+	got = h.take()
+	require.Len(t, got, 1)
+	assert.Equal(t, a, got[0].Job)
+	assert.Equal(t, 0, clock.Pending())
 	h.checkCounters()
+
+	// A held job that goes away is not released into the queues.
+	h.decline(got[0])
+	assert.Equal(t, 1, clock.Pending())
+	assert.True(t, h.sm.UnregisterJob(a))
+	clock.Advance(DefaultRequirementCheckDelay)
+	assert.Empty(t, h.take())
+	assert.Nil(t, h.sm.MissingResources(a))
+	h.checkCounters()
+}
+
+// A new JobMaster (another JobMasterID) is not held back for its predecessor's requests.
+func TestSlotManagerDoesNotHoldBackANewLeader(t *testing.T) {
+	clock := manualtime.New(time.Unix(0, 0))
+	h := newDelayedCore(t, clock, 0)
+	h.sm.RegisterTaskExecutor("te-1", report("te-1", cpu(1)))
+	a, _ := h.job("jm-a")
+	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	got := h.take()
+	require.Len(t, got, 1)
+	h.decline(got[0])
+	assert.Empty(t, h.take())
+
+	next := jobgraph.NewJobMasterID()
+	h.sm.RegisterJob(a, JobMasterInfo{ID: next, ResourceID: "jm-a2", Address: "jm-a2"})
+	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	got = h.take()
+	require.Len(t, got, 1, "at once")
+	assert.Equal(t, next, got[0].JobMasterID)
+	clock.Advance(DefaultRequirementCheckDelay)
+	assert.Empty(t, h.take(), "the old hold released nothing more")
 }
 
 func TestSlotManagerRequirementCheckDelayOptions(t *testing.T) {
@@ -107,11 +146,11 @@ func TestSlotManagerRequirementCheckDelayOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration
-		at    time.Duration // when the declaration's slot is requested
+		again time.Duration // when the declined slot is requested again
 	}{
 		{"zero is the default", 0, DefaultRequirementCheckDelay},
 		{"configured", 200 * time.Millisecond, 200 * time.Millisecond},
-		{"negative is at once", -1, 0},
+		{"negative holds nothing back", -1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := manualtime.New(time.Unix(0, 0))
@@ -119,8 +158,12 @@ func TestSlotManagerRequirementCheckDelayOptions(t *testing.T) {
 			h.sm.RegisterTaskExecutor("te-1", report("te-1", cpu(1)))
 			j, _ := h.job("jm")
 			require.NoError(t, h.sm.DeclareRequirements(j, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
-			if tc.at > 0 {
-				clock.Advance(tc.at - time.Nanosecond)
+			got := h.take()
+			require.Len(t, got, 1, "the first request goes at once")
+			h.decline(got[0])
+			if tc.again > 0 {
+				assert.Empty(t, h.take())
+				clock.Advance(tc.again - time.Nanosecond)
 				assert.Empty(t, h.take())
 				clock.Advance(time.Nanosecond)
 			}
@@ -130,72 +173,103 @@ func TestSlotManagerRequirementCheckDelayOptions(t *testing.T) {
 	}
 }
 
-// timedTaskExecutor is a fakeTaskExecutor that records when each RequestSlot came, since start.
-func timedTaskExecutor(start time.Time) (*fakeTaskExecutor, func() []time.Duration) {
-	var mu sync.Mutex
-	var at []time.Duration
-	te := &fakeTaskExecutor{respond: func(context.Context, slotCall, int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		at = append(at, time.Since(start))
-		return nil
-	}}
-	return te, func() []time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]time.Duration(nil), at...)
-	}
+// decliningTaskExecutor is a fake TaskExecutor whose JobMaster declines every offer: each
+// RequestSlot succeeds and the slot is freed again at once (NotifySlotAvailable), up to limit
+// times; it records when each request came.
+type decliningTaskExecutor struct {
+	*fakeTaskExecutor
+	mu    sync.Mutex
+	at    []time.Duration
+	start time.Time
 }
 
-// On the ResourceManager the check runs on its main loop: declarations at 0 ms and 30 ms and a
-// TaskExecutor lost at 40 ms are matched together at 50 ms; Config.RequirementCheckDelay sets
-// the delay (negative: at once).
-func TestResourceManagerChecksRequirementsOneDelayAfterTheFirstEvent(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		delay time.Duration
-		want  time.Duration
-	}{
-		{"default", 0, 50 * time.Millisecond},
-		{"configured", 120 * time.Millisecond, 120 * time.Millisecond},
-		{"at once", -1, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, func(c *Config) { c.RequirementCheckDelay = tc.delay })
-				start := time.Now()
-				te, times := timedTaskExecutor(start)
-				require.NoError(t, e.svc.Register("te/te-1", te))
-				_, err := e.gw.RegisterTaskExecutor(e.ctx, rpc.TaskExecutorRegistration{ResourceID: "te-1", Address: "te/te-1", SlotReport: report("te-1", cpu(1), cpu(1))})
-				require.NoError(t, err)
-				e.addTaskExecutor("te-2", cpu(1))
-				a, tokenA := e.addJob("jm-a")
-				b, tokenB := e.addJob("jm-b")
+func newDecliningTaskExecutor(e *env, id jobgraph.ResourceID, start time.Time, limit int) *decliningTaskExecutor {
+	d := &decliningTaskExecutor{start: start}
+	d.fakeTaskExecutor = &fakeTaskExecutor{respond: func(_ context.Context, c slotCall, n int) error {
+		d.mu.Lock()
+		d.at = append(d.at, time.Since(d.start))
+		d.mu.Unlock()
+		if n <= limit {
+			go func() { _ = e.gw.NotifySlotAvailable(context.Background(), id, c.Slot, c.Allocation) }()
+		}
+		return nil
+	}}
+	addr := "te/" + string(id)
+	require.NoError(e.t, e.svc.Register(addr, d))
+	_, err := e.gw.RegisterTaskExecutor(e.ctx, rpc.TaskExecutorRegistration{ResourceID: id, Address: addr, SlotReport: report(id, cpu(1))})
+	require.NoError(e.t, err)
+	return d
+}
 
-				require.NoError(t, e.declare(a, tokenA, req(unknown, 1)))
-				if tc.delay >= 0 {
-					advance(30 * time.Millisecond)
-					assert.Empty(t, times())
-				}
-				require.NoError(t, e.declare(b, tokenB, req(unknown, 1)))
-				if tc.delay >= 0 {
-					advance(10 * time.Millisecond)
-				}
-				require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, "te-2", nil))
-				if tc.want > 0 {
-					advance(tc.want - time.Since(start) - time.Nanosecond)
-					assert.Empty(t, times(), "nothing before the delay")
-					advance(time.Nanosecond)
-				} else {
-					synctest.Wait()
-				}
-				assert.Equal(t, []time.Duration{tc.want, tc.want}, times())
-				calls := te.Calls()
-				require.Len(t, calls, 2)
-				assert.Equal(t, []jobgraph.JobID{a, b}, []jobgraph.JobID{calls[0].Job, calls[1].Job})
-				assert.Nil(t, e.rm.MissingResources(a))
-				assert.Nil(t, e.rm.MissingResources(b))
-			})
-		})
-	}
+func (d *decliningTaskExecutor) times() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]time.Duration(nil), d.at...)
+}
+
+// Offers declined without end: with the default delay the ResourceManager asks again once per
+// 50 ms (21 requests in the first second, at 0, 50 ms, …, 1 s); with a negative delay (Flink's
+// 0) it asks again at the same instant, as often as the slot comes back: here 1,000 times at
+// 0 s, the livelock the delay exists for.
+func TestResourceManagerRequestsADeclinedSlotOncePerRequirementCheckDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		start := time.Now()
+		te := newDecliningTaskExecutor(e, "te-1", start, 1000)
+		job, token := e.addJob("jm")
+		require.NoError(t, e.declare(job, token, req(unknown, 1)))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		var want []time.Duration
+		for i := range 21 {
+			want = append(want, time.Duration(i)*DefaultRequirementCheckDelay)
+		}
+		assert.Equal(t, want, te.times())
+	})
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, func(c *Config) { c.RequirementCheckDelay = -1 })
+		start := time.Now()
+		te := newDecliningTaskExecutor(e, "te-1", start, 1000)
+		job, token := e.addJob("jm")
+		require.NoError(t, e.declare(job, token, req(unknown, 1)))
+		synctest.Wait()
+		times := te.times()
+		assert.Len(t, times, 1001, "1,000 declined, the last one kept")
+		for _, at := range times {
+			assert.Zero(t, at)
+		}
+	})
+}
+
+// The JobMaster declaring its requirements again is new information, not a repeat: a held job is
+// matched at once, and a slot lost after such a declaration holds nothing back (as when the
+// JobMaster learns of a lost TaskExecutor only after declining the replacement offered to it).
+func TestSlotManagerDeclarationReleasesAHeldJob(t *testing.T) {
+	clock := manualtime.New(time.Unix(0, 0))
+	h := newDelayedCore(t, clock, 0)
+	h.sm.RegisterTaskExecutor("te-1", report("te-1", cpu(1)))
+	a, _ := h.job("jm-a")
+	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	got := h.take()
+	require.Len(t, got, 1)
+
+	// Held after a decline; the JobMaster declares again: matched at once.
+	h.decline(got[0])
+	assert.Empty(t, h.take())
+	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	got = h.take()
+	require.Len(t, got, 1)
+	assert.Equal(t, a, got[0].Job)
+
+	// Declared after this round, then declined: not held.
+	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	h.decline(got[0])
+	got = h.take()
+	require.Len(t, got, 1, "at once")
+	// Declined again with no declaration since this round: held until 50 ms.
+	h.decline(got[0])
+	assert.Empty(t, h.take())
+	clock.Advance(DefaultRequirementCheckDelay)
+	assert.Len(t, h.take(), 1)
+	h.checkCounters()
 }

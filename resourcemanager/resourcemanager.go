@@ -90,22 +90,22 @@ type Config struct {
 	// zero means the default.
 	RequestTimeout time.Duration
 	// SlotRequestRetryDelay is how long after a failed RequestSlot the ResourceManager matches
-	// requirements again, at once when it fires (other events — a slot report, a freed slot, a
-	// new declaration — match at the next requirement check regardless, see
-	// RequirementCheckDelay). Flink retries with the requirement-check delay; we wait longer so
+	// requirements again (other events — a slot report, a freed slot, a new declaration — match
+	// at once regardless). Flink retries with the requirement-check delay; we wait longer so
 	// that a TaskExecutor that keeps refusing a slot (one whose view is out of date until its next
 	// slot report) does not keep the main loop busy. No Flink option; zero means
 	// DefaultSlotRequestRetryDelay, a negative value retries at once.
 	SlotRequestRetryDelay time.Duration
-	// RequirementCheckDelay is how long after an event (a declaration, a TaskExecutor registered
-	// or lost, a slot report, a freed slot) the slot manager matches the jobs' requirements with
-	// free slots; the events until then share that one check, which runs on the main loop.
-	// Option slotmanager.requirement-check.delay, default 50 ms (DefaultRequirementCheckDelay;
-	// zero means the default); a negative value matches at once, inside the call, as Flink does
-	// for 0 or less. See SlotManagerConfig.RequirementCheckDelay for why it exists: without it a
-	// JobMaster that declines the offered slots makes the ResourceManager request them again at
-	// the same instant, forever. The retry after a failed RequestSlot (SlotRequestRetryDelay)
-	// matches at once when it fires.
+	// RequirementCheckDelay is the least time between two rounds of slot requests for a job that
+	// loses a slot it was sent (its JobMaster declined the offer and the TaskExecutor freed it, or
+	// the TaskExecutor is gone): such a job is matched again once that long has passed since its
+	// last round, by one timer on the main loop shared by all held jobs; every other match is
+	// made at once. Option slotmanager.requirement-check.delay, default 50 ms
+	// (DefaultRequirementCheckDelay; zero means the default); a negative value never holds a job
+	// back, as Flink does for 0 or less. Without it a JobMaster that declines the offered slots
+	// makes the ResourceManager request them again at the same instant, forever. Where we differ
+	// from Flink, which delays every check: see SlotManagerConfig.RequirementCheckDelay. A failed
+	// RequestSlot does not hold its job back; SlotRequestRetryDelay decides.
 	RequirementCheckDelay time.Duration
 	// HeartbeatInterval is how often the ResourceManager asks each registered TaskExecutor and
 	// JobMaster for a heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
@@ -411,9 +411,9 @@ func (rm *ResourceManager) SendSlotReport(ctx context.Context, taskExecutor jobg
 	})
 }
 
-// NotifySlotAvailable marks the slot free again if it is still held by allocation; waiting
-// requirements are matched with it at the next requirement check (Config.RequirementCheckDelay).
-// A notice for a slot that moved on to another allocation is
+// NotifySlotAvailable marks the slot free again if it is still held by allocation, and matches
+// waiting requirements with it (a job that lost the slot less than Config.RequirementCheckDelay
+// after it was sent it waits for the rest of that delay). A notice for a slot that moved on to another allocation is
 // ignored. Fails with ErrTaskExecutorNotRegistered for an unknown TaskExecutor.
 func (rm *ResourceManager) NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot rpc.SlotID, allocation jobgraph.AllocationID) error {
 	return rm.call(ctx, func() error {
@@ -525,8 +525,7 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 	})
 }
 
-// DeclareRequiredResources replaces the job's requirements, which the next requirement check
-// (Config.RequirementCheckDelay after the first event since the last one) matches. It fails with
+// DeclareRequiredResources replaces the job's requirements and matches them. It fails with
 // ErrJobNotRegistered when no JobMaster is registered for the job, with a *rpc.FencingError
 // (errors.Is rpc.ErrFencingTokenMismatch) when token is not the registered JobMaster's, and with
 // ErrInvalidRequirements for a negative count.

@@ -154,13 +154,6 @@ func (e *env) declare(job jobgraph.JobID, token jobgraph.JobMasterID, reqs ...rp
 	return e.gw.DeclareRequiredResources(e.ctx, token, rpc.ResourceRequirements{JobID: job, Requirements: reqs})
 }
 
-// settle lets the requirement check that the last events scheduled run (one
-// DefaultRequirementCheckDelay later, the Config default) and waits for all it started.
-func settle() {
-	time.Sleep(DefaultRequirementCheckDelay)
-	synctest.Wait()
-}
-
 func TestRequestsSlotsForDeclaredRequirements(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -169,16 +162,8 @@ func TestRequestsSlotsForDeclaredRequirements(t *testing.T) {
 		assert.Equal(t, 2, e.rm.NumFreeSlots())
 		job, token := e.addJob("jm-address")
 
-		// The slots are requested one requirement-check delay after the declaration.
-		start := time.Now()
 		require.NoError(t, e.declare(job, token, req(unknown, 2)))
-		time.Sleep(DefaultRequirementCheckDelay - time.Nanosecond)
 		synctest.Wait()
-		assert.Empty(t, te.Calls())
-		assert.Equal(t, 2, e.rm.NumFreeSlots())
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		assert.Equal(t, DefaultRequirementCheckDelay, time.Since(start))
 		calls := te.Calls()
 		require.Len(t, calls, 2)
 		for i, c := range calls {
@@ -202,7 +187,7 @@ func TestRequestsSlotsForDeclaredRequirements(t *testing.T) {
 
 		// The same declaration again asks for nothing more.
 		require.NoError(t, e.declare(job, token, req(unknown, 2)))
-		settle()
+		synctest.Wait()
 		assert.Len(t, te.Calls(), 2)
 		assert.Nil(t, e.rm.MissingResources(job))
 	})
@@ -218,7 +203,7 @@ func TestJobsShareTaskExecutors(t *testing.T) {
 
 		require.NoError(t, e.declare(jobA, tokenA, req(unknown, 1)))
 		require.NoError(t, e.declare(jobB, tokenB, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 2)
 		assert.Equal(t, []jobgraph.JobID{jobA, jobB}, []jobgraph.JobID{calls[0].Job, calls[1].Job})
@@ -226,25 +211,25 @@ func TestJobsShareTaskExecutors(t *testing.T) {
 
 		// A third slot is needed; none is free.
 		require.NoError(t, e.declare(jobC, tokenC, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		assert.Len(t, te.Calls(), 2)
 		assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, e.rm.MissingResources(jobC))
 
 		// Job A finishes: its JobMaster goes away, but the slot stays until the TaskExecutor frees it.
 		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, tokenA, jobA, rpc.Failure(errors.New("finished"))))
-		settle()
+		synctest.Wait()
 		assert.Len(t, te.Calls(), 2)
 		assert.Nil(t, e.rm.Requirements(jobA))
 		assert.Equal(t, 2, e.rm.NumAllocatedSlots())
 
 		// A stale notice (another allocation) frees nothing.
 		require.NoError(t, e.gw.NotifySlotAvailable(e.ctx, "te-1", calls[0].Slot, jobgraph.NewAllocationID()))
-		settle()
+		synctest.Wait()
 		assert.Len(t, te.Calls(), 2)
 
 		te.Take()
 		require.NoError(t, e.gw.NotifySlotAvailable(e.ctx, "te-1", calls[0].Slot, calls[0].Allocation))
-		settle()
+		synctest.Wait()
 		calls = te.Take()
 		require.Len(t, calls, 1)
 		assert.Equal(t, sid("te-1", 0), calls[0].Slot)
@@ -263,13 +248,13 @@ func TestProfileMatching(t *testing.T) {
 		job, token := e.addJob("jm")
 
 		require.NoError(t, e.declare(job, token, req(cpu(2), 1)))
-		settle()
+		synctest.Wait()
 		assert.Empty(t, te.Calls())
 		assert.Equal(t, 2, e.rm.NumFreeSlots())
 		assert.Equal(t, []rpc.ResourceRequirement{req(cpu(2), 1)}, e.rm.MissingResources(job))
 
 		require.NoError(t, e.declare(job, token, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 1)
 		assert.Equal(t, sid("te-1", 0), calls[0].Slot)
@@ -298,7 +283,7 @@ func TestDeclareRequiredResourcesIsFenced(t *testing.T) {
 		require.NoError(t, second(e.gw.RegisterJobMaster(e.ctx, newToken, "jm-2", "jm-2", job)))
 		assert.ErrorIs(t, e.declare(job, token, req(unknown, 1)), rpc.ErrFencingTokenMismatch)
 		require.NoError(t, e.declare(job, newToken, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 1)
 		assert.Equal(t, newToken, calls[0].JobMasterID)
@@ -335,13 +320,12 @@ func TestFailedSlotRequestFreesSlotAndRetries(t *testing.T) {
 		start := time.Now()
 
 		require.NoError(t, e.declare(job, token, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
 		assert.Equal(t, 1, e.rm.NumFreeSlots(), "the slot is free again")
 		assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, e.rm.MissingResources(job))
 
-		// Matching runs again DefaultSlotRequestRetryDelay after the failed request, which went
-		// out one requirement-check delay after the declaration; the retry matches at once.
+		// Matching runs again DefaultSlotRequestRetryDelay later.
 		time.Sleep(DefaultSlotRequestRetryDelay - time.Nanosecond)
 		synctest.Wait()
 		assert.Len(t, te.Calls(), 1)
@@ -349,7 +333,7 @@ func TestFailedSlotRequestFreesSlotAndRetries(t *testing.T) {
 		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 2)
-		assert.Equal(t, DefaultRequirementCheckDelay+DefaultSlotRequestRetryDelay, time.Since(start))
+		assert.Equal(t, DefaultSlotRequestRetryDelay, time.Since(start))
 		assert.Equal(t, calls[0].Slot, calls[1].Slot)
 		assert.NotEqual(t, calls[0].Allocation, calls[1].Allocation)
 		assert.Equal(t, 1, e.rm.NumAllocatedSlots())
@@ -370,14 +354,13 @@ func TestFailedSlotRequestSlotServesAnotherJob(t *testing.T) {
 		jobA, tokenA := e.addJob("jm-a")
 		jobB, tokenB := e.addJob("jm-b")
 		require.NoError(t, e.declare(jobA, tokenA, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
 
-		// Before the retry, job A no longer needs the slot and job B declares: B gets it at the
-		// next requirement check, without waiting for the retry.
+		// Before the retry, job A no longer needs the slot and job B declares: B gets it at once.
 		require.NoError(t, e.declare(jobA, tokenA))
 		require.NoError(t, e.declare(jobB, tokenB, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 2)
 		assert.Equal(t, jobB, calls[1].Job)
@@ -405,7 +388,7 @@ func TestSlotRequestTimesOut(t *testing.T) {
 		job, token := e.addJob("jm")
 		start := time.Now()
 		require.NoError(t, e.declare(job, token, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		assert.Equal(t, 1, e.rm.NumPendingSlots())
 
 		time.Sleep(DefaultRequestTimeout - time.Nanosecond)
@@ -413,11 +396,10 @@ func TestSlotRequestTimesOut(t *testing.T) {
 		assert.Equal(t, 1, e.rm.NumPendingSlots())
 		assert.Len(t, te.Calls(), 1)
 
-		// At the timeout (the request went out one requirement-check delay after the
-		// declaration) the slot is free again and, with no retry delay, requested at once.
+		// At the timeout the slot is free again and, with no retry delay, requested at once.
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		assert.Equal(t, DefaultRequirementCheckDelay+DefaultRequestTimeout, time.Since(start))
+		assert.Equal(t, DefaultRequestTimeout, time.Since(start))
 		assert.Len(t, te.Calls(), 2)
 		assert.Equal(t, 1, e.rm.NumAllocatedSlots())
 	})
@@ -430,16 +412,26 @@ func TestDisconnectTaskExecutorRemovesItsSlots(t *testing.T) {
 		te2 := e.addTaskExecutor("te-2", cpu(1))
 		job, token := e.addJob("jm")
 		require.NoError(t, e.declare(job, token, req(unknown, 2)))
-		settle()
+		synctest.Wait()
 		require.Len(t, te1.Calls(), 2)
 		assert.Empty(t, te2.Calls())
 		assert.Equal(t, 3, e.rm.NumRegisteredSlots())
 
 		require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, "te-1", rpc.Failure(errors.New("lost"))))
-		settle()
+		synctest.Wait()
 		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors())
 		assert.Equal(t, 1, e.rm.NumRegisteredSlots())
-		// The job lost both slots; the one slot left is requested for it.
+		// The job lost both slots; the one slot left is requested for it, one requirement-check
+		// delay after the job's last requests (all of this happens at 0 s; a TaskExecutor lost
+		// later than that is replaced at once).
+		start := time.Now()
+		time.Sleep(DefaultRequirementCheckDelay - time.Nanosecond)
+		synctest.Wait()
+		assert.Empty(t, te2.Calls())
+		assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 2)}, e.rm.MissingResources(job))
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, DefaultRequirementCheckDelay, time.Since(start))
 		calls := te2.Calls()
 		require.Len(t, calls, 1)
 		assert.Equal(t, sid("te-2", 0), calls[0].Slot)
@@ -473,7 +465,7 @@ func TestSendSlotReportReplacesView(t *testing.T) {
 		assert.Equal(t, 1, e.rm.NumAllocatedSlots())
 
 		require.NoError(t, e.declare(job, token, req(unknown, 2)))
-		settle()
+		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 1)
 		assert.Equal(t, sid("te-1", 2), calls[0].Slot)
@@ -483,7 +475,7 @@ func TestSendSlotReportReplacesView(t *testing.T) {
 		rep.Slots[0].JobID, rep.Slots[0].AllocationID = jobgraph.JobID{}, jobgraph.AllocationID{}
 		rep.Slots[1].JobID, rep.Slots[1].AllocationID = job, calls[0].Allocation
 		require.NoError(t, e.gw.SendSlotReport(e.ctx, "te-1", rep))
-		settle()
+		synctest.Wait()
 		calls = te.Take()
 		require.Len(t, calls, 1)
 		assert.Equal(t, sid("te-1", 0), calls[0].Slot)
@@ -504,16 +496,20 @@ func TestRegisterTaskExecutor(t *testing.T) {
 		te := e.addTaskExecutor("te-1", cpu(1), cpu(1))
 		job, token := e.addJob("jm")
 		require.NoError(t, e.declare(job, token, req(unknown, 1)))
-		settle()
+		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
 
 		// The TaskExecutor restarts and registers again with one free slot: its old view is dropped,
-		// the job's slot is requested from the new registration.
+		// the job's slot is requested from the new registration — one requirement-check delay
+		// after the job's last request, at 0 s, as the restart came in the same instant.
 		_, err = e.gw.RegisterTaskExecutor(e.ctx, rpc.TaskExecutorRegistration{ResourceID: "te-1", Address: "te/te-1", SlotReport: report("te-1", cpu(1))})
 		require.NoError(t, err)
-		settle()
+		synctest.Wait()
 		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors())
 		assert.Equal(t, 1, e.rm.NumRegisteredSlots())
+		assert.Len(t, te.Calls(), 1)
+		time.Sleep(DefaultRequirementCheckDelay)
+		synctest.Wait()
 		calls := te.Calls()
 		require.Len(t, calls, 2)
 		assert.Equal(t, sid("te-1", 0), calls[1].Slot)
@@ -555,7 +551,7 @@ func TestLifecycle(t *testing.T) {
 		job, token := jobgraph.NewJobID(), jobgraph.NewJobMasterID()
 		require.NoError(t, second(rm.RegisterJobMaster(t.Context(), token, "jm", "jm", job)))
 		require.NoError(t, rm.DeclareRequiredResources(t.Context(), token, rpc.ResourceRequirements{JobID: job, Requirements: []rpc.ResourceRequirement{req(unknown, 1)}}))
-		settle()
+		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
 		start := time.Now()
 		require.NoError(t, rm.Close())

@@ -53,22 +53,33 @@ type SlotManagerConfig struct {
 	Allocator SlotAllocator
 	// Logger receives the slot manager's logs; nil means slog.Default().
 	Logger *slog.Logger
-	// RequirementCheckDelay is how long after an event that may let a waiting job get a slot (a
-	// declaration, a TaskExecutor registered or lost, a slot report, a freed slot) the slot
-	// manager matches requirements with free slots. Every further event until then is covered by
-	// that one check: at most one check is scheduled at a time, and one is scheduled only when a
-	// job lacks slots and a slot is free. Option slotmanager.requirement-check.delay
-	// (Flink's FineGrainedSlotManager and DeclarativeSlotManager checkResourceRequirementsWithDelay),
-	// default 50 ms; zero means the default. A negative value matches at once, inside the call
-	// that caused it, as Flink does for a delay of 0 or less.
+	// RequirementCheckDelay is the least time between two rounds of slot requests for one job
+	// that loses slots: a job that was sent slot requests less than this long ago and loses a
+	// slot (its JobMaster declined the offer and the TaskExecutor freed it, say, or its
+	// TaskExecutor is gone) is matched again once the delay since its last round has passed, by
+	// one timer shared by all such jobs, unless its JobMaster declares its requirements again
+	// first (that is new information, not a repeat: it is matched at once); every other match is
+	// made at once. Option
+	// slotmanager.requirement-check.delay, default 50 ms; zero means the default. A negative
+	// value never holds a job back, as Flink does for a delay of 0 or less.
 	//
 	// The delay is what keeps a ResourceManager and a JobMaster that disagree from spinning: a
 	// JobMaster that still counts a lost TaskExecutor's slots declines every slot offered to it,
 	// the TaskExecutor frees the slot, and a slot manager matching at once requests it again at
 	// the same instant, without end. With the delay each such round takes one delay of time.
+	//
+	// Where we differ: Flink's FineGrainedSlotManager and DeclarativeSlotManager
+	// (checkResourceRequirementsWithDelay) delay every check by the delay, for every job. That
+	// bounds the rounds too, but caps a cluster that hands a slot from one job to the next at one
+	// job per delay (20 jobs/s for jobs run one after another, or a backlog draining through one
+	// slot); holding back only the job that was just served keeps a new job's first slots, and a
+	// freed slot's next job, at once.
 	RequirementCheckDelay time.Duration
-	// Timers runs the delayed checks; required unless RequirementCheckDelay is negative.
+	// Timers runs the release of held-back jobs; required unless RequirementCheckDelay is
+	// negative.
 	Timers Timers
+	// Now reads the clock the delay is measured on; nil means time.Now.
+	Now func() time.Time
 }
 
 // JobMasterInfo is what the slot manager knows of a job's JobMaster: its fencing token, its
@@ -132,6 +143,16 @@ type job struct {
 	requirements []rpc.ResourceRequirement // normalized
 	seq          uint64                    // registration order
 	lack         []int                     // per requirement line, the slots it still lacks (missing)
+	// served is when the job was last sent slot requests (zero: never, or not since its
+	// JobMaster changed). heldUntil is nonzero while the job lacks slots but is held back until
+	// then (served + the requirement-check delay); a held job waits in no queue.
+	served, heldUntil time.Time
+	// servedSeq and declaredSeq order the job's last round of requests and its JobMaster's last
+	// declaration (SlotManager.events): a declaration after the round is the JobMaster's answer
+	// to what changed, and its next round is no mere repeat.
+	servedSeq, declaredSeq uint64
+	listed                 bool // in SlotManager.held
+	lostSlot               bool // a slot was just taken from it; the next refresh decides on a hold
 	// waiting holds the job's entry in the wait queue of each requirement profile it lacks.
 	waiting map[jobgraph.ResourceProfile]*waitEntry
 }
@@ -142,10 +163,10 @@ type job struct {
 // for a fixed set of TaskExecutors: it never starts new workers.
 //
 // A SlotManager is a plain state machine: no locks, no goroutines, no I/O. Drive it from one
-// goroutine (the ResourceManager's main loop); its one timer, the delayed requirement check, fires
-// there too (SlotManagerConfig.Timers). Every call that can make a slot free or a requirement
-// unmet runs the matching again (CheckResourceRequirements) one requirement-check delay later, or
-// at once for a negative delay, except CompleteAllocation, whose caller decides when to retry.
+// goroutine (the ResourceManager's main loop); its one timer, which releases the jobs held back by
+// the requirement-check delay, fires there too (SlotManagerConfig.Timers). Every call that can
+// make a slot free or a requirement unmet runs the matching again (CheckResourceRequirements),
+// except CompleteAllocation, whose caller decides when to retry.
 //
 // A slot event costs the same however many jobs wait: jobs that lack slots wait in one queue per
 // requirement profile, ordered by registration, and a matching round only looks at the head of
@@ -162,9 +183,13 @@ type SlotManager struct {
 	allocator SlotAllocator
 	log       *slog.Logger
 
-	checkDelay     time.Duration // < 0: check at once
-	timers         Timers
-	checkScheduled bool // a delayed check is scheduled and has not run yet
+	checkDelay time.Duration // < 0: no job is held back
+	timers     Timers
+	now        func() time.Time
+	held       []*job    // jobs held back by the delay (some may have been released since)
+	events     uint64    // counts rounds and declarations, for job.servedSeq and declaredSeq
+	releaseAt  time.Time // when the release timer fires; zero when none is scheduled
+	cancelTime func() bool
 
 	taskExecutors []*taskExecutor // registration order
 	teByID        map[jobgraph.ResourceID]*taskExecutor
@@ -177,8 +202,8 @@ type SlotManager struct {
 	numSlots, numPending, numAllocated int
 }
 
-// NewSlotManager returns an empty slot manager that requests slots through allocator and
-// matches at once on every event, with no timer: NewSlotManagerWithConfig with a negative
+// NewSlotManager returns an empty slot manager that requests slots through allocator and never
+// holds a job back, with no timer: NewSlotManagerWithConfig with a negative
 // RequirementCheckDelay, for driving the matching core by hand. A nil logger means
 // slog.Default().
 func NewSlotManager(allocator SlotAllocator, logger *slog.Logger) *SlotManager {
@@ -204,11 +229,15 @@ func newSlotManager(cfg SlotManagerConfig) *SlotManager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &SlotManager{
 		allocator:  cfg.Allocator,
 		log:        cfg.Logger,
 		checkDelay: cfg.RequirementCheckDelay,
 		timers:     cfg.Timers,
+		now:        cfg.Now,
 		teByID:     make(map[jobgraph.ResourceID]*taskExecutor),
 		jobByID:    make(map[jobgraph.JobID]*job),
 		waiting:    make(map[jobgraph.ResourceProfile]*waitQueue),
@@ -226,20 +255,20 @@ func (m *SlotManager) RegisterTaskExecutor(id jobgraph.ResourceID, report rpc.Sl
 	if te, ok := m.teByID[id]; ok {
 		m.log.Debug("TaskExecutor was already registered; applying its slot report", "taskExecutor", id)
 		m.applyReport(te, report)
-		m.checkResourceRequirementsWithDelay()
+		m.CheckResourceRequirements()
 		return false
 	}
 	te := &taskExecutor{id: id, byNum: make(map[int]*slot)}
 	m.taskExecutors = append(m.taskExecutors, te)
 	m.teByID[id] = te
 	m.applyReport(te, report)
-	m.checkResourceRequirementsWithDelay()
+	m.CheckResourceRequirements()
 	return true
 }
 
 // UnregisterTaskExecutor removes a TaskExecutor and all its slots. The requirements its pending
-// and allocated slots served become unmet again and are matched with other slots at the next
-// requirement check. It
+// and allocated slots served become unmet again and are matched with other slots at once (after
+// the requirement-check delay for a job served less than that long ago). It
 // returns false for an unknown TaskExecutor.
 func (m *SlotManager) UnregisterTaskExecutor(id jobgraph.ResourceID) bool {
 	te, ok := m.teByID[id]
@@ -252,7 +281,7 @@ func (m *SlotManager) UnregisterTaskExecutor(id jobgraph.ResourceID) bool {
 	delete(m.teByID, id)
 	m.taskExecutors = slices.DeleteFunc(m.taskExecutors, func(x *taskExecutor) bool { return x == te })
 	m.log.Debug("unregistered TaskExecutor", "taskExecutor", id)
-	m.checkResourceRequirementsWithDelay()
+	m.CheckResourceRequirements()
 	return true
 }
 
@@ -267,7 +296,7 @@ func (m *SlotManager) ReportSlotStatus(id jobgraph.ResourceID, report rpc.SlotRe
 		return false
 	}
 	m.applyReport(te, report)
-	m.checkResourceRequirementsWithDelay()
+	m.CheckResourceRequirements()
 	return true
 }
 
@@ -291,7 +320,7 @@ func (m *SlotManager) FreeSlot(id rpc.SlotID, allocation jobgraph.AllocationID) 
 	}
 	m.log.Debug("slot freed", "slot", id, "job", s.Job, "allocation", s.Allocation)
 	m.release(s)
-	m.checkResourceRequirementsWithDelay()
+	m.CheckResourceRequirements()
 	return true
 }
 
@@ -299,6 +328,7 @@ func (m *SlotManager) FreeSlot(id rpc.SlotID, allocation jobgraph.AllocationID) 
 // allocated; on failure it is free again. Answers for slots no longer pending under that
 // allocation (freed, removed, or settled by a slot report meanwhile) are ignored. It reports
 // whether a failure freed the slot: the caller should then run CheckResourceRequirements again
+// (the job is not held back by the requirement-check delay for that request)
 // (Flink checks again with the requirement-check delay; the ResourceManager waits
 // Config.SlotRequestRetryDelay).
 func (m *SlotManager) CompleteAllocation(id rpc.SlotID, allocation jobgraph.AllocationID, err error) (retry bool) {
@@ -315,6 +345,11 @@ func (m *SlotManager) CompleteAllocation(id rpc.SlotID, allocation jobgraph.Allo
 		return false
 	}
 	m.log.Warn("slot request failed", "slot", id, "job", s.Job, "allocation", allocation, "error", err)
+	if j, ok := m.jobByID[s.Job]; ok {
+		// Not held back by the requirement-check delay: the caller's retry decides when it is
+		// matched again (or any event before that, as for a job never served).
+		j.served = time.Time{}
+	}
 	m.release(s)
 	return true
 }
@@ -339,6 +374,7 @@ func (m *SlotManager) RegisterJob(id jobgraph.JobID, jm JobMasterInfo) {
 	}
 	if j.jobMaster.ID != jm.ID {
 		j.requirements = nil
+		j.served = time.Time{} // the new leader's first requests are no second round
 		m.refresh(j)
 	}
 	j.jobMaster = jm
@@ -381,6 +417,9 @@ func (m *SlotManager) DeclareRequirements(id jobgraph.JobID, reqs []rpc.Resource
 		return err
 	}
 	j.requirements = norm
+	// The JobMaster's answer: a job held back since its last round is matched at once.
+	m.events++
+	j.declaredSeq, j.heldUntil = m.events, time.Time{}
 	m.refresh(j)
 	if targetAddress != "" {
 		j.target = targetAddress
@@ -388,7 +427,7 @@ func (m *SlotManager) DeclareRequirements(id jobgraph.JobID, reqs []rpc.Resource
 		j.target = j.jobMaster.Address
 	}
 	m.log.Debug("resource requirements declared", "job", id, "requirements", norm)
-	m.checkResourceRequirementsWithDelay()
+	m.CheckResourceRequirements()
 	return nil
 }
 
@@ -431,13 +470,12 @@ func (m *SlotManager) missing(j *job) []int {
 }
 
 // CheckResourceRequirements matches the missing requirements of waiting jobs with free slots
-// and requests each match through the SlotAllocator, at once, whatever the requirement-check
-// delay (a delayed check already scheduled still runs, and finds only what is left). Requirements
-// no free slot can serve wait for the next call. Its cost grows with the free slots, the distinct
-// profiles and the matches made, not with the number of waiting jobs. Flink:
-// DeclarativeSlotManager.checkResourceRequirements.
+// and requests each match through the SlotAllocator. Requirements no free slot can serve wait for
+// the next call; a job held back by the requirement-check delay waits for its release. Its cost
+// grows with the free slots, the distinct profiles and the matches made, not with the number of
+// waiting jobs. Flink: DeclarativeSlotManager.checkResourceRequirements.
 func (m *SlotManager) CheckResourceRequirements() {
-	if !m.canMatch() {
+	if len(m.waiting) == 0 || m.numSlots == m.numPending+m.numAllocated {
 		return
 	}
 	pool := m.freePool()
@@ -450,30 +488,76 @@ func (m *SlotManager) CheckResourceRequirements() {
 	}
 }
 
-// canMatch reports whether a check could request anything now: a job lacks slots and a slot is
-// free.
-func (m *SlotManager) canMatch() bool {
-	return len(m.waiting) > 0 && m.numSlots > m.numPending+m.numAllocated
+// hold keeps j out of the wait queues until the requirement-check delay since it was last
+// served has passed, when one of its slots was just taken from it (freed, reported free, or lost
+// with its TaskExecutor) less than a delay after it was served and its JobMaster has declared
+// nothing since: the round trip that, at once, could repeat without end. A job never served,
+// served at least a delay ago, or whose JobMaster declared since, is not held.
+func (m *SlotManager) hold(j *job) {
+	if m.checkDelay < 0 || j.served.IsZero() || j.declaredSeq > j.servedSeq {
+		return
+	}
+	until := j.served.Add(m.checkDelay)
+	if !m.now().Before(until) {
+		return
+	}
+	if !j.listed {
+		m.held, j.listed = append(m.held, j), true
+	}
+	j.heldUntil = until
+	if m.releaseAt.IsZero() || until.Before(m.releaseAt) {
+		if m.cancelTime != nil {
+			m.cancelTime()
+		}
+		m.releaseAt = until
+		m.cancelTime = m.timers.Schedule(until.Sub(m.now()), m.releaseHeld)
+	}
 }
 
-// checkResourceRequirementsWithDelay runs CheckResourceRequirements one requirement-check delay
-// from now, unless a check is scheduled already (it covers this event too), or at once for a
-// negative delay. Nothing is scheduled while no check could match anything: every event that
-// changes that (a declaration, a slot freed, added or reported free) calls this again.
-// Flink: FineGrainedSlotManager.checkResourceRequirementsWithDelay.
-func (m *SlotManager) checkResourceRequirementsWithDelay() {
-	if m.checkDelay < 0 {
-		m.CheckResourceRequirements()
-		return
+// isHeld reports whether j is held back now, and forgets a hold whose time has passed.
+func (m *SlotManager) isHeld(j *job) bool {
+	if j.heldUntil.IsZero() {
+		return false
 	}
-	if m.checkScheduled || !m.canMatch() {
-		return
+	if !m.now().Before(j.heldUntil) {
+		j.heldUntil = time.Time{}
+		return false
 	}
-	m.checkScheduled = true
-	m.timers.Schedule(m.checkDelay, func() {
-		m.checkScheduled = false
-		m.CheckResourceRequirements()
-	})
+	return true
+}
+
+// releaseHeld runs when the release timer fires: the held jobs whose delay has passed wait in their
+// queues again and are matched; the timer is set again for the next one still held.
+func (m *SlotManager) releaseHeld() {
+	m.releaseAt, m.cancelTime = time.Time{}, nil
+	now := m.now()
+	var next time.Time
+	kept := m.held[:0]
+	var due []*job
+	for _, j := range m.held {
+		switch {
+		case j.heldUntil.IsZero() || m.jobByID[j.id] != j:
+			j.listed = false // released by a refresh meanwhile, or gone
+		case !now.Before(j.heldUntil):
+			j.listed = false
+			due = append(due, j)
+		default:
+			kept = append(kept, j)
+			if next.IsZero() || j.heldUntil.Before(next) {
+				next = j.heldUntil
+			}
+		}
+	}
+	clear(m.held[len(kept):])
+	m.held = kept
+	if !next.IsZero() {
+		m.releaseAt = next
+		m.cancelTime = m.timers.Schedule(next.Sub(now), m.releaseHeld)
+	}
+	for _, j := range due {
+		m.refresh(j) // back into its queues: its delay has passed
+	}
+	m.CheckResourceRequirements()
 }
 
 // nextServable returns the first job in registration order that lacks a slot some free slot of
@@ -494,6 +578,10 @@ func (m *SlotManager) nextServable(pool *freePool) *job {
 // as the slot is occupied. Called only when pool can serve at least one line, so it always takes
 // a slot.
 func (m *SlotManager) serve(j *job, pool *freePool) {
+	if m.checkDelay >= 0 {
+		m.events++
+		j.served, j.servedSeq = m.now(), m.events
+	}
 	lack := slices.Clone(j.lack)
 	for i, n := range lack {
 		profile := j.requirements[i].Profile
@@ -521,6 +609,17 @@ func (m *SlotManager) refresh(j *job) {
 			lacking[j.requirements[i].Profile] = true
 		}
 	}
+	if len(lacking) == 0 {
+		j.heldUntil = time.Time{}
+	} else {
+		if j.lostSlot {
+			m.hold(j)
+		}
+		if m.isHeld(j) {
+			clear(lacking) // held back: out of every queue until released
+		}
+	}
+	j.lostSlot = false
 	for profile, e := range j.waiting {
 		if !lacking[profile] {
 			q := m.waiting[profile]
@@ -690,6 +789,9 @@ func (m *SlotManager) release(s *slot) {
 	}
 	id := s.Job
 	s.State, s.Job, s.Allocation = SlotFree, jobgraph.JobID{}, jobgraph.AllocationID{}
+	if j, ok := m.jobByID[id]; ok {
+		j.lostSlot = true // refresh holds it back if it now lacks slots
+	}
 	m.refreshJob(id)
 }
 
