@@ -18,12 +18,12 @@ import (
 // cpu-µs/job the CPU time of the whole process per job (getrusage), which a machine shared with
 // other work changes less than the rate.
 //
-// The ResourceManager matches requirements at once (RequirementCheckDelay < 0, Flink's
-// slotmanager.requirement-check.delay 0): with the default 50 ms every job waits 50 ms for its
-// slot (its JobMaster gets none from the previous job), which caps one-after-another submission
-// at 20 jobs/s, in Flink too, and leaves nothing of the control plane's cost to measure.
+// It runs the default configuration: slotmanager.requirement-check.delay (50 ms) holds back only
+// a job that loses a slot it was just sent, so each job's slot is requested at once. (Flink
+// delays every requirement check by it, which would cap one-after-another submission at 20
+// jobs/s; see docs/ARCHITECTURE.md.)
 func BenchmarkSubmitJob(b *testing.B) {
-	mc, err := minicluster.New(minicluster.Config{Registry: registry(), RequirementCheckDelay: -1})
+	mc, err := minicluster.New(minicluster.Config{Registry: registry()})
 	if err != nil {
 		b.Fatal(err)
 	}
