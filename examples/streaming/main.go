@@ -65,6 +65,8 @@ type options struct {
 	previousOut        []string
 	taskExecutors      int
 	slots              int
+	// extraFailures are added to the planned ones (no flag: for tests).
+	extraFailures []keyedsum.Failure
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -242,7 +244,7 @@ func jobOptions(o options) (keyedsum.JobOptions, error) {
 	if err != nil {
 		return jo, err
 	}
-	jo.Failures = plan
+	jo.Failures = append(plan, o.extraFailures...)
 	return jo, nil
 }
 

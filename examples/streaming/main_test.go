@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,6 +55,37 @@ func TestStreamingWithFailuresIsExactlyOnce(t *testing.T) {
 		st := r.archived.CheckpointStatistics
 		require.NotNil(t, st)
 		assert.Positive(t, st.Counts.Restored, "some restart restored a checkpoint")
+		sum, err := keyedsum.Check(20000, 10, dir)
+		require.NoError(t, err)
+		assert.Equal(t, keyedsum.Summary{Runs: 1, Files: 2, Lines: 20000, Keys: 10}, sum)
+	})
+}
+
+// A checkpoint declined by sink 2/2 while sink 1/2 may already have taken its snapshot: with no
+// tolerated checkpoint failure the job fails over from the checkpoint before, and sink 1/2 must
+// not have committed the declined checkpoint's lines (a sink that committed at its snapshot writes
+// them twice here).
+func TestStreamingDeclinedCheckpointCommitsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		o, err := parseFlags([]string{"-records", "20000", "-keys", "10", "-parallelism", "2", "-checkpoint-interval", "5ms",
+			"-rate", "100000", "-out", dir}, io.Discard)
+		require.NoError(t, err)
+		o.extraFailures = []keyedsum.Failure{{Vertex: keyedsum.SinkVertex, Subtask: 1, Attempt: 0, AtSnapshot: 3}}
+		r, err := runJob(t.Context(), o, nil)
+		require.NoError(t, err)
+		require.Equal(t, jobgraph.JobStatusFinished, r.result.Status, "%v", r.result.RootCause)
+		st := r.archived.CheckpointStatistics
+		require.NotNil(t, st)
+		// Checkpoints triggered before every task runs fail too (the slot manager's 50 ms
+		// requirement check delays the deployment), so the decline is the latest failure, not the
+		// only one.
+		require.NotNil(t, st.Latest.Failed)
+		f := st.Latest.Failed
+		assert.Contains(t, f.FailureMessage, fmt.Sprintf("checkpoint %d: Checkpoint was declined", f.ID))
+		assert.Contains(t, f.FailureMessage, fmt.Sprintf("keyedsum: sink (2/2) attempt 0, snapshot 3 (checkpoint %d): injected snapshot failure", f.ID))
+		assert.EqualValues(t, 1, st.Counts.Restored, "the job restarted once, from the checkpoint before the declined one")
+		require.Len(t, r.result.ExceptionHistory, 1)
 		sum, err := keyedsum.Check(20000, 10, dir)
 		require.NoError(t, err)
 		assert.Equal(t, keyedsum.Summary{Runs: 1, Files: 2, Lines: 20000, Keys: 10}, sum)

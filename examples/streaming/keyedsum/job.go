@@ -1,6 +1,7 @@
 package keyedsum
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/checkpoint/keygroup"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
@@ -87,15 +89,25 @@ const DefaultPauseTick = time.Millisecond
 // attempt Attempt, returns ErrInjectedFailure once it handled AfterRecords records in that attempt
 // (the source: emitted; the sum and the sink: received). A task that ends before that does not
 // fail.
+//
+// With AtSnapshot n > 0 it is a declined checkpoint instead: the subtask's n-th snapshot in that
+// attempt fails with ErrInjectedDecline, which declines that checkpoint (with
+// execution.checkpointing.tolerable-failed-checkpoints 0, the job's default, the job fails over
+// from the checkpoint before it) while the other tasks may already have taken theirs.
 type Failure struct {
 	Vertex       string `json:"vertex"`
 	Subtask      int    `json:"subtask"`
 	Attempt      int    `json:"attempt"`
 	AfterRecords int64  `json:"afterRecords"`
+	AtSnapshot   int    `json:"atSnapshot,omitempty"`
 }
 
-// ErrInjectedFailure is the failure a Failure injects.
-var ErrInjectedFailure = errors.New("injected failure")
+// ErrInjectedFailure is the failure a Failure injects; ErrInjectedDecline the snapshot failure of
+// one with AtSnapshot.
+var (
+	ErrInjectedFailure = errors.New("injected failure")
+	ErrInjectedDecline = errors.New("injected snapshot failure")
+)
 
 // JobOptions configure BuildJob.
 type JobOptions struct {
@@ -179,8 +191,8 @@ func (o *JobOptions) check() error {
 		default:
 			return fmt.Errorf("keyedsum: failure in vertex %q: the vertices are %s, %s and %s", f.Vertex, SourceVertex, SumVertex, SinkVertex)
 		}
-		if f.Subtask < 0 || f.Subtask >= o.Parallelism || f.Attempt < 0 || f.AfterRecords < 0 {
-			return fmt.Errorf("keyedsum: failure %+v: subtask must be in [0, %d), attempt and record count at least 0", f, o.Parallelism)
+		if f.Subtask < 0 || f.Subtask >= o.Parallelism || f.Attempt < 0 || f.AfterRecords < 0 || f.AtSnapshot < 0 {
+			return fmt.Errorf("keyedsum: failure %+v: subtask must be in [0, %d), attempt, record count and snapshot at least 0", f, o.Parallelism)
 		}
 	}
 	return nil
@@ -276,11 +288,40 @@ func decodeConfig(info taskexecutor.TaskInfo) (Config, error) {
 // failAfter is the record count after which this attempt fails, or -1.
 func failAfter(info taskexecutor.TaskInfo, cfg Config) int64 {
 	for _, f := range cfg.Failures {
-		if f.Vertex == info.VertexName && f.Subtask == info.SubtaskIndex && f.Attempt == info.AttemptNumber {
+		if f.Vertex == info.VertexName && f.Subtask == info.SubtaskIndex && f.Attempt == info.AttemptNumber && f.AtSnapshot == 0 {
 			return f.AfterRecords
 		}
 	}
 	return -1
+}
+
+// setCheckpointHandler registers h, wrapped to fail the snapshot a Failure with AtSnapshot names
+// for this attempt.
+func setCheckpointHandler(env taskexecutor.Environment, cfg Config, h taskexecutor.CheckpointHandler) {
+	info := env.Info()
+	for _, f := range cfg.Failures {
+		if f.Vertex == info.VertexName && f.Subtask == info.SubtaskIndex && f.Attempt == info.AttemptNumber && f.AtSnapshot > 0 {
+			h = &decliningHandler{CheckpointHandler: h, info: info, at: f.AtSnapshot}
+			break
+		}
+	}
+	env.SetCheckpointHandler(h)
+}
+
+// decliningHandler fails its at-th snapshot with ErrInjectedDecline.
+type decliningHandler struct {
+	taskexecutor.CheckpointHandler
+	info taskexecutor.TaskInfo
+	at   int
+	n    int
+}
+
+func (d *decliningHandler) SnapshotState(ctx context.Context, id checkpoint.CheckpointID) (checkpoint.StateHandle, error) {
+	d.n++
+	if d.n == d.at {
+		return checkpoint.StateHandle{}, fmt.Errorf("keyedsum: %s attempt %d, snapshot %d (checkpoint %d): %w", d.info.TaskName, d.info.AttemptNumber, d.n, id, ErrInjectedDecline)
+	}
+	return d.CheckpointHandler.SnapshotState(ctx, id)
 }
 
 func injected(info taskexecutor.TaskInfo, n int64) error {

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/checkpoint/keygroup"
 )
 
 func TestBuildJobShape(t *testing.T) {
@@ -67,7 +69,7 @@ func TestBuildJobRefusesBadOptions(t *testing.T) {
 		{func(o *JobOptions) { o.PauseAfter = -1 }, "keyedsum: pause after -1 is negative"},
 		{func(o *JobOptions) { o.Rate = -1 }, "keyedsum: rate -1 is not a number of records per second"},
 		{func(o *JobOptions) { o.Failures = []Failure{{Vertex: "map"}} }, `keyedsum: failure in vertex "map": the vertices are source, sum and sink`},
-		{func(o *JobOptions) { o.Failures = []Failure{{Vertex: SinkVertex, Subtask: 2}} }, "keyedsum: failure {Vertex:sink Subtask:2 Attempt:0 AfterRecords:0}: subtask must be in [0, 2), attempt and record count at least 0"},
+		{func(o *JobOptions) { o.Failures = []Failure{{Vertex: SinkVertex, Subtask: 2}} }, "keyedsum: failure {Vertex:sink Subtask:2 Attempt:0 AfterRecords:0 AtSnapshot:0}: subtask must be in [0, 2), attempt, record count and snapshot at least 0"},
 	} {
 		o := ok
 		tc.change(&o)
@@ -110,6 +112,32 @@ func TestPlanFailures(t *testing.T) {
 		for _, f := range plan {
 			if f.Vertex != SourceVertex {
 				assert.Equal(t, 2, f.Subtask, "seed %d: %+v", seed, f)
+			}
+		}
+	}
+}
+
+// A Failure with AtSnapshot fails that snapshot of its attempt only (declining the checkpoint);
+// the other snapshots, attempts and subtasks are the handler's.
+func TestInjectedDeclineFailsOneSnapshot(t *testing.T) {
+	g := buildJob(t, JobOptions{Records: 10, Keys: 2, Parallelism: 2, CheckpointInterval: 1,
+		Failures: []Failure{{Vertex: SumVertex, Subtask: 1, Attempt: 1, AtSnapshot: 2}}})
+	for _, tc := range []struct {
+		subtask, attempt int
+		fails            bool
+	}{{1, 1, true}, {1, 0, false}, {0, 1, false}} {
+		e := newFakeEnv(taskInfo(g, g.VertexByName(SumVertex), tc.subtask, 2, tc.attempt, true))
+		var cfg Config
+		require.NoError(t, json.Unmarshal(e.info.Config, &cfg))
+		assert.Equal(t, int64(-1), failAfter(e.info, cfg), "a decline is no record-count failure")
+		setCheckpointHandler(e, cfg, &sumState{maxParallelism: 128, owned: keygroup.KeyGroupRange{Start: 0, End: 63}, sums: map[int64]int64{}})
+		for id := checkpoint.CheckpointID(1); id <= 3; id++ {
+			_, err := e.handler.SnapshotState(t.Context(), id)
+			if tc.fails && id == 2 {
+				assert.ErrorIs(t, err, ErrInjectedDecline)
+				assert.EqualError(t, err, "keyedsum: sum (2/2) attempt 1, snapshot 2 (checkpoint 2): injected snapshot failure")
+			} else {
+				assert.NoError(t, err, "%+v checkpoint %d", tc, id)
 			}
 		}
 	}

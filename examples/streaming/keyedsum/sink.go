@@ -346,7 +346,7 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 		}
 		defer direct.Close()
 	}
-	env.SetCheckpointHandler(st)
+	setCheckpointHandler(env, cfg, st)
 	failAt := failAfter(info, cfg)
 	in := env.Input(0)
 	var n int64

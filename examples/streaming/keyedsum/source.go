@@ -162,7 +162,7 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 		return err
 	}
 	st := &sourceState{splits: splits}
-	env.SetCheckpointHandler(st)
+	setCheckpointHandler(env, cfg, st)
 	failAt := failAfter(info, cfg)
 	limit := cfg.Records
 	if cfg.PauseAfter > 0 {

@@ -153,7 +153,7 @@ func RunSum(ctx context.Context, env taskexecutor.Environment) error {
 		}
 		acc.Add(*restored)
 	}
-	env.SetCheckpointHandler(st)
+	setCheckpointHandler(env, cfg, st)
 	failAt := failAfter(info, cfg)
 	in := env.Input(0)
 	var n int64
