@@ -141,6 +141,20 @@ type TaskStop struct {
 // notStopped is the signal of gates and writers that belong to no task (in tests).
 var notStopped = &TaskStop{ctx: context.Background(), cancel: func(error) {}}
 
+// NewTaskStop returns the stop signal of one task, to put in ShuffleIOOwnerContext.Stop, and the
+// function that stops it. Its Context is a child of parent (so it also ends when parent does);
+// calling stop with a reason, from any goroutine and any number of times (the first reason
+// wins), cancels that context with the reason as its cause and makes Err return
+// context.Canceled, so that the task's writers and readers fail every call from then on and
+// return from the waits they are in. The TaskExecutor makes one per task itself; this is for
+// whoever drives a ShuffleEnvironment without a TaskExecutor: a shuffle's own tests and the
+// conformance suite taskexecutor/shuffletest. Flink: the interruption of the task thread by
+// Task.TaskCanceler, which wakes the task in its blocking buffer requests and reads.
+func NewTaskStop(parent context.Context) (s *TaskStop, stop func(reason error)) {
+	s = newTaskStop(parent)
+	return s, s.stop
+}
+
 func newTaskStop(parent context.Context) *TaskStop {
 	ctx, cancel := context.WithCancelCause(parent)
 	return &TaskStop{ctx: ctx, cancel: cancel}
