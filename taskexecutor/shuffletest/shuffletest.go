@@ -20,8 +20,12 @@
 //
 // Each case gets a fresh environment from NewEnvironment (which must clean up after itself with
 // t.Cleanup, if it needs to) and uses the writers of one task and the readers of one task each
-// from one goroutine, as the TaskExecutor does. Descriptors carry no rpc.ShuffleDescriptor: an
-// implementation that needs its ShuffleMaster's descriptors cannot run the suite yet.
+// from one goroutine, as the TaskExecutor does. Without a ShuffleMaster the deployment
+// descriptors carry no rpc.ShuffleDescriptor (the in-memory default needs none); an
+// implementation whose readers and writers need the descriptors of its JobMaster side gives the
+// suite its scheduler.ShuffleMaster (Config.NewShuffleMaster): the suite then registers every
+// partition before it creates the partition's writer and deploys writers and readers with the
+// descriptors, as the scheduler does.
 // TestShuffleEnvironment runs in real time; TestShuffleEnvironmentInBubble runs each case inside
 // its own testing/synctest bubble, where it also checks that a waiting call is durably blocked
 // (synctest.Wait) rather than only that it returns the right thing. No case sleeps: each waits
@@ -44,6 +48,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/rpc"
+	"github.com/jobgraph/jobgraph/scheduler"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
@@ -62,6 +67,14 @@ type Config struct {
 	// before Emit blocks (DefaultMaxBufferedRecords). The back-pressure case emits one more
 	// and fails if Emit never blocked.
 	MaxBufferedRecords int
+	// NewShuffleMaster, if not nil, returns the JobMaster side of env's shuffle service for one
+	// case. The suite registers each partition with it (RegisterPartitionWithProducer) just
+	// before it creates the partition's writer, and puts the descriptor it returned in the
+	// writer's ResultPartitionDeploymentDescriptor and in the ShuffleDescriptors of every
+	// reader attached later; a reader attached before its partition was registered gets a
+	// descriptor naming the ResultPartitionID only (Flink's UnknownShuffleDescriptor), as the
+	// scheduler deploys it. nil: every descriptor is nil.
+	NewShuffleMaster func(t *testing.T, env taskexecutor.ShuffleEnvironment) scheduler.ShuffleMaster
 }
 
 // TestShuffleEnvironment runs the conformance suite, one subtest per case, in real time.
@@ -102,8 +115,14 @@ func run(t *testing.T, cfg Config, inBubble bool) {
 			body := func(t *testing.T) {
 				env := cfg.NewEnvironment(t)
 				require.NotNil(t, env, "NewEnvironment returned nil")
-				c.run(&suite{t: t, ctx: t.Context(), env: env, cfg: cfg, inBubble: inBubble,
-					job: jobgraph.NewJobID(), vertex: jobgraph.NewJobVertexID()})
+				s := &suite{t: t, ctx: t.Context(), env: env, cfg: cfg, inBubble: inBubble,
+					job: jobgraph.NewJobID(), vertex: jobgraph.NewJobVertexID()}
+				if cfg.NewShuffleMaster != nil {
+					s.master = cfg.NewShuffleMaster(t, env)
+					require.NotNil(t, s.master, "NewShuffleMaster returned nil")
+					s.registered = make(map[rpc.ResultPartitionID]rpc.ShuffleDescriptor)
+				}
+				c.run(s)
 			}
 			if inBubble {
 				synctest.Test(t, body)
@@ -123,6 +142,10 @@ type suite struct {
 	inBubble bool
 	job      jobgraph.JobID
 	vertex   jobgraph.JobVertexID // of every producer
+	// master is Config.NewShuffleMaster's, nil without one; registered holds the descriptor it
+	// gave each partition the suite created a writer for. Used from the case's goroutine only.
+	master     scheduler.ShuffleMaster
+	registered map[rpc.ResultPartitionID]rpc.ShuffleDescriptor
 }
 
 // Where the producers of the suite run.
@@ -158,11 +181,30 @@ func (s *suite) owner(job jobgraph.JobID, te jobgraph.ResourceID, name string) (
 	return taskexecutor.ShuffleIOOwnerContext{JobID: job, TaskName: name, TaskExecutor: te, Stop: ts}, stop
 }
 
+// producerDesc is the deployment descriptor of partition id, produced on te for job: registered
+// with the ShuffleMaster first, if there is one.
+func (s *suite) producerDesc(job jobgraph.JobID, te jobgraph.ResourceID, id rpc.ResultPartitionID, typ jobgraph.ResultPartitionType, subs int) rpc.ResultPartitionDeploymentDescriptor {
+	s.t.Helper()
+	d := rpc.ResultPartitionDeploymentDescriptor{ResultPartitionID: id, ResultType: typ, NumberOfSubpartitions: subs}
+	if s.master == nil {
+		return d
+	}
+	sd, err := s.master.RegisterPartitionWithProducer(job,
+		scheduler.PartitionDescriptor{ResultPartitionID: id, DataSetID: id.PartitionID.IntermediateDataSetID, ResultType: typ,
+			PartitionIndex: id.PartitionID.PartitionIndex, NumberOfSubpartitions: subs},
+		scheduler.ProducerDescriptor{ExecutionAttemptID: id.ProducerID, ProducerLocation: te})
+	require.NoError(s.t, err, "RegisterPartitionWithProducer")
+	require.Equal(s.t, id, sd.ResultPartitionID, "the ShuffleMaster's descriptor names the partition registered")
+	s.registered[id] = sd
+	d.ShuffleDescriptor = &sd
+	return d
+}
+
 // writerOn registers a producer task on te of job for partition id and returns its writer.
 func (s *suite) writerOn(job jobgraph.JobID, te jobgraph.ResourceID, id rpc.ResultPartitionID, typ jobgraph.ResultPartitionType, subs int) taskexecutor.ShuffleWriter {
 	s.t.Helper()
 	o, _ := s.owner(job, te, "producer "+id.PartitionID.String())
-	ws, err := s.env.CreateResultPartitionWriters(o, []rpc.ResultPartitionDeploymentDescriptor{{ResultPartitionID: id, ResultType: typ, NumberOfSubpartitions: subs}})
+	ws, err := s.env.CreateResultPartitionWriters(o, []rpc.ResultPartitionDeploymentDescriptor{s.producerDesc(job, te, id, typ, subs)})
 	require.NoError(s.t, err)
 	require.Len(s.t, ws, 1)
 	require.Equal(s.t, subs, ws[0].NumSubpartitions())
@@ -175,12 +217,23 @@ func (s *suite) writer(id rpc.ResultPartitionID, typ jobgraph.ResultPartitionTyp
 }
 
 // gateDesc reads subpartition sub of each of ids.
-func gateDesc(typ jobgraph.ResultPartitionType, sub int, ids []rpc.ResultPartitionID) rpc.InputGateDeploymentDescriptor {
+func (s *suite) gateDesc(typ jobgraph.ResultPartitionType, sub int, ids []rpc.ResultPartitionID) rpc.InputGateDeploymentDescriptor {
 	var ds jobgraph.IntermediateDataSetID
 	if len(ids) > 0 {
 		ds = ids[0].PartitionID.IntermediateDataSetID
 	}
-	return rpc.InputGateDeploymentDescriptor{DataSetID: ds, ResultType: typ, Partitions: ids, ConsumedSubpartitionIndex: sub}
+	d := rpc.InputGateDeploymentDescriptor{DataSetID: ds, ResultType: typ, Partitions: ids, ConsumedSubpartitionIndex: sub}
+	if s.master != nil {
+		d.ShuffleDescriptors = make([]rpc.ShuffleDescriptor, len(ids))
+		for i, id := range ids {
+			sd, ok := s.registered[id]
+			if !ok {
+				sd = rpc.ShuffleDescriptor{ResultPartitionID: id} // not registered yet: unknown
+			}
+			d.ShuffleDescriptors[i] = sd
+		}
+	}
+	return d
 }
 
 // readerOf attaches a consumer task of the case's job to d and returns its reader, closed when
@@ -203,7 +256,7 @@ func (s *suite) stoppableReader(d rpc.InputGateDeploymentDescriptor) (taskexecut
 
 func (s *suite) reader(typ jobgraph.ResultPartitionType, sub int, ids ...rpc.ResultPartitionID) taskexecutor.ShuffleReader {
 	s.t.Helper()
-	return s.readerOf(gateDesc(typ, sub, ids))
+	return s.readerOf(s.gateDesc(typ, sub, ids))
 }
 
 // next reads one record, which must be there within Timeout.
@@ -502,7 +555,7 @@ func backPressure(s *suite) {
 	t := s.t
 	id := s.partitions(1)[0]
 	o, stop := s.owner(s.job, te1, "producer")
-	ws, err := s.env.CreateResultPartitionWriters(o, []rpc.ResultPartitionDeploymentDescriptor{{ResultPartitionID: id, ResultType: jobgraph.PipelinedBounded, NumberOfSubpartitions: 1}})
+	ws, err := s.env.CreateResultPartitionWriters(o, []rpc.ResultPartitionDeploymentDescriptor{s.producerDesc(s.job, te1, id, jobgraph.PipelinedBounded, 1)})
 	require.NoError(t, err)
 	w := ws[0]
 	r := s.reader(jobgraph.PipelinedBounded, 0, id) // attached, does not read yet
@@ -583,7 +636,7 @@ func backPressure(s *suite) {
 func stoppedNext(s *suite) {
 	t := s.t
 	// Waiting: its producer has not even registered.
-	waiting, stopWaiting := s.stoppableReader(gateDesc(jobgraph.PipelinedBounded, 0, s.partitions(1)))
+	waiting, stopWaiting := s.stoppableReader(s.gateDesc(jobgraph.PipelinedBounded, 0, s.partitions(1)))
 	var err error
 	done := make(chan struct{})
 	go func() { defer close(done); _, err = waiting.Next(context.Background()) }()
@@ -596,7 +649,7 @@ func stoppedNext(s *suite) {
 
 	// With records at hand.
 	id := s.partitions(1)[0]
-	r, stop := s.stoppableReader(gateDesc(jobgraph.PipelinedBounded, 0, []rpc.ResultPartitionID{id}))
+	r, stop := s.stoppableReader(s.gateDesc(jobgraph.PipelinedBounded, 0, []rpc.ResultPartitionID{id}))
 	w := s.writer(id, jobgraph.PipelinedBounded, 1)
 	s.emit(w, 0, 0, 3)
 	w.FlushIdle()
@@ -635,7 +688,7 @@ func producerFails(s *suite) {
 		_, again := r.Next(s.ctx)
 		assert.ErrorIs(t, again, taskexecutor.ErrProducerFailed, "%s: the error sticks", typ)
 		if typ.IsBlocking() || typ.IsHybrid() { // a pipelined subpartition is read once
-			s.attachFails(gateDesc(typ, 0, []rpc.ResultPartitionID{id}), taskexecutor.ErrProducerFailed, typ.String()+" reader attached after the failure")
+			s.attachFails(s.gateDesc(typ, 0, []rpc.ResultPartitionID{id}), taskexecutor.ErrProducerFailed, typ.String()+" reader attached after the failure")
 		}
 	}
 }
@@ -648,7 +701,7 @@ func failPartitions(s *suite) {
 	r := s.reader(jobgraph.Pipelined, 0, ids...)
 	o, _ := s.owner(s.job, te1, "producer without task code")
 	cause := errors.New("no task code registered")
-	s.env.FailPartitions(o, []rpc.ResultPartitionDeploymentDescriptor{{ResultPartitionID: ids[0], ResultType: jobgraph.Pipelined, NumberOfSubpartitions: 1}}, cause)
+	s.env.FailPartitions(o, []rpc.ResultPartitionDeploymentDescriptor{s.producerDesc(s.job, te1, ids[0], jobgraph.Pipelined, 1)}, cause)
 	_, err := s.readToError(r)
 	assert.ErrorIs(t, err, taskexecutor.ErrProducerFailed)
 	assert.ErrorIs(t, err, cause)
@@ -718,7 +771,7 @@ func releaseLocally(s *suite) {
 	unknown := s.partitions(1)[0]
 	s.env.ReleasePartitionsLocally(ids[0], unknown)
 	s.readFails(r, taskexecutor.ErrPartitionReleased, "a reader in the middle of a released partition")
-	s.attachFails(gateDesc(jobgraph.Blocking, 0, ids[:1]), taskexecutor.ErrPartitionReleased, "a reader of a released partition")
+	s.attachFails(s.gateDesc(jobgraph.Blocking, 0, ids[:1]), taskexecutor.ErrPartitionReleased, "a reader of a released partition")
 	assert.Equal(t, ints(0, 1000), s.drain(s.reader(jobgraph.Blocking, 0, ids[1])), "the partition not released")
 }
 
@@ -766,7 +819,7 @@ func releaseJob(s *suite) {
 		s.emit(w, 0, 0, 3)
 		require.NoError(t, w.Finish(s.ctx))
 		o, _ := s.owner(p.job, te2, "consumer")
-		rs, err := s.env.CreateInputGates(o, []rpc.InputGateDeploymentDescriptor{gateDesc(p.typ, 0, ids[i:i+1])})
+		rs, err := s.env.CreateInputGates(o, []rpc.InputGateDeploymentDescriptor{s.gateDesc(p.typ, 0, ids[i:i+1])})
 		require.NoError(t, err)
 		t.Cleanup(rs[0].Close)
 		readers[i] = rs[0]
@@ -798,7 +851,7 @@ func subpartitionOutOfRange(s *suite) {
 	}
 	require.NoError(t, w.Finish(s.ctx))
 	o, _ := s.owner(s.job, te2, "consumer")
-	_, err := s.env.CreateInputGates(o, []rpc.InputGateDeploymentDescriptor{gateDesc(jobgraph.Blocking, 0, []rpc.ResultPartitionID{id}), gateDesc(jobgraph.Blocking, 2, []rpc.ResultPartitionID{id})})
+	_, err := s.env.CreateInputGates(o, []rpc.InputGateDeploymentDescriptor{s.gateDesc(jobgraph.Blocking, 0, []rpc.ResultPartitionID{id}), s.gateDesc(jobgraph.Blocking, 2, []rpc.ResultPartitionID{id})})
 	require.Error(t, err, "a reader of subpartition 2 of 2")
 	assert.Contains(t, err.Error(), "subpartition 2")
 	assert.Contains(t, err.Error(), "input 1")
