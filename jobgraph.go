@@ -34,7 +34,10 @@ type JobGraph struct {
 // JobVertex is one task of the job: Parallelism subtasks, each running the task code registered
 // under Invokable, with Config handed to it. Flink: org.apache.flink.runtime.jobgraph.JobVertex.
 type JobVertex struct {
-	// ID identifies the vertex within the job. AddVertex sets a random one.
+	// ID identifies the vertex within the job. AddVertex sets a random one. Checkpoint and
+	// savepoint state is matched to vertices by ID (Flink's operator uid hash), so a job meant
+	// to restore another job's savepoint gives its vertices the same IDs — set them right
+	// after AddVertex, before Connect, since edges record the IDs they join.
 	ID JobVertexID `json:"id"`
 	// Name is for people: logs, results, errors.
 	Name string `json:"name"`

@@ -82,7 +82,7 @@ func AssignStates(cp CompletedCheckpoint, vertices []VertexToRestore, allowNonRe
 			}
 			for _, s := range byVertex[id] {
 				if !s.State.IsEmpty() {
-					return nil, fmt.Errorf("%w: snapshot %d has state of job vertex %s, which the job does not have (execution.savepoint.ignore-unclaimed-state allows that)",
+					return nil, fmt.Errorf("%w: snapshot %d has state of job vertex %s, which the job does not have: state is matched to vertices by JobVertexID, so a job restored from a snapshot must give its vertices the IDs they had (set JobVertex.ID before Connect); execution.savepoint.ignore-unclaimed-state drops such state instead, and the vertices without state then start empty",
 						ErrStateAssignment, cp.CheckpointID, id)
 				}
 			}

@@ -33,7 +33,7 @@ func (d *StandaloneDispatcher) savepointGateway(ctx context.Context, id jobgraph
 
 // TriggerSavepoint implements rpc.DispatcherGateway: it asks the job's runner
 // (jobmaster.SavepointGateway) for a savepoint under targetDirectory ("" means the JobMaster's
-// state.savepoints.dir) and returns its path once it completed. Errors: ErrJobNotFound for an
+// execution.checkpointing.savepoint-dir) and returns its path once it completed. Errors: ErrJobNotFound for an
 // unknown JobID; jobmaster.ErrJobNotRunning for a job that is not RUNNING, ended included;
 // errors.ErrUnsupported for a runner or scheduler without savepoints; the JobMaster's errors (see
 // jobmaster.DefaultJobMaster.TriggerSavepoint); ctx's. The wait runs on the caller's goroutine,

@@ -27,7 +27,7 @@ var ErrJobNotRunning = scheduler.ErrJobNotRunning
 // ctx bounds the wait only: a savepoint or checkpoint under way when ctx ends carries on (as
 // Flink's asynchronous REST operations do) and expires after execution.checkpointing.timeout.
 type SavepointGateway interface {
-	// TriggerSavepoint takes a savepoint under targetDirectory ("" means state.savepoints.dir)
+	// TriggerSavepoint takes a savepoint under targetDirectory ("" means execution.checkpointing.savepoint-dir)
 	// and returns its path once it completed: for the default storage the directory
 	// "targetDirectory/savepoint-<first 6 hex digits of the JobID>-<12 random hex digits>",
 	// holding the _metadata file checkpoint.LoadSavepoint reads. The job keeps running.

@@ -77,7 +77,7 @@ func TestJobMasterSavepointsGoToTheScheduler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sched := &savepointScheduler{path: "/sp/savepoint-abcdef-000000000001"}
 		e, g := newSavepointEnv(t, sched, jobmaster.Config{SavepointDirectory: "/default-sp"})
-		assert.Equal(t, "/default-sp", sched.cfg.SavepointDirectory, "state.savepoints.dir reaches the scheduler")
+		assert.Equal(t, "/default-sp", sched.cfg.SavepointDirectory, "execution.checkpointing.savepoint-dir reaches the scheduler")
 
 		path, err := g.TriggerSavepoint(e.ctx, "/sp")
 		require.NoError(t, err)

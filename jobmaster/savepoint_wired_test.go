@@ -69,7 +69,7 @@ func TestJobMasterSavepointExpiresAtExactlyTheTimeout(t *testing.T) {
 // Stop-with-savepoint through the JobMaster: the sources get the synchronous savepoint, the
 // acknowledgements come through the gateway, every task is confirmed, and the call returns the
 // savepoint's directory once the tasks and the job are FINISHED; its _metadata holds the tasks'
-// states. The default directory is state.savepoints.dir.
+// states. The default directory is execution.checkpointing.savepoint-dir.
 func TestJobMasterStopWithSavepoint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		spDir := t.TempDir()

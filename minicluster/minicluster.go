@@ -526,7 +526,11 @@ func (mc *MiniCluster) RequestJobResult(ctx context.Context, id jobgraph.JobID) 
 	return mc.dispatcher.RequestJobResult(ctx, id)
 }
 
-// RequestJob returns the job's ArchivedExecutionGraph.
+// RequestJob returns the job's ArchivedExecutionGraph: a snapshot of a running job, or the
+// archive of one that ended (kept for jobstore.expiration-time, see Config.JobStoreExpiration).
+// Its CheckpointStatistics are the job's checkpoint statistics (counts, latest completed,
+// failed, restored and savepoint, history) in Flink's /jobs/:jobid/checkpoints shape; the
+// JobResult of Run does not carry them. Errors: ErrClosed, dispatcher.ErrJobNotFound, ctx's.
 func (mc *MiniCluster) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
 	if err := mc.closedErr(); err != nil {
 		return nil, err
@@ -551,7 +555,7 @@ func (mc *MiniCluster) RequestJobStatus(ctx context.Context, id jobgraph.JobID) 
 }
 
 // TriggerSavepoint takes a savepoint of the running job under targetDirectory ("" means
-// Config.SavepointDirectory, state.savepoints.dir) and returns its path once it completed: the
+// Config.SavepointDirectory, execution.checkpointing.savepoint-dir) and returns its path once it completed: the
 // directory "targetDirectory/savepoint-<first 6 hex digits of the JobID>-<12 random hex digits>"
 // holding its _metadata (checkpoint.LoadSavepoint reads it; a job starts from it through
 // JobGraph.SavepointRestore.Path). The job keeps running. Errors: ErrClosed;

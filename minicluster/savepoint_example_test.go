@@ -69,7 +69,7 @@ func ExampleMiniCluster_StopWithSavepoint() {
 	ctx := context.Background()
 	mc, err := minicluster.Start(ctx, minicluster.Config{
 		TaskExecutors: 1, SlotsPerTaskExecutor: 1, Registry: reg,
-		SavepointDirectory: dir, // state.savepoints.dir
+		SavepointDirectory: dir, // execution.checkpointing.savepoint-dir
 		ExecutionStateListener: func(_ jobgraph.ExecutionAttemptID, s jobgraph.ExecutionState) {
 			if s == jobgraph.ExecutionStateRunning {
 				select {
@@ -98,7 +98,7 @@ func ExampleMiniCluster_StopWithSavepoint() {
 	<-running
 	<-running // both tasks RUNNING
 
-	path, err := mc.StopWithSavepoint(ctx, g.JobID, "") // "": state.savepoints.dir
+	path, err := mc.StopWithSavepoint(ctx, g.JobID, "") // "": execution.checkpointing.savepoint-dir
 	if err != nil {
 		fmt.Println(err)
 		return

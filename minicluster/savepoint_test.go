@@ -198,7 +198,7 @@ func TestSavepointRequestsForUnknownAndBatchJobs(t *testing.T) {
 		require.NoError(t, mc.SubmitJob(ctx, s))
 		synctest.Wait()
 		_, err = mc.StopWithSavepoint(ctx, s.JobID, "")
-		assert.ErrorIs(t, err, scheduler.ErrNoSavepointDirectory, "no target and no state.savepoints.dir")
+		assert.ErrorIs(t, err, scheduler.ErrNoSavepointDirectory, "no target and no execution.checkpointing.savepoint-dir")
 		require.NoError(t, mc.CancelJob(ctx, s.JobID))
 		_, err = mc.RequestJobResult(ctx, s.JobID)
 		require.NoError(t, err)

@@ -58,7 +58,7 @@ type DispatcherGateway interface {
 	// ListJobs lists running and archived jobs.
 	ListJobs(ctx context.Context) ([]JobStatusMessage, error)
 	// TriggerSavepoint takes a savepoint of the running job under targetDirectory ("" means
-	// state.savepoints.dir) and returns its path once it completed; the job keeps running.
+	// execution.checkpointing.savepoint-dir) and returns its path once it completed; the job keeps running.
 	// Errors: a job-not-found error for an unknown JobID, a job-not-running error for a job
 	// that is not RUNNING (or ended), why the savepoint failed (an expired one is a timeout:
 	// Timeout() true), ctx's error (the savepoint carries on). Flink:

@@ -35,7 +35,7 @@ func (s *DefaultScheduler) snapshotsAllowed() error {
 	return nil
 }
 
-// savepointTarget is dir, else state.savepoints.dir, once snapshotsAllowed.
+// savepointTarget is dir, else execution.checkpointing.savepoint-dir, once snapshotsAllowed.
 func (s *DefaultScheduler) savepointTarget(dir string) (string, error) {
 	if err := s.snapshotsAllowed(); err != nil {
 		return "", err

@@ -20,7 +20,7 @@ var (
 	// Flink, where savepoints work without checkpointing.
 	ErrNoCheckpointCoordinator = errors.New("job has no CheckpointCoordinator (not a streaming job)")
 	// ErrNoSavepointDirectory: the target directory is empty and no default is configured
-	// (state.savepoints.dir, Config.SavepointDirectory). Flink: "No savepoint directory
+	// (execution.checkpointing.savepoint-dir, Config.SavepointDirectory). Flink: "No savepoint directory
 	// configured. You can either specify a directory …".
 	ErrNoSavepointDirectory = errors.New("no savepoint directory: give a target directory or configure execution.checkpointing.savepoint-dir (state.savepoints.dir)")
 	// ErrStopWithSavepointInProgress: a stop-with-savepoint of the job is under way; another
@@ -49,7 +49,7 @@ func init() {
 // matches checkpoint.CheckpointExpired). done must not call into the scheduler synchronously.
 type SavepointTrigger interface {
 	// TriggerSavepoint takes a savepoint under targetDirectory ("" means the scheduler's
-	// default, state.savepoints.dir), expiring after timeout (0 means
+	// default, execution.checkpointing.savepoint-dir), expiring after timeout (0 means
 	// execution.checkpointing.timeout); done gets the savepoint's path (its ExternalPointer: for
 	// the default storage the directory "targetDirectory/savepoint-<job>-<random>"). The job
 	// keeps running either way.

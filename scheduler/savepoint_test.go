@@ -206,7 +206,7 @@ func TestSavepointIsNeverSubsumedByLaterCheckpoints(t *testing.T) {
 	h.timers.Advance(10 * time.Millisecond)
 	h.ackAll(1)
 	var got []pathResult
-	h.s.TriggerSavepoint("", 0, pathDone(&got)) // state.savepoints.dir
+	h.s.TriggerSavepoint("", 0, pathDone(&got)) // execution.checkpointing.savepoint-dir
 	h.ackAll(2)
 	require.Len(t, got, 1)
 	require.NoError(t, got[0].err)

@@ -51,9 +51,9 @@ var ErrStopped = errors.New("taskexecutor: task stopped by stop-with-savepoint")
 //
 // Stop-with-savepoint (a checkpoint whose properties are checkpoint.SyncSavepoint): after its
 // snapshot and barrier the task sends and processes nothing more; its next read or write waits
-// for the savepoint's confirmation or abort. Confirmed: NotifyCheckpointComplete runs, and that
-// call and every later read or write return ErrStopped. Aborted: NotifyCheckpointAborted runs
-// and the task goes on as if nothing happened. No final checkpoint follows a stop.
+// for the savepoint's confirmation or abort. Confirmed: NotifyCheckpointComplete runs, and the
+// read or write it ran inside, and every later one, return ErrStopped. Aborted:
+// NotifyCheckpointAborted runs and the task goes on as if nothing happened. No final checkpoint follows a stop.
 //
 // A SnapshotState error declines the checkpoint (CheckpointDeclined, counted toward
 // execution.checkpointing.tolerable-failed-checkpoints); the task goes on running.
@@ -62,7 +62,7 @@ var ErrStopped = errors.New("taskexecutor: task stopped by stop-with-savepoint")
 // NextAny, Emit or Broadcast call after the confirmation reached the TaskExecutor, or while
 // Next or NextAny waits for input. A NotifyCheckpointComplete error fails the task.
 type CheckpointHandler interface {
-	// SnapshotState returns the task's state for checkpoint id (see above for when).
+	// SnapshotState returns the task's state for checkpoint id (see the CheckpointHandler doc for when).
 	SnapshotState(ctx context.Context, id checkpoint.CheckpointID) (checkpoint.StateHandle, error)
 	// NotifyCheckpointComplete says checkpoint id completed: every task's state for it is
 	// stored, so side effects up to its snapshot may be committed (a two-phase-commit sink

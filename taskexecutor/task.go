@@ -54,8 +54,11 @@ type Environment interface {
 	SetCheckpointHandler(h CheckpointHandler)
 	// RestoredState is the state this attempt starts from and the checkpoint or savepoint it
 	// comes from; ok is false on a fresh start. The state is the subtask's share, already
-	// redistributed to this attempt's subtask index and parallelism. Flink:
-	// StateInitializationContext.isRestored and getRestoredCheckpointId.
+	// redistributed to this attempt's subtask index and parallelism. ok is true for every task
+	// of a job restored from a snapshot, also one whose share is empty (a vertex the snapshot
+	// had no state for, or a rescaled subtask that got no element): check state.IsEmpty().
+	// Flink: StateInitializationContext.isRestored (true for every operator of a restored job)
+	// and getRestoredCheckpointId.
 	RestoredState() (id checkpoint.CheckpointID, state checkpoint.StateHandle, ok bool)
 }
 
