@@ -6,7 +6,8 @@
 // record to exactly the subpartition it was emitted to and ends a gate (io.EOF) once every
 // producer finished; a reader may attach before its producer; a stopped task's waiting Emit and
 // Next return with its stop's error; Fail and FailPartitions fail the readers
-// (taskexecutor.ErrProducerFailed); a BLOCKING partition is readable once finished, and again;
+// (taskexecutor.ErrProducerFailed); a BLOCKING partition is readable once finished, and again,
+// a HYBRID one while produced, and again;
 // ReleasePartitionsLocally, ReleaseAllOf and ReleaseJobPartitions release what their contracts
 // say and nothing else; a subpartition index out of range is an error naming it; checkpoint
 // barriers keep their place in the record stream and Aligned/ResumeAlignment hold back an
@@ -97,6 +98,7 @@ var cases = []struct {
 	{"Fail/ProducerFailureFailsItsReaders", producerFails},
 	{"Fail/FailPartitionsFailsReadersBeforeAnyWriter", failPartitions},
 	{"Blocking/ReadableOnlyAfterFinishAndAgain", blockingReadAfterFinish},
+	{"Hybrid/ReadableWhileProducedAndAgain", hybridReadWhileProduced},
 	{"Release/ReleasePartitionsLocally", releaseLocally},
 	{"Release/ReleaseAllOfReturnsThatProducersPartitions", releaseAllOf},
 	{"Release/ReleaseJobPartitionsKeepsFinishedPersistentOnes", releaseJob},
@@ -729,6 +731,29 @@ func blockingReadAfterFinish(s *suite) {
 			assert.Equal(t, append(ints(100, 150), "all"), s.drain(s.reader(typ, 1, id)), "%s: read again", typ)
 			assert.Equal(t, append(ints(0, 100), "all"), s.drain(s.reader(typ, 0, id)), "%s: read again", typ)
 		}
+	}
+}
+
+// A HYBRID partition is readable while it is produced (what was handed over, FlushIdle) and,
+// once finished, again from its start by another reader.
+func hybridReadWhileProduced(s *suite) {
+	t := s.t
+	for _, typ := range []jobgraph.ResultPartitionType{jobgraph.HybridFull, jobgraph.HybridSelective} {
+		id := s.partitions(1)[0]
+		w := s.writer(id, typ, 1)
+		s.emit(w, 0, 0, 8)
+		w.FlushIdle()
+		r := s.reader(typ, 0, id)
+		var got []any
+		for range 8 {
+			got = append(got, s.next(r))
+		}
+		assert.Equal(t, ints(0, 8), got, "%s: read while produced", typ)
+		assert.False(t, r.ProducersFinished(), typ.String())
+		s.emit(w, 0, 8, 10)
+		require.NoError(t, w.Finish(s.ctx))
+		assert.Equal(t, ints(8, 10), s.drain(r), typ.String())
+		assert.Equal(t, ints(0, 10), s.drain(s.reader(typ, 0, id)), "%s: read again", typ)
 	}
 }
 
