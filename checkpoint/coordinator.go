@@ -798,6 +798,22 @@ func (c *CheckpointCoordinator) HandleTriggerFailure(token jobgraph.JobMasterID,
 	return nil
 }
 
+// RestoreLatestSnapshot is RestoreLatestCheckpointedState for a restart: the newest stored
+// snapshot, else the newest one this coordinator restored from outside the store (the savepoint
+// the job started from, RestoreSavepoint), recording the restore in the statistics either way;
+// false when there is none. Flink counts a failover that falls back to the start savepoint as a
+// restore too (it keeps that savepoint in its store). No I/O.
+func (c *CheckpointCoordinator) RestoreLatestSnapshot() (CompletedCheckpoint, bool) {
+	if cp, ok := c.RestoreLatestCheckpointedState(); ok {
+		return cp, true
+	}
+	if c.lastSnapshot == nil {
+		return CompletedCheckpoint{}, false
+	}
+	c.stats.ReportRestoredCheckpoint(*c.lastSnapshot, c.now())
+	return *c.lastSnapshot, true
+}
+
 // LatestSnapshot returns the newest snapshot stored or restored by this coordinator (a
 // checkpoint or a savepoint); false if none. No I/O.
 func (c *CheckpointCoordinator) LatestSnapshot() (CompletedCheckpoint, bool) {

@@ -282,10 +282,7 @@ func (s *DefaultScheduler) assignRestore(cp checkpoint.CompletedCheckpoint, vert
 // since). Flink: SchedulerBase.restoreState (restoreLatestCheckpointedStateToSubtasks / ToAll).
 func (s *DefaultScheduler) restoreForRestart(vertices []*executiongraph.ExecutionVertex) error {
 	ck := s.ck
-	cp, ok := ck.coord.RestoreLatestCheckpointedState()
-	if !ok {
-		cp, ok = ck.coord.LatestSnapshot()
-	}
+	cp, ok := ck.coord.RestoreLatestSnapshot()
 	if !ok {
 		for _, v := range vertices {
 			ck.restore[v.Index()] = nil
