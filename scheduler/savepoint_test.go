@@ -301,3 +301,35 @@ func TestStreamingJobWithoutCheckpointingTakesSavepoints(t *testing.T) {
 	require.NoError(t, got[0].err)
 	assert.Equal(t, dir, filepath.Dir(got[0].path))
 }
+
+// A stop-with-savepoint whose savepoint expires fails with the timeout error, leaves no
+// savepoint directory behind, and the job goes on RUNNING with periodic checkpoints: savepoint 3
+// was triggered at 20 ms with a 30 s timeout, expires at 30.02 s, and checkpoint 4 follows one
+// interval later.
+func TestStopWithSavepointThatExpiresKeepsTheJobRunning(t *testing.T) {
+	g := srcMapSink(jobgraph.CheckpointingSettings{Interval: 10 * time.Millisecond})
+	h := newCkHarness(t, g, Config{})
+	h.start(2)
+	for id := checkpoint.CheckpointID(1); id <= 2; id++ {
+		h.timers.Advance(10 * time.Millisecond)
+		h.ackAll(id)
+	}
+	dir := t.TempDir()
+	var got []pathResult
+	h.s.StopWithSavepoint(dir, 30*time.Second, pathDone(&got))
+	require.NoError(t, h.ack("src", 0, 3, checkpoint.StateHandle{}))
+	h.timers.Advance(30*time.Second - time.Nanosecond)
+	assert.Empty(t, got, "not expired 1 ns before the timeout")
+	h.timers.Advance(time.Nanosecond)
+	require.Len(t, got, 1)
+	var ce *checkpoint.CheckpointError
+	require.ErrorAs(t, got[0].err, &ce)
+	assert.Equal(t, checkpoint.CheckpointExpired, ce.Reason)
+	assert.True(t, ce.Timeout())
+	assert.EqualError(t, got[0].err, "checkpoint 3: Checkpoint expired before completing.")
+	assert.Equal(t, "", got[0].path)
+	assert.Empty(t, entries(t, dir), "the expired savepoint's directory is removed")
+	assert.Equal(t, jobgraph.JobStatusRunning, h.s.JobStatus())
+	h.timers.Advance(10 * time.Millisecond)
+	assert.Equal(t, []string{"1@10ms", "2@20ms", "3@20ms", "4@30.03s"}, h.triggers())
+}
