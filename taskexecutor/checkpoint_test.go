@@ -376,6 +376,15 @@ func TestCheckpointCallsAreFenced(t *testing.T) {
 		assert.Equal(t, jmToken(1), d[0].Token)
 		assert.Equal(t, unknown, d[0].Decline.Attempt)
 		assert.Equal(t, checkpoint.CheckpointDeclinedTaskNotReady, d[0].Decline.Reason)
+
+		// A confirmation or abort for an attempt this TaskExecutor does not run (an outdated
+		// one), with the current token, is ignored: no error, nothing reaches any task.
+		require.NoError(t, j.te.ConfirmCheckpoint(ctx, jmToken(1), unknown, 3, cpTime))
+		require.NoError(t, j.te.AbortCheckpoint(ctx, jmToken(1), unknown, 3, cpTime))
+		synctest.Wait()
+		assert.Empty(t, j.hSrc.events())
+		assert.Empty(t, j.hSink.events())
+		assert.Len(t, j.c.jm.declined(), 1, "no further decline")
 	})
 }
 
