@@ -273,3 +273,62 @@ func TestSlotManagerDeclarationReleasesAHeldJob(t *testing.T) {
 	assert.Len(t, h.take(), 1)
 	h.checkCounters()
 }
+
+// A slot report applied after a notice it predates puts a freed slot back with the job, and a
+// later report frees it again: the job loses a slot, but not one it was sent in its last round
+// (the ResourceManager never requested it; the report did). That is the view being corrected,
+// not the decline round trip the delay bounds, so the job is not held back: the slot is requested
+// again at once. (Held, a restarted region waited until 8.05 s for its last slot in
+// minicluster's TestFailoverTaskExecutorLossIsOneRestartWithConcurrentFailures and
+// TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy, whenever the TaskExecutor's
+// heartbeat report of 7 s reached the ResourceManager after its slot-freed notices.)
+func TestSlotManagerSlotRestoredByAStaleReportHoldsNothingBack(t *testing.T) {
+	clock := manualtime.New(time.Unix(0, 0))
+	h := newDelayedCore(t, clock, 0)
+	h.sm.RegisterTaskExecutor("te", report("te", unknown, unknown))
+	a, _ := h.job("jm-a")
+
+	// 0 s: slot 0 requested for a and allocated.
+	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 1)}, ""))
+	got := h.take()
+	require.Len(t, got, 1)
+	first := got[0]
+	assert.Equal(t, sid("te", 0), first.Slot)
+	assert.False(t, h.sm.CompleteAllocation(first.Slot, first.Allocation, nil))
+
+	// 1 s: the JobMaster lets the slot go and the TaskExecutor frees it; then its heartbeat
+	// report, taken while it still held the slot, arrives.
+	clock.Advance(time.Second)
+	require.NoError(t, h.sm.DeclareRequirements(a, nil, ""))
+	require.True(t, h.sm.FreeSlot(first.Slot, first.Allocation))
+	stale := report("te", unknown, unknown)
+	stale.Slots[0].JobID, stale.Slots[0].AllocationID = a, first.Allocation
+	require.True(t, h.sm.ReportSlotStatus("te", stale))
+	assert.Equal(t, 1, h.sm.NumAllocatedSlots(), "the report is the truth")
+
+	// 2 s: the JobMaster asks for two slots; the manager counts the reported one and requests
+	// slot 1. The next report shows slot 0 free: requested for a at once, no timer.
+	clock.Advance(time.Second)
+	require.NoError(t, h.sm.DeclareRequirements(a, []rpc.ResourceRequirement{req(unknown, 2)}, ""))
+	got = h.take()
+	require.Len(t, got, 1)
+	assert.Equal(t, sid("te", 1), got[0].Slot)
+	require.True(t, h.sm.ReportSlotStatus("te", report("te", unknown, unknown)))
+	got = h.take()
+	require.Len(t, got, 1, "slot 0 requested again at 2 s, not held until 2.05 s")
+	assert.Equal(t, a, got[0].Job)
+	assert.Equal(t, sid("te", 0), got[0].Slot)
+	assert.Equal(t, 0, clock.Pending(), "no release timer")
+	assert.Nil(t, h.sm.MissingResources(a))
+	h.checkCounters()
+
+	// The round trip the delay bounds still holds a back: slot 0, sent at 2 s, declined.
+	h.decline(got[0])
+	assert.Empty(t, h.take())
+	assert.Equal(t, 1, clock.Pending())
+	clock.Advance(DefaultRequirementCheckDelay)
+	got = h.take()
+	require.Len(t, got, 1)
+	assert.Equal(t, sid("te", 0), got[0].Slot)
+	h.checkCounters()
+}

@@ -55,8 +55,9 @@ type SlotManagerConfig struct {
 	Logger *slog.Logger
 	// RequirementCheckDelay is the least time between two rounds of slot requests for one job
 	// that loses slots: a job that was sent slot requests less than this long ago and loses a
-	// slot (its JobMaster declined the offer and the TaskExecutor freed it, say, or its
-	// TaskExecutor is gone) is matched again once the delay since its last round has passed, by
+	// slot it was sent since its JobMaster's last declaration (its JobMaster declined the offer
+	// and the TaskExecutor freed it, say, or its TaskExecutor is gone; not a slot a slot report
+	// gave it) is matched again once the delay since its last round has passed, by
 	// one timer shared by all such jobs, unless its JobMaster declares its requirements again
 	// first (that is new information, not a repeat: it is matched at once); every other match is
 	// made at once. Option
@@ -128,6 +129,11 @@ type SlotInfo struct {
 type slot struct {
 	SlotInfo
 	te *taskExecutor
+	// round is the job's round of requests (job.servedSeq) that requested the slot; 0 while free,
+	// and for a slot a slot report gave the job. Only losing a slot sent after the JobMaster's
+	// last declaration can hold the job back: a slot a stale report restored and a fresh one
+	// frees again is the view being corrected, not a declined offer.
+	round uint64
 }
 
 type taskExecutor struct {
@@ -152,7 +158,7 @@ type job struct {
 	// to what changed, and its next round is no mere repeat.
 	servedSeq, declaredSeq uint64
 	listed                 bool // in SlotManager.held
-	lostSlot               bool // a slot was just taken from it; the next refresh decides on a hold
+	lostSlot               bool // a slot it was sent was just taken from it; the next refresh decides on a hold
 	// waiting holds the job's entry in the wait queue of each requirement profile it lacks.
 	waiting map[jobgraph.ResourceProfile]*waitEntry
 }
@@ -489,9 +495,10 @@ func (m *SlotManager) CheckResourceRequirements() {
 }
 
 // hold keeps j out of the wait queues until the requirement-check delay since it was last
-// served has passed, when one of its slots was just taken from it (freed, reported free, or lost
-// with its TaskExecutor) less than a delay after it was served and its JobMaster has declared
-// nothing since: the round trip that, at once, could repeat without end. A job never served,
+// served has passed, when a slot it was sent since its JobMaster's last declaration was just
+// taken from it (freed, reported free, or lost with its TaskExecutor; see slot.round) less than
+// a delay after it was served and its JobMaster has declared nothing since: the round trip that,
+// at once, could repeat without end. A job never served,
 // served at least a delay ago, or whose JobMaster declared since, is not held.
 func (m *SlotManager) hold(j *job) {
 	if m.checkDelay < 0 || j.served.IsZero() || j.declaredSeq > j.servedSeq {
@@ -728,6 +735,7 @@ func (p *freePool) take(required jobgraph.ResourceProfile) *slot {
 func (m *SlotManager) allocate(s *slot, j *job, required jobgraph.ResourceProfile) {
 	alloc := jobgraph.NewAllocationID()
 	m.occupy(s, SlotPending, j.id, alloc)
+	s.round = j.servedSeq
 	m.log.Debug("requesting slot", "slot", s.SlotID, "job", j.id, "allocation", alloc, "profile", required)
 	m.allocator.RequestSlot(SlotRequest{
 		Slot:             s.SlotID,
@@ -787,10 +795,12 @@ func (m *SlotManager) release(s *slot) {
 			delete(m.acquired, s.Job)
 		}
 	}
-	id := s.Job
-	s.State, s.Job, s.Allocation = SlotFree, jobgraph.JobID{}, jobgraph.AllocationID{}
-	if j, ok := m.jobByID[id]; ok {
-		j.lostSlot = true // refresh holds it back if it now lacks slots
+	id, round := s.Job, s.round
+	s.State, s.Job, s.Allocation, s.round = SlotFree, jobgraph.JobID{}, jobgraph.AllocationID{}, 0
+	if j, ok := m.jobByID[id]; ok && round != 0 && round > j.declaredSeq {
+		// A slot sent since the JobMaster's last declaration: refresh holds the job back if
+		// it now lacks slots.
+		j.lostSlot = true
 	}
 	m.refreshJob(id)
 }
