@@ -6,8 +6,17 @@
 // Flink's layout: a directory savepoint-<job prefix>-<random> holding a _metadata file) and
 // LoadSavepoint, which reads one back (Flink's Checkpoints.loadCheckpointMetadata).
 //
-// The coordinator is a plain struct driven from one goroutine, its owner's main loop (later the
-// JobMaster's): no locks, no goroutines of its own, no I/O. Time comes from the injected Timers
+// What task code and host programs use: StateHandle (a subtask's snapshot: OperatorState for
+// list state redistributed round robin, KeyedState by key group, opaque Data), CheckpointID,
+// LoadSavepoint (read a savepoint or retained checkpoint back), CompletedCheckpoint and
+// CheckpointingStatistics (on executiongraph.ArchivedExecutionGraph.CheckpointStatistics), and
+// the CheckpointRecoveryFactory a jobmaster.Config takes. The coordinator, pending checkpoints,
+// the failure manager and the TaskGateway are for scheduler implementers. State is matched to
+// vertices by JobVertexID: a job that restores another job's snapshot gives its vertices the
+// same IDs.
+//
+// The coordinator is a plain struct driven from one goroutine, its owner's main loop (the
+// JobMaster's, through the scheduler): no locks, no goroutines of its own, no I/O. Time comes from the injected Timers
 // and Clock; tasks are reached through TaskGateway; the job is failed through FailJobCallback;
 // store and ID counter calls, which may block on disk, run through the injected IOExecutor, which
 // runs them off the loop and brings their result back to it (InlineExecutor runs them in place,
