@@ -3,7 +3,6 @@ package minicluster_test
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,55 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/logtest"
 	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
-
-// errorLog keeps the message, virtual time since begin and attributes of every ERROR record.
-type errorLog struct {
-	begin   time.Time
-	mu      *sync.Mutex
-	records *[]errorRecord
-	attrs   []slog.Attr
-}
-
-type errorRecord struct {
-	At    time.Duration
-	Msg   string
-	Attrs map[string]any
-}
-
-func newErrorLog(begin time.Time) *errorLog {
-	return &errorLog{begin: begin, mu: &sync.Mutex{}, records: &[]errorRecord{}}
-}
-
-func (l *errorLog) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelError }
-
-func (l *errorLog) Handle(_ context.Context, r slog.Record) error {
-	attrs := map[string]any{}
-	for _, a := range l.attrs {
-		attrs[a.Key] = a.Value.Any()
-	}
-	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.Any(); return true })
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	*l.records = append(*l.records, errorRecord{r.Time.Sub(l.begin), r.Message, attrs})
-	return nil
-}
-
-func (l *errorLog) WithAttrs(attrs []slog.Attr) slog.Handler {
-	c := *l
-	c.attrs = append(append([]slog.Attr(nil), l.attrs...), attrs...)
-	return &c
-}
-
-func (l *errorLog) WithGroup(string) slog.Handler { return l }
-
-func (l *errorLog) get() []errorRecord {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]errorRecord(nil), *l.records...)
-}
 
 // Scenario (issue 8): a MiniCluster of 2 TaskExecutors × 1 slot, Flink's
 // task.cancellation.timeout (180 s), a job stuck →(PIPELINED) failer, p=1, fixed-delay restart
@@ -90,7 +44,7 @@ func stuckTaskFailsItsTaskExecutor(t *testing.T, configured, timeout time.Durati
 		ctx := context.Background()
 		begin := time.Now()
 		deploys := newDeployLog(begin)
-		errs := newErrorLog(begin)
+		logger, errs := logtest.NewTimedRecorder(slog.LevelError)
 		release := make(chan struct{}) // lets the stuck attempt end when the test is over
 		defer close(release)
 		reg := taskexecutor.NewRegistry()
@@ -114,7 +68,7 @@ func stuckTaskFailsItsTaskExecutor(t *testing.T, configured, timeout time.Durati
 			TaskExecutors:           2,
 			Registry:                reg,
 			ExecutionStateListener:  deploys.listen,
-			Logger:                  slog.New(errs),
+			Logger:                  logger,
 			TaskCancellationTimeout: configured,
 		})
 		g := jobgraph.New("stuck-on-cancel", jobgraph.Streaming)
@@ -139,17 +93,17 @@ func stuckTaskFailsItsTaskExecutor(t *testing.T, configured, timeout time.Durati
 		at(begin, t0+timeout-time.Nanosecond)
 		assert.Equal(t, jobgraph.JobStatusRestarting, jobStatus(t, mc, g.JobID), "the restart waits for stuck to be canceled")
 		assert.Len(t, deploys.since(0), 2, "nothing redeployed yet")
-		assert.Empty(t, errs.get())
+		assert.Empty(t, errs())
 		running := mc.TaskExecutors()
 		assert.Len(t, running, 2)
 
 		at(begin, t0+timeout)
-		logged := errs.get()
+		logged := errs()
 		require.Len(t, logged, 1)
-		assert.Equal(t, t0+timeout, logged[0].At)
+		assert.Equal(t, t0+timeout, logged[0].Time.Sub(begin))
 		assert.Contains(t, logged[0].Msg, "task.cancellation.timeout")
 		for k, v := range map[string]any{"taskExecutor": string(first), "task": "stuck (1/1)", "vertex": "stuck", "subtask": int64(0), "attempt": int64(0)} {
-			assert.Equal(t, v, logged[0].Attrs[k], k)
+			assert.Equal(t, v, logged[0].Values[k], k)
 		}
 		var failed *taskexecutor.TaskExecutor
 		for _, te := range running {

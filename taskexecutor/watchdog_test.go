@@ -14,75 +14,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/logtest"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
-// logRecord is one record a recordingHandler kept: its virtual time since the handler's start,
-// level, message and attributes (those of Logger.With included).
-type logRecord struct {
-	At    time.Duration
-	Level slog.Level
-	Msg   string
-	Attrs map[string]any
-}
-
-// recordingHandler keeps every record logged at WARN or above.
-type recordingHandler struct {
+// recordedLogs are the records logged at WARN or above, with instants relative to start.
+type recordedLogs struct {
 	start   time.Time
-	mu      *sync.Mutex
-	records *[]logRecord
-	attrs   []slog.Attr
+	records func() []logtest.TimedRecord
 }
 
-func newRecordingHandler() *recordingHandler {
-	return &recordingHandler{start: time.Now(), mu: &sync.Mutex{}, records: &[]logRecord{}}
+func newRecordedLogs(start time.Time) (*slog.Logger, recordedLogs) {
+	logger, records := logtest.NewTimedRecorder(slog.LevelWarn)
+	return logger, recordedLogs{start: start, records: records}
 }
 
-func (h *recordingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-
-func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
-	attrs := map[string]any{}
-	for _, a := range h.attrs {
-		attrs[a.Key] = a.Value.Any()
-	}
-	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.Any(); return true })
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	*h.records = append(*h.records, logRecord{At: r.Time.Sub(h.start), Level: r.Level, Msg: r.Message, Attrs: attrs})
-	return nil
+// at returns the instants of the records of level l.
+func (l recordedLogs) at(lv slog.Level) []time.Duration {
+	return logtest.Since(l.of(lv), l.start)
 }
 
-func (h *recordingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	c := *h
-	c.attrs = append(append([]slog.Attr(nil), h.attrs...), attrs...)
-	return &c
-}
-
-func (h *recordingHandler) WithGroup(string) slog.Handler { return h }
-
-// at returns the records of level l, their times only.
-func (h *recordingHandler) at(l slog.Level) []time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []time.Duration
-	for _, r := range *h.records {
-		if r.Level == l {
-			out = append(out, r.At)
-		}
-	}
-	return out
-}
-
-func (h *recordingHandler) of(l slog.Level) []logRecord {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []logRecord
-	for _, r := range *h.records {
-		if r.Level == l {
-			out = append(out, r)
-		}
-	}
-	return out
+// of returns the records of level l.
+func (l recordedLogs) of(lv slog.Level) []logtest.TimedRecord {
+	return logtest.AtLevel(l.records(), lv)
 }
 
 // disconnect is one DisconnectTaskExecutor call a fake received, with its virtual time.
@@ -142,7 +96,7 @@ type watchdogCluster struct {
 	start   time.Time
 	jm      *goodbyeJobMaster
 	rm      *goodbyeResourceManager
-	logs    *recordingHandler
+	logs    recordedLogs
 	te      *TaskExecutor
 	release chan struct{}
 }
@@ -151,7 +105,9 @@ const lateBy = 45 * time.Second
 
 func newWatchdogCluster(t *testing.T, interval, timeout time.Duration) *watchdogCluster {
 	t.Helper()
-	c := &watchdogCluster{cluster: newCluster(t), start: time.Now(), logs: newRecordingHandler(), release: make(chan struct{})}
+	c := &watchdogCluster{cluster: newCluster(t), start: time.Now(), release: make(chan struct{})}
+	logger, logs := newRecordedLogs(c.start)
+	c.logs = logs
 	c.jm = &goodbyeJobMaster{fakeJobMaster: &fakeJobMaster{decline: map[jobgraph.AllocationID]bool{}}, start: c.start}
 	c.rm = &goodbyeResourceManager{fakeResourceManager: &fakeResourceManager{id: rmToken(9)}, start: c.start}
 	require.NoError(t, c.svc.Register("wd-jm", c.jm))
@@ -167,7 +123,7 @@ func newWatchdogCluster(t *testing.T, interval, timeout time.Duration) *watchdog
 	})
 	te, err := New(Config{
 		ResourceID: "te-1", NumSlots: 1, Registry: c.reg, RPC: c.svc, ResourceManagerAddress: "wd-rm",
-		Shuffle: c.shuffle, Logger: slog.New(c.logs),
+		Shuffle: c.shuffle, Logger: logger,
 		// The fakes send no heartbeats: the TaskExecutor must not drop them for it.
 		HeartbeatInterval: 100 * time.Hour, HeartbeatTimeout: 100 * time.Hour,
 		TaskCancellationInterval: interval, TaskCancellationTimeout: timeout,
@@ -242,8 +198,8 @@ func TestTaskStuckAfterItsCancellationFailsTheTaskExecutorAtTheTimeout(t *testin
 				assert.Equal(t, every(t0+30*time.Second, 30*time.Second, 5), c.logs.at(slog.LevelWarn))
 				w := c.logs.of(slog.LevelWarn)[0]
 				assert.Equal(t, "task did not react to its cancellation", w.Msg)
-				assert.Equal(t, "v1 (1/2)", w.Attrs["task"])
-				assert.Equal(t, 30*time.Second, w.Attrs["since"])
+				assert.Equal(t, "v1 (1/2)", w.Values["task"])
+				assert.Equal(t, 30*time.Second, w.Values["since"])
 				assert.Empty(t, c.logs.at(slog.LevelError))
 				assert.Empty(t, c.rm.disconnects())
 				assert.Nil(t, c.te.FatalError())
@@ -253,9 +209,9 @@ func TestTaskStuckAfterItsCancellationFailsTheTaskExecutorAtTheTimeout(t *testin
 				c.until(t0 + 180*time.Second)
 				errs := c.logs.of(slog.LevelError)
 				require.Len(t, errs, 1)
-				assert.Equal(t, t0+180*time.Second, errs[0].At)
+				assert.Equal(t, t0+180*time.Second, errs[0].Time.Sub(c.start))
 				for k, v := range map[string]any{"taskExecutor": "te-1", "task": "v1 (1/2)", "vertex": "v1", "subtask": int64(0), "attempt": int64(0), "timeout": 180 * time.Second} {
-					assert.Equal(t, v, errs[0].Attrs[k], k)
+					assert.Equal(t, v, errs[0].Values[k], k)
 				}
 				want := &TaskCancellationTimeoutError{TaskExecutor: "te-1", ExecutionAttemptID: a, TaskName: "v1 (1/2)", VertexName: "v1", Timeout: 180 * time.Second}
 				assert.Equal(t, want, c.te.FatalError())
