@@ -162,7 +162,7 @@ func (w *partitionWriter) BroadcastBarrier(ctx context.Context, b *CheckpointBar
 	if err := w.stop.Err(); err != nil {
 		return err
 	}
-	if !w.eager || w.hybrid {
+	if retained(w.p.typ) {
 		return nil // blocking and hybrid partitions carry no barriers
 	}
 	if err := w.stop.Check(ctx); err != nil {

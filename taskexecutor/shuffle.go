@@ -442,20 +442,24 @@ func (g *group) producerRegistered(p *partition) {
 // claimed, and forgets g. s.mu held.
 func (s *Shuffle) unlinkGroup(g *group) {
 	for _, p := range g.parts {
-		if p == nil {
-			continue
-		}
-		if i := slices.IndexFunc(p.links, func(l link) bool { return l.g == g }); i >= 0 {
-			p.links = slices.Delete(p.links, i, i+1)
-			g.live--
-		}
-		if p.producer == "" && len(p.links) == 0 && !p.removed {
-			p.removed = true
-			delete(s.partitions, p.id)
+		if p != nil {
+			s.unlink(p, g)
 		}
 	}
 	g.live = 0
 	s.forgetGroup(g)
+}
+
+// unlink detaches g from p, and forgets p once no producer claims it and no group links it (an
+// entry a reader created). s.mu held.
+func (s *Shuffle) unlink(p *partition, g *group) {
+	if i := slices.IndexFunc(p.links, func(l link) bool { return l.g == g }); i >= 0 {
+		p.links = slices.Delete(p.links, i, i+1)
+		g.live--
+	}
+	if p.producer == "" && len(p.links) == 0 {
+		s.remove(p)
+	}
 }
 
 func (s *Shuffle) forgetGroup(g *group) {
@@ -498,15 +502,8 @@ func (s *Shuffle) groupIdle(g *group) {
 		if p == nil || p.producer != "" || p.removed {
 			continue
 		}
-		if i := slices.IndexFunc(p.links, func(l link) bool { return l.g == g }); i >= 0 {
-			p.links = slices.Delete(p.links, i, i+1)
-			g.live--
-		}
+		s.unlink(p, g)
 		g.parts[pos] = nil
-		if len(p.links) == 0 {
-			p.removed = true
-			delete(s.partitions, p.id)
-		}
 	}
 	s.maybeForgetGroup(g)
 }
@@ -609,8 +606,7 @@ type partitionWriter struct {
 	slot      []int32
 	outs      []outBuf
 	batchSize int
-	eager     bool // hand partial batches to an idle reader (readable while produced)
-	blocking  bool // batches stay here until finish
+	eager     bool // hand partial batches to an idle reader (readable while produced); false: blocking, batches stay here until finish
 	hybrid    bool // batches are kept and published as written
 }
 
@@ -679,7 +675,6 @@ func (s *Shuffle) newWriter(job jobgraph.JobID, producer jobgraph.ResourceID, d 
 		n:         n,
 		batchSize: s.batchSize,
 		eager:     !p.typ.IsBlocking(),
-		blocking:  p.typ.IsBlocking(),
 		hybrid:    p.typ.IsHybrid(),
 	}, nil
 }
@@ -775,7 +770,7 @@ func (w *partitionWriter) flush(ctx context.Context, o *outBuf, block bool) erro
 		return p.err
 	}
 	switch {
-	case w.blocking:
+	case !w.eager: // blocking
 		o.kept = append(o.kept, o.buf)
 		o.buf = nil
 		return nil
@@ -897,7 +892,7 @@ func (w *partitionWriter) finish(ctx context.Context) error {
 	if p.state == stateFailed {
 		return p.err
 	}
-	if w.blocking {
+	if !w.eager { // blocking
 		for i := range w.outs {
 			o := &w.outs[i]
 			for _, b := range o.kept {
