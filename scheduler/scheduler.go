@@ -744,6 +744,11 @@ func (s *DefaultScheduler) registerProducedPartitions(e *executiongraph.Executio
 			return fmt.Errorf("the shuffle master described partition %v for partition %v of task %s (attempt %d)", d.ResultPartitionID, id, v.Name(), e.AttemptNumber())
 		}
 		s.shuffleDescs[p.ID()] = d
+		// The cached lists of the groups reading p may name its old descriptor, or none yet (a
+		// group whose consumers were deployed before this producer): rebuild those only.
+		for _, cpg := range p.ConsumedPartitionGroups() {
+			s.tdds.invalidateGroup(cpg)
+		}
 	}
 	return nil
 }
@@ -788,23 +793,16 @@ func (s *DefaultScheduler) deployBulk(b *bulk) {
 		// Every partition of the bulk is registered before any task is deployed, so a consumer's
 		// descriptor finds its pipelined producers' descriptors. Flink registers them once the
 		// bulk's slots are assigned too.
-		registered := false
 		for _, en := range b.entries {
 			if !current(en) || len(en.exec.Vertex().ProducedPartitions()) == 0 {
 				continue
 			}
-			registered = true
 			if err := s.registerProducedPartitions(en.exec, en.slot.slot.TaskExecutor); err != nil {
 				s.failExecution(en.exec, err, false)
 				if !s.schedulingAllowed() {
 					return
 				}
 			}
-		}
-		if registered {
-			// Cached descriptor lists may name these producers' old attempts, or none yet (a
-			// group whose consumers were deployed before these producers): rebuild them.
-			s.tdds.invalidate()
 		}
 	}
 	for _, en := range b.entries {

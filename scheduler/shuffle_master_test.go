@@ -169,3 +169,25 @@ func TestShuffleMasterRegistrationErrorFailsTheProducer(t *testing.T) {
 		jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: src.Results[0].ID, PartitionIndex: 1}))
 	assert.Equal(t, jobgraph.ExecutionStateFailed, h.exec("src", 1).State())
 }
+
+// Registering a partition rebuilds only the cached lists of the groups that read it: two middle
+// tasks of a batch job, deployed in bulks of their own that each register a partition, still
+// share one descriptor list of the sources' partitions.
+func TestRegistrationKeepsOtherGroupsListsShared(t *testing.T) {
+	g := jobgraph.New("chain", jobgraph.Batch)
+	src := g.AddVertex("src", "noop", 2)
+	mid := g.AddVertex("mid", "noop", 2)
+	g.Connect(src, mid, jobgraph.AllToAll, jobgraph.Blocking)
+	g.Connect(mid, g.AddVertex("sink", "noop", 1), jobgraph.AllToAll, jobgraph.Blocking)
+	m := &recordingShuffleMaster{}
+	h := newHarness(t, g, Config{ShuffleMaster: m})
+	h.s.StartScheduling()
+	require.Equal(t, 2, h.offer(te1, 2))
+	h.finish("src", 0)
+	h.finish("src", 1)
+	require.Equal(t, []string{"src (1/2)#0", "src (2/2)#0", "mid (1/2)#0", "mid (2/2)#0"}, h.deployedSince(0))
+	assert.Len(t, m.registered, 4, "both sources and both middle tasks registered their partitions")
+	a, b := h.deployer.deployed[2].tdd.InputGates[0].ShuffleDescriptors, h.deployer.deployed[3].tdd.InputGates[0].ShuffleDescriptors
+	assert.Equal(t, []string{"taskexecutor-1/0#0", "taskexecutor-1/1#0"}, descData(a))
+	assert.Same(t, &a[0], &b[0], "mid (2/2)'s bulk registering its partition left the sources' list shared")
+}

@@ -35,6 +35,11 @@ func newTDDFactory(g *executiongraph.ExecutionGraph) *tddFactory {
 // invalidate drops every cached partition list; the failover calls it when it resets vertices.
 func (f *tddFactory) invalidate() { f.epoch++ }
 
+// invalidateGroup drops the cached lists of cpg alone (epochs start at 1, so 0 is always stale).
+func (f *tddFactory) invalidateGroup(cpg *executiongraph.ConsumedPartitionGroup) {
+	f.cache[cpg.Index()].epoch = 0
+}
+
 // build returns the descriptor of e, which must be DEPLOYING with its slot recorded.
 //
 //   - Produced partitions, one per output: ResultPartitionID{partition, e's attempt};
