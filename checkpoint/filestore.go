@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/jobgraph/jobgraph"
 )
 
 // writeFileAtomically writes data to path so a reader sees the old content or the new, never a
@@ -207,7 +209,7 @@ func OpenFileCheckpointIDCounter(path string) (*FileCheckpointIDCounter, error) 
 	}
 	n, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 	if perr != nil || n <= 0 {
-		return nil, fmt.Errorf("checkpoint: ID counter file %s holds %q, not a positive number", path, jobgraphTruncate(string(data)))
+		return nil, fmt.Errorf("checkpoint: ID counter file %s holds %q, not a positive number", path, jobgraph.Truncate(string(data)))
 	}
 	c.next = CheckpointID(n)
 	return c, nil

@@ -48,10 +48,8 @@ type PendingCheckpoint struct {
 	id            CheckpointID
 	props         CheckpointProperties
 	trigger       time.Time
-	plan          CheckpointPlan
 	tasks         map[jobgraph.ExecutionAttemptID]*pendingTask
 	order         []*pendingTask
-	slab          []pendingTask
 	stats         *CheckpointStatistics
 	outstanding   int
 	stateSize     int64
@@ -63,15 +61,15 @@ type PendingCheckpoint struct {
 }
 
 func newPendingCheckpoint(id CheckpointID, props CheckpointProperties, trigger time.Time, plan CheckpointPlan) *PendingCheckpoint {
-	p := &PendingCheckpoint{id: id, props: props, trigger: trigger, plan: plan,
+	p := &PendingCheckpoint{id: id, props: props, trigger: trigger,
 		tasks: make(map[jobgraph.ExecutionAttemptID]*pendingTask, len(plan.TasksToWaitFor)),
-		slab:  make([]pendingTask, len(plan.TasksToWaitFor)),
 		order: make([]*pendingTask, 0, len(plan.TasksToWaitFor))}
+	slab := make([]pendingTask, len(plan.TasksToWaitFor)) // one allocation for every task
 	for i, a := range plan.TasksToWaitFor {
 		if _, dup := p.tasks[a]; dup {
 			continue
 		}
-		t := &p.slab[i]
+		t := &slab[i]
 		t.attempt = a
 		p.tasks[a] = t
 		p.order = append(p.order, t)

@@ -184,7 +184,7 @@ func reportSubtaskAck(st *CheckpointStatistics, vertex jobgraph.JobVertexID, sub
 	st.LatestAckTimestamp = max(st.LatestAckTimestamp, ms)
 }
 
-func (s *CheckpointStatsTracker) finish(id CheckpointID, status CheckpointStatsStatus, at time.Time) *CheckpointStatistics {
+func (s *CheckpointStatsTracker) finish(id CheckpointID, status CheckpointStatsStatus) *CheckpointStatistics {
 	st := s.byID[id]
 	if st == nil || st.Status != StatusInProgress {
 		return nil
@@ -211,7 +211,7 @@ func (s *CheckpointStatsTracker) inHistory(st *CheckpointStatistics) bool {
 
 // ReportCompletedCheckpoint records that checkpoint id completed (was stored) at completion.
 func (s *CheckpointStatsTracker) ReportCompletedCheckpoint(id CheckpointID, completion time.Time, externalPath string) {
-	st := s.finish(id, StatusCompleted, completion)
+	st := s.finish(id, StatusCompleted)
 	if st == nil {
 		return
 	}
@@ -227,7 +227,7 @@ func (s *CheckpointStatsTracker) ReportCompletedCheckpoint(id CheckpointID, comp
 
 // ReportFailedCheckpoint records that checkpoint id failed at failure with cause.
 func (s *CheckpointStatsTracker) ReportFailedCheckpoint(id CheckpointID, failure time.Time, cause error) {
-	st := s.finish(id, StatusFailed, failure)
+	st := s.finish(id, StatusFailed)
 	if st == nil {
 		return
 	}

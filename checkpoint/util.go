@@ -1,14 +1,8 @@
 package checkpoint
 
-import (
-	"fmt"
-
-	"github.com/jobgraph/jobgraph"
-)
+import "fmt"
 
 // errorsJoin wraps sentinel with a message naming what is wrong.
 func errorsJoin(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
 }
-
-func jobgraphTruncate(s string) string { return jobgraph.Truncate(s) }

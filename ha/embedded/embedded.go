@@ -65,7 +65,7 @@ func NewWithOptions(o Options) (*Services, error) {
 		elections: make(map[jobgraph.JobID]*Election),
 		plans:     &planStore{plans: make(map[jobgraph.JobID]*jobgraph.JobGraph)},
 		results: &resultStore{entries: make(map[jobgraph.JobID]storedResult), max: o.MaxCleanResults,
-			clean: list.New(), cleanAt: make(map[jobgraph.JobID]*list.Element)},
+			clean: list.New()},
 	}, nil
 }
 
@@ -297,11 +297,11 @@ func (p *planStore) JobIDs(ctx context.Context) ([]jobgraph.JobID, error) {
 type resultStore struct {
 	mu      sync.Mutex
 	entries map[jobgraph.JobID]storedResult
-	// With max > 0: the clean entries in the order they were marked clean (oldest first), and
-	// each one's element, so that marking one clean and evicting the oldest cost O(1).
-	max     int
-	clean   *list.List // of jobgraph.JobID
-	cleanAt map[jobgraph.JobID]*list.Element
+	// With max > 0: the clean entries in the order they were marked clean (oldest first), so
+	// that marking one clean and evicting the oldest cost O(1). An entry never stops being clean
+	// and leaves only by eviction, so the list is only ever cut at its front.
+	max   int
+	clean *list.List // of jobgraph.JobID
 }
 
 // storedResult is one entry: the JobResult encoded (so no caller can change it) and the clean
@@ -353,10 +353,9 @@ func (r *resultStore) MarkClean(ctx context.Context, id jobgraph.JobID) error {
 	entry.clean = true
 	r.entries[id] = entry
 	if r.max > 0 {
-		r.cleanAt[id] = r.clean.PushBack(id)
+		r.clean.PushBack(id)
 		for r.clean.Len() > r.max {
 			oldest := r.clean.Remove(r.clean.Front()).(jobgraph.JobID)
-			delete(r.cleanAt, oldest)
 			delete(r.entries, oldest)
 		}
 	}
