@@ -321,11 +321,8 @@ func (c *CheckpointCoordinator) triggerSavepoint(token jobgraph.JobMasterID, t S
 }
 
 func (c *CheckpointCoordinator) request(token jobgraph.JobMasterID, r *triggerRequest) error {
-	if c.shutdown {
-		return ErrShutdown
-	}
-	if token != c.cfg.JobMasterID {
-		return ErrWrongJobMasterID
+	if err := c.admit(token); err != nil {
+		return err
 	}
 	c.enqueue(r)
 	return nil
@@ -465,17 +462,42 @@ func (c *CheckpointCoordinator) failBeforePending(r *triggerRequest, ce *Checkpo
 
 // ---- messages from tasks ----
 
+// admit is the check every message and request of a JobMaster session passes first:
+// ErrShutdown once the coordinator is shut down, ErrWrongJobMasterID for another session's token.
+func (c *CheckpointCoordinator) admit(token jobgraph.JobMasterID) error {
+	if c.shutdown {
+		return ErrShutdown
+	}
+	if token != c.cfg.JobMasterID {
+		return ErrWrongJobMasterID
+	}
+	return nil
+}
+
+// pendingFor is admit, then the pending checkpoint id that waits for attempt: ErrUnknownCheckpoint
+// when id is not pending, ErrUnknownTask when it does not wait for attempt.
+func (c *CheckpointCoordinator) pendingFor(token jobgraph.JobMasterID, id CheckpointID, attempt jobgraph.ExecutionAttemptID) (*PendingCheckpoint, error) {
+	if err := c.admit(token); err != nil {
+		return nil, err
+	}
+	p := c.pending[id]
+	if p == nil {
+		return nil, ErrUnknownCheckpoint
+	}
+	if p.tasks[attempt] == nil {
+		return nil, ErrUnknownTask
+	}
+	return p, nil
+}
+
 // ReceiveAcknowledgeMessage records a task's acknowledgement; the last one completes the
 // checkpoint. Errors, each for a message dropped without any change: ErrShutdown,
 // ErrWrongJobMasterID, ErrUnknownCheckpoint (not pending: completed, aborted, never triggered),
 // ErrUnknownTask (an attempt the checkpoint does not wait for, e.g. an outdated one),
 // ErrDuplicateAcknowledge.
 func (c *CheckpointCoordinator) ReceiveAcknowledgeMessage(token jobgraph.JobMasterID, ack AcknowledgeCheckpoint) error {
-	if c.shutdown {
-		return ErrShutdown
-	}
-	if token != c.cfg.JobMasterID {
-		return ErrWrongJobMasterID
+	if err := c.admit(token); err != nil {
+		return err
 	}
 	p := c.pending[ack.CheckpointID]
 	if p == nil {
@@ -503,18 +525,9 @@ func (c *CheckpointCoordinator) ReceiveAcknowledgeMessage(token jobgraph.JobMast
 // (CheckpointDeclined if none), counted as a task-level failure. Errors as for
 // ReceiveAcknowledgeMessage (no duplicate: a later decline finds no pending checkpoint).
 func (c *CheckpointCoordinator) ReceiveDeclineMessage(token jobgraph.JobMasterID, d DeclineCheckpoint) error {
-	if c.shutdown {
-		return ErrShutdown
-	}
-	if token != c.cfg.JobMasterID {
-		return ErrWrongJobMasterID
-	}
-	p := c.pending[d.CheckpointID]
-	if p == nil {
-		return ErrUnknownCheckpoint
-	}
-	if p.tasks[d.Attempt] == nil {
-		return ErrUnknownTask
+	p, err := c.pendingFor(token, d.CheckpointID, d.Attempt)
+	if err != nil {
+		return err
 	}
 	reason := d.Reason
 	if reason == 0 {
@@ -532,11 +545,8 @@ func (c *CheckpointCoordinator) ReceiveDeclineMessage(token jobgraph.JobMasterID
 // checkpoint that waits for attempt and has no acknowledgement from it; it returns how many. An
 // outdated attempt no checkpoint waits for changes nothing. Flink: the method of that name.
 func (c *CheckpointCoordinator) FailUnacknowledgedPendingCheckpointsFor(token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, cause error) (int, error) {
-	if c.shutdown {
-		return 0, ErrShutdown
-	}
-	if token != c.cfg.JobMasterID {
-		return 0, ErrWrongJobMasterID
+	if err := c.admit(token); err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, p := range c.sortedPending() {
@@ -552,11 +562,8 @@ func (c *CheckpointCoordinator) FailUnacknowledgedPendingCheckpointsFor(token jo
 // (JobFailoverRegion or JobFailure: not counted). Periodic triggering goes on: the next periodic
 // trigger, or a queued request, starts the next checkpoint with the plan of that moment.
 func (c *CheckpointCoordinator) AbortPendingCheckpoints(token jobgraph.JobMasterID, reason CheckpointFailureReason) error {
-	if c.shutdown {
-		return ErrShutdown
-	}
-	if token != c.cfg.JobMasterID {
-		return ErrWrongJobMasterID
+	if err := c.admit(token); err != nil {
+		return err
 	}
 	c.abortAllPending(reason)
 	c.executeQueued()
@@ -781,18 +788,9 @@ func (c *CheckpointCoordinator) AdvanceIDCounterPast(id CheckpointID) error {
 // ErrUnknownCheckpoint (no longer pending), ErrUnknownTask (the checkpoint does not wait for
 // attempt).
 func (c *CheckpointCoordinator) HandleTriggerFailure(token jobgraph.JobMasterID, id CheckpointID, attempt jobgraph.ExecutionAttemptID, cause error) error {
-	if c.shutdown {
-		return ErrShutdown
-	}
-	if token != c.cfg.JobMasterID {
-		return ErrWrongJobMasterID
-	}
-	p := c.pending[id]
-	if p == nil {
-		return ErrUnknownCheckpoint
-	}
-	if p.tasks[attempt] == nil {
-		return ErrUnknownTask
+	p, err := c.pendingFor(token, id, attempt)
+	if err != nil {
+		return err
 	}
 	c.abort(p, &CheckpointError{Reason: TriggerCheckpointFailure, CheckpointID: id, Cause: cause}, nil)
 	return nil
