@@ -119,13 +119,18 @@ func assignVertex(id CheckpointID, v VertexToRestore, states []SubtaskState) ([]
 	out := make([]StateHandle, v.Parallelism)
 	var keyed []keygroup.KeyGroupsState[[]byte]
 	var ops []keygroup.OperatorState[[]byte]
+	// Every old subtask takes part in the key-group redistribution, an empty range standing for
+	// one without keyed state, so that RedistributeKeyGroups sees the old parallelism.
+	allKeyed := make([]keygroup.KeyGroupsState[[]byte], len(old))
 	for i, h := range old {
 		if len(h.Data) > 0 || len(h.Files) > 0 {
 			return nil, fail("subtask %d holds opaque state (Data or Files), which cannot be redistributed from parallelism %d to %d; use OperatorState or KeyedState",
 				i, oldPar, v.Parallelism)
 		}
+		allKeyed[i] = keygroup.KeyGroupsState[[]byte]{Range: keygroup.EmptyKeyGroupRange}
 		if h.KeyedState != nil {
 			keyed = append(keyed, *h.KeyedState)
+			allKeyed[i] = *h.KeyedState
 		}
 		if len(h.OperatorState) > 0 {
 			ops = append(ops, h.OperatorState)
@@ -140,11 +145,15 @@ func assignVertex(id CheckpointID, v VertexToRestore, states []SubtaskState) ([]
 				return nil, fail("keyed state of key groups %s does not fit max parallelism %d (the max parallelism changed?)", k.Range, v.MaxParallelism)
 			}
 		}
-		// The old states are placed by their ranges, so that RedistributeKeyGroups sees them as
-		// the subtasks of one parallelism and checks their disjointness.
+		// Ranges of old subtasks must not overlap (RedistributeKeyGroups checks the groups).
 		sorted := slices.Clone(keyed)
 		slices.SortFunc(sorted, func(a, b keygroup.KeyGroupsState[[]byte]) int { return a.Range.Start - b.Range.Start })
-		re, err := redistributeKeyed(sorted, v.MaxParallelism, v.Parallelism)
+		for i := 1; i < len(sorted); i++ {
+			if !sorted[i-1].Range.Intersection(sorted[i].Range).IsEmpty() {
+				return nil, fail("keyed states of key groups %s and %s overlap", sorted[i-1].Range, sorted[i].Range)
+			}
+		}
+		re, err := keygroup.RedistributeKeyGroups(allKeyed, v.MaxParallelism, v.Parallelism)
 		if err != nil {
 			return nil, fail("%v", err)
 		}
@@ -169,43 +178,6 @@ func assignVertex(id CheckpointID, v VertexToRestore, states []SubtaskState) ([]
 		for i := range out {
 			if len(re[i]) > 0 {
 				out[i].OperatorState = re[i]
-			}
-		}
-	}
-	return out, nil
-}
-
-// redistributeKeyed gives each of newPar subtasks the key groups of its range out of old, whose
-// ranges must not overlap.
-func redistributeKeyed(old []keygroup.KeyGroupsState[[]byte], maxPar, newPar int) ([]keygroup.KeyGroupsState[[]byte], error) {
-	for i := 1; i < len(old); i++ {
-		if !old[i-1].Range.Intersection(old[i].Range).IsEmpty() {
-			return nil, fmt.Errorf("keyed states of key groups %s and %s overlap", old[i-1].Range, old[i].Range)
-		}
-	}
-	for _, s := range old {
-		if err := s.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	ranges, err := keygroup.KeyGroupPartitions(maxPar, newPar)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]keygroup.KeyGroupsState[[]byte], newPar)
-	for i, r := range ranges {
-		out[i].Range = r
-		for _, s := range old {
-			if s.Range.Intersection(r).IsEmpty() {
-				continue
-			}
-			for kg, b := range s.Groups {
-				if r.Contains(kg) {
-					if out[i].Groups == nil {
-						out[i].Groups = map[int][]byte{}
-					}
-					out[i].Groups[kg] = b
-				}
 			}
 		}
 	}
