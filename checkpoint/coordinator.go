@@ -599,12 +599,29 @@ func (c *CheckpointCoordinator) abort(p *PendingCheckpoint, ce *CheckpointError,
 	if p.disposed {
 		return
 	}
+	c.dispose(p)
+	c.reportFailure(p, ce, attempt, c.now())
+	c.failWithLocation(p.external, func() {
+		if p.onDone != nil {
+			p.onDone(CompletedCheckpoint{}, ce)
+		}
+	})
+	c.executeQueued()
+}
+
+// dispose takes p out of the pending checkpoints and stops its timeout.
+func (c *CheckpointCoordinator) dispose(p *PendingCheckpoint) {
 	p.disposed = true
 	delete(c.pending, p.id)
 	if p.cancelTimeout != nil {
 		p.cancelTimeout()
 	}
-	now := c.now()
+}
+
+// reportFailure records p's failure ce at now in the statistics, tells p's tasks it was aborted
+// and hands ce to the failure manager: as a task's (attempt's) failure, or the job's when attempt
+// is nil.
+func (c *CheckpointCoordinator) reportFailure(p *PendingCheckpoint, ce *CheckpointError, attempt *jobgraph.ExecutionAttemptID, now time.Time) {
 	c.stats.ReportFailedCheckpoint(p.id, now, ce)
 	for _, t := range p.order {
 		c.cfg.Tasks.NotifyCheckpointAborted(t.attempt, p.id, now)
@@ -614,12 +631,6 @@ func (c *CheckpointCoordinator) abort(p *PendingCheckpoint, ce *CheckpointError,
 	} else {
 		c.failures.HandleJobLevelCheckpointException(p.props, ce)
 	}
-	c.failWithLocation(p.external, func() {
-		if p.onDone != nil {
-			p.onDone(CompletedCheckpoint{}, ce)
-		}
-	})
-	c.executeQueued()
 }
 
 // failWithLocation runs report once the savepoint location pointer (if any: "" for checkpoints)
@@ -640,11 +651,7 @@ func (c *CheckpointCoordinator) failWithLocation(pointer string, report func()) 
 // complete takes a fully acknowledged checkpoint out of the pending ones and queues it for the
 // store; stores run one at a time, in completion order.
 func (c *CheckpointCoordinator) complete(p *PendingCheckpoint) {
-	p.disposed = true
-	delete(c.pending, p.id)
-	if p.cancelTimeout != nil {
-		p.cancelTimeout()
-	}
+	c.dispose(p)
 	c.storeQueue = append(c.storeQueue, completion{p: p, cp: p.finalize(c.cfg.JobID, c.now(), c.lastSnapshot)})
 	c.runStore()
 }
@@ -661,15 +668,15 @@ func (c *CheckpointCoordinator) runStore() {
 		// A savepoint's metadata is written before the store hears of it (Flink:
 		// PendingCheckpoint.finalizeCheckpoint); a savepoint that is not stored is discarded
 		// here, before the loop reports the failure.
+		// Only savepoints have a location pointer.
 		pointer := next.cp.ExternalPointer
-		savepoint := next.cp.Properties.IsSavepoint() && pointer != ""
-		if savepoint {
-			if err = sps.StoreMetadata(pointer, next.cp); err != nil {
-				_ = sps.DiscardLocation(pointer)
-				return
-			}
+		if pointer != "" {
+			err = sps.StoreMetadata(pointer, next.cp)
 		}
-		if _, err = store.Add(next.cp); err != nil && savepoint {
+		if err == nil {
+			_, err = store.Add(next.cp)
+		}
+		if err != nil && pointer != "" {
 			_ = sps.DiscardLocation(pointer)
 		}
 	}, func() {
@@ -686,11 +693,7 @@ func (c *CheckpointCoordinator) onStored(done completion, err error) {
 	now := c.now()
 	if err != nil {
 		ce := &CheckpointError{Reason: FinalizeCheckpointFailure, CheckpointID: p.id, Cause: err}
-		c.stats.ReportFailedCheckpoint(p.id, now, ce)
-		for _, t := range p.order {
-			c.cfg.Tasks.NotifyCheckpointAborted(t.attempt, p.id, now)
-		}
-		c.failures.HandleJobLevelCheckpointException(p.props, ce)
+		c.reportFailure(p, ce, nil, now)
 		if p.onDone != nil {
 			p.onDone(CompletedCheckpoint{}, ce)
 		}
