@@ -61,8 +61,7 @@ const metadataPrefix, metadataSuffix = "checkpoint-", ".json"
 // DefaultCompletedCheckpointStore over a file-system state handle store.
 type FileCompletedCheckpointStore struct {
 	retained
-	dir      string
-	shutdown bool
+	dir string
 }
 
 // OpenFileCompletedCheckpointStore opens (creating it if needed) the store in dir, keeping
@@ -113,26 +112,19 @@ func (s *FileCompletedCheckpointStore) metadataPath(id CheckpointID) string {
 func (s *FileCompletedCheckpointStore) Add(cp CompletedCheckpoint) ([]CompletedCheckpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shutdown {
-		return nil, ErrShutdown
-	}
-	if err := validateNew(s.cps, cp); err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(cp)
+	subsumed, err := s.add(cp, func(cp CompletedCheckpoint) error {
+		data, err := json.Marshal(cp)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomically(s.metadataPath(cp.CheckpointID), data); err != nil {
+			return fmt.Errorf("checkpoint: storing checkpoint %d: %w", cp.CheckpointID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomically(s.metadataPath(cp.CheckpointID), data); err != nil {
-		return nil, fmt.Errorf("checkpoint: storing checkpoint %d: %w", cp.CheckpointID, err)
-	}
-	s.cps = append(s.cps, cloneCompleted(cp))
-	over := len(s.cps) - s.maxRetained
-	if over <= 0 {
-		return nil, nil
-	}
-	subsumed := slices.Clone(s.cps[:over])
-	s.cps = slices.Delete(s.cps, 0, over)
 	for _, old := range subsumed {
 		s.discard(old, old.Properties.DiscardOnSubsumed())
 	}

@@ -61,7 +61,6 @@ type CheckpointIDCounter interface {
 // handles are plain data and own no files it could delete).
 type StandaloneCompletedCheckpointStore struct {
 	retained
-	shutdown bool
 }
 
 // NewStandaloneCompletedCheckpointStore keeps maxRetained snapshots; 0 means DefaultNumRetained.
@@ -98,19 +97,7 @@ func validateNew(cps []CompletedCheckpoint, cp CompletedCheckpoint) error {
 func (s *StandaloneCompletedCheckpointStore) Add(cp CompletedCheckpoint) ([]CompletedCheckpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shutdown {
-		return nil, ErrShutdown
-	}
-	if err := validateNew(s.cps, cp); err != nil {
-		return nil, err
-	}
-	s.cps = append(s.cps, cloneCompleted(cp))
-	var subsumed []CompletedCheckpoint
-	if over := len(s.cps) - s.maxRetained; over > 0 {
-		subsumed = slices.Clone(s.cps[:over])
-		s.cps = slices.Delete(s.cps, 0, over)
-	}
-	return subsumed, nil
+	return s.add(cp, nil)
 }
 
 // Shutdown implements CompletedCheckpointStore.
@@ -218,6 +205,32 @@ type retained struct {
 	mu          sync.Mutex
 	maxRetained int
 	cps         []CompletedCheckpoint
+	shutdown    bool
+}
+
+// add is Add of the embedding store, s.mu held: it refuses a shut-down store and a checkpoint not
+// newer than the last, runs persist (nil: nothing to persist) before cp is retained, and returns
+// the checkpoints cp subsumed, oldest first, no longer retained.
+func (s *retained) add(cp CompletedCheckpoint, persist func(CompletedCheckpoint) error) ([]CompletedCheckpoint, error) {
+	if s.shutdown {
+		return nil, ErrShutdown
+	}
+	if err := validateNew(s.cps, cp); err != nil {
+		return nil, err
+	}
+	if persist != nil {
+		if err := persist(cp); err != nil {
+			return nil, err
+		}
+	}
+	s.cps = append(s.cps, cloneCompleted(cp))
+	over := len(s.cps) - s.maxRetained
+	if over <= 0 {
+		return nil, nil
+	}
+	subsumed := slices.Clone(s.cps[:over])
+	s.cps = slices.Delete(s.cps, 0, over)
+	return subsumed, nil
 }
 
 // Latest implements CompletedCheckpointStore for the embedding store.
