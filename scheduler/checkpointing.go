@@ -248,7 +248,19 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 // assignRestore computes the state each of vertices (nil: every vertex) restores from cp.
 // Flink: StateAssignmentOperation.
 func (s *DefaultScheduler) assignRestore(cp checkpoint.CompletedCheckpoint, vertices []*executiongraph.ExecutionVertex, allowNonRestored bool) error {
+	// The state of the job vertices whose subtasks restart, or of every one at a job start; a
+	// region failover redistributes only its own vertices' state.
 	jvs := s.graph.JobVertices()
+	if vertices != nil {
+		jvs = nil
+		seen := make(map[*executiongraph.ExecutionJobVertex]bool)
+		for _, v := range vertices {
+			if jv := v.JobVertex(); !seen[jv] {
+				seen[jv] = true
+				jvs = append(jvs, jv)
+			}
+		}
+	}
 	toRestore := make([]checkpoint.VertexToRestore, len(jvs))
 	for i, jv := range jvs {
 		toRestore[i] = checkpoint.VertexToRestore{ID: jv.ID(), Name: jv.Name(), Parallelism: jv.Parallelism(), MaxParallelism: jv.MaxParallelism()}
