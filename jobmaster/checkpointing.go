@@ -274,8 +274,8 @@ func (jm *DefaultJobMaster) checkpointMessage(ctx context.Context, token jobgrap
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if token != jm.token {
-		return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
+	if err := jm.tokenError(token); err != nil {
+		return err
 	}
 	if !jm.loop.Execute(func() {
 		if !jm.closed && jm.sched != nil {

@@ -627,6 +627,12 @@ func (jm *DefaultJobMaster) fence(token jobgraph.JobMasterID) error {
 	if jm.closed {
 		return jm.closedErr
 	}
+	return jm.tokenError(token)
+}
+
+// tokenError is a *rpc.FencingError when token is not the JobMaster's, else nil. jm.token never
+// changes, so it may be called on any goroutine.
+func (jm *DefaultJobMaster) tokenError(token jobgraph.JobMasterID) error {
 	if token != jm.token {
 		return &rpc.FencingError{Endpoint: "JobMaster " + jm.address, Expected: jm.token.String(), Got: token.String()}
 	}
