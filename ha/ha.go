@@ -1,7 +1,22 @@
-// Package ha holds the high-availability plug points: leader election and retrieval, the
-// ExecutionPlanStore (Flink's JobGraphStore) and the JobResultStore, bundled as Services.
+// Package ha holds the high-availability plug points: leader election and retrieval of the
+// Dispatcher, the ResourceManager and each job's JobMaster, the ExecutionPlanStore (Flink's
+// JobGraphStore), the JobResultStore and the CheckpointRecoveryFactory, bundled as Services.
 // Implementations live below it: ha/embedded (in-memory, leadership granted at once) is the
 // default. Flink: org.apache.flink.runtime.highavailability.HighAvailabilityServices.
+//
+// # Leadership and fencing
+//
+// An implementation whose clients live in several processes (ha/file, ha/etcd) elects one client
+// — one JobManager process — as the leader of every component at once, as Flink's
+// DefaultLeaderElectionService does since 1.15: while the client leads, every contender started
+// on any of its elections (Dispatcher, ResourceManager, each job's JobMaster) is granted
+// leadership with the client's one session ID, and all are revoked when the client loses it. Such
+// an implementation refuses the writes of a client that does not lead — ExecutionPlanStore Put
+// and Remove, JobResultStore CreateDirty and MarkClean, the checkpoint stores' and counters'
+// writes — with an error wrapping ErrNotLeader, checked in the same step as the write where the
+// backend allows (etcd: one transaction on the leader key's revision), so a deposed leader that
+// still runs can change nothing. ha/embedded has one process by construction; it elects each
+// component on its own and never refuses a write.
 package ha
 
 import (
@@ -10,6 +25,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 )
 
 // ErrNotFound is returned by stores for an entry they do not hold.
@@ -18,9 +34,14 @@ var ErrNotFound = errors.New("ha: not found")
 // ErrAlreadyExists is returned by JobResultStore.CreateDirty for a job that has an entry.
 var ErrAlreadyExists = errors.New("ha: already exists")
 
+// ErrNotLeader is matched by the error of a store write refused because the client that made it
+// does not hold the leadership the store is fenced by (see "Leadership and fencing").
+var ErrNotLeader = errors.New("ha: not the leader")
+
 func init() {
 	jobgraph.RegisterErrorCode("ha.not-found", ErrNotFound)
 	jobgraph.RegisterErrorCode("ha.already-exists", ErrAlreadyExists)
+	jobgraph.RegisterErrorCode("ha.not-leader", ErrNotLeader)
 }
 
 // SessionID is a leader session: granted with leadership, confirmed with the leader's address,
@@ -104,13 +125,32 @@ type JobResultStore interface {
 	DirtyResults(ctx context.Context) ([]jobgraph.JobResult, error)
 }
 
-// Services bundles what HA needs. Flink: HighAvailabilityServices.
+// Services bundles what HA needs: one client of an HA backend (one per JobManager process). Safe
+// for concurrent use. Flink: HighAvailabilityServices.
 type Services interface {
+	// DispatcherLeaderElection and DispatcherLeaderRetrieval serve the cluster's Dispatcher
+	// election (Flink: getDispatcherLeaderElection, getDispatcherLeaderRetriever).
+	DispatcherLeaderElection() LeaderElection
+	DispatcherLeaderRetrieval() LeaderRetrieval
+	// ResourceManagerLeaderElection and ResourceManagerLeaderRetrieval serve the cluster's
+	// ResourceManager election; TaskExecutors and JobMasters follow the retrieval.
+	ResourceManagerLeaderElection() LeaderElection
+	ResourceManagerLeaderRetrieval() LeaderRetrieval
 	// JobMasterLeaderElection and JobMasterLeaderRetrieval serve one job's JobMaster election.
 	JobMasterLeaderElection(job jobgraph.JobID) LeaderElection
 	JobMasterLeaderRetrieval(job jobgraph.JobID) LeaderRetrieval
 	ExecutionPlanStore() ExecutionPlanStore
 	JobResultStore() JobResultStore
-	// Close releases the services' resources (not the persisted data).
+	// CheckpointRecoveryFactory gives each job its CompletedCheckpointStore and
+	// CheckpointIDCounter, the same ones (or ones over the same storage) for every JobMaster of
+	// the job on any client of the backend. Flink: getCheckpointRecoveryFactory.
+	CheckpointRecoveryFactory() checkpoint.CheckpointRecoveryFactory
+	// CleanupJobData removes what the backend keeps for a globally terminated job apart from its
+	// plan, result and checkpoints (its JobMaster election's leader data, say); the Dispatcher
+	// calls it in the job's global cleanup, and again if it failed. Removing nothing is not an
+	// error. Flink: HighAvailabilityServices.globalCleanupAsync.
+	CleanupJobData(ctx context.Context, job jobgraph.JobID) error
+	// Close releases this client's resources (not the persisted data); a leadership it holds
+	// ends, so another client may lead.
 	Close() error
 }

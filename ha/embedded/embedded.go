@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 )
@@ -28,6 +29,10 @@ type Services struct {
 	elections map[jobgraph.JobID]*Election
 	plans     *planStore
 	results   *resultStore
+	// The cluster's two elections, and every job's checkpoints for the Services' life.
+	dispatcher      *Election
+	resourceManager *Election
+	checkpoints     *checkpoint.StandaloneCheckpointRecoveryFactory
 }
 
 var _ ha.Services = (*Services)(nil)
@@ -60,12 +65,16 @@ func NewWithOptions(o Options) (*Services, error) {
 	if o.MaxCleanResults < 0 {
 		return nil, fmt.Errorf("ha/embedded: Options.MaxCleanResults is %d, negative (0 means unlimited)", o.MaxCleanResults)
 	}
+	loop := mainloop.New("ha-embedded")
 	return &Services{
-		loop:      mainloop.New("ha-embedded"),
+		loop:      loop,
 		elections: make(map[jobgraph.JobID]*Election),
 		plans:     &planStore{plans: make(map[jobgraph.JobID]*jobgraph.JobGraph)},
 		results: &resultStore{entries: make(map[jobgraph.JobID]storedResult), max: o.MaxCleanResults,
 			clean: list.New()},
+		dispatcher:      &Election{loop: loop},
+		resourceManager: &Election{loop: loop},
+		checkpoints:     checkpoint.NewStandaloneCheckpointRecoveryFactory(),
 	}, nil
 }
 
@@ -100,6 +109,40 @@ func (s *Services) JobMasterElection(job jobgraph.JobID) *Election { return s.el
 func (s *Services) JobMasterLeaderRetrieval(job jobgraph.JobID) ha.LeaderRetrieval {
 	return &retrieval{election: s.election(job)}
 }
+
+// DispatcherLeaderElection returns the cluster's Dispatcher election (the same one every call).
+func (s *Services) DispatcherLeaderElection() ha.LeaderElection { return s.dispatcher }
+
+// DispatcherElection is DispatcherLeaderElection with the concrete type, for tests that revoke
+// or re-grant the Dispatcher's leadership.
+func (s *Services) DispatcherElection() *Election { return s.dispatcher }
+
+// DispatcherLeaderRetrieval follows the Dispatcher's election.
+func (s *Services) DispatcherLeaderRetrieval() ha.LeaderRetrieval {
+	return &retrieval{election: s.dispatcher}
+}
+
+// ResourceManagerLeaderElection returns the cluster's ResourceManager election (the same one
+// every call).
+func (s *Services) ResourceManagerLeaderElection() ha.LeaderElection { return s.resourceManager }
+
+// ResourceManagerElection is ResourceManagerLeaderElection with the concrete type, for tests.
+func (s *Services) ResourceManagerElection() *Election { return s.resourceManager }
+
+// ResourceManagerLeaderRetrieval follows the ResourceManager's election.
+func (s *Services) ResourceManagerLeaderRetrieval() ha.LeaderRetrieval {
+	return &retrieval{election: s.resourceManager}
+}
+
+// CheckpointRecoveryFactory returns the in-memory factory that keeps every job's checkpoints and
+// counter for the Services' life (checkpoint.StandaloneCheckpointRecoveryFactory).
+func (s *Services) CheckpointRecoveryFactory() checkpoint.CheckpointRecoveryFactory {
+	return s.checkpoints
+}
+
+// CleanupJobData implements ha.Services: an election forgets itself once unused, so there is
+// nothing more to remove.
+func (s *Services) CleanupJobData(ctx context.Context, job jobgraph.JobID) error { return nil }
 
 func (s *Services) ExecutionPlanStore() ha.ExecutionPlanStore { return s.plans }
 func (s *Services) JobResultStore() ha.JobResultStore         { return s.results }
