@@ -152,6 +152,62 @@ func TestStandaloneCheckpointRecoveryFactoryKeepsEachJobsStoreAndCounter(t *test
 	require.ErrorIs(t, err, checkpoint.ErrInvalidConfig)
 }
 
+// A JobMaster that loses leadership shuts its store and counter down without discard; the next
+// JobMaster of the job in the process recovers the same checkpoints (with the first store's
+// retention) and goes on counting, while the old store stays refused. Only a discard, the
+// global cleanup's, starts the job over.
+func TestStandaloneCheckpointRecoveryFactoryKeepsCheckpointsAfterShutdownWithoutDiscard(t *testing.T) {
+	f := checkpoint.NewStandaloneCheckpointRecoveryFactory()
+	job := jobgraph.NewJobID()
+	s1, err := f.CreateRecoveredCompletedCheckpointStore(job, 2)
+	require.NoError(t, err)
+	c1, err := f.CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	for id := checkpoint.CheckpointID(1); id <= 3; id++ {
+		got, err := c1.GetAndIncrement()
+		require.NoError(t, err)
+		require.Equal(t, id, got)
+		_, err = s1.Add(checkpoint.CompletedCheckpoint{JobID: job, CheckpointID: id})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s1.Shutdown(false))
+	require.NoError(t, c1.Shutdown(false))
+
+	s2, err := f.CreateRecoveredCompletedCheckpointStore(job, 5)
+	require.NoError(t, err)
+	assert.Equal(t, []checkpoint.CompletedCheckpoint{{JobID: job, CheckpointID: 2}, {JobID: job, CheckpointID: 3}}, s2.All())
+	assert.Equal(t, 2, s2.MaxRetained(), "the retention the job's store was created with")
+	c2, err := f.CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	next, err := c2.GetAndIncrement()
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.CheckpointID(4), next)
+	sub, err := s2.Add(checkpoint.CompletedCheckpoint{JobID: job, CheckpointID: 4})
+	require.NoError(t, err)
+	assert.Equal(t, []checkpoint.CompletedCheckpoint{{JobID: job, CheckpointID: 2}}, sub)
+	_, err = s1.Add(checkpoint.CompletedCheckpoint{JobID: job, CheckpointID: 5})
+	require.ErrorIs(t, err, checkpoint.ErrShutdown, "the old store stays shut down")
+	_, err = c1.GetAndIncrement()
+	require.ErrorIs(t, err, checkpoint.ErrShutdown, "the old counter stays shut down")
+	assert.Equal(t, []checkpoint.CompletedCheckpoint{{JobID: job, CheckpointID: 3}, {JobID: job, CheckpointID: 4}}, s2.All(), "the old store's refused Add changes nothing")
+
+	same, err := f.CreateRecoveredCompletedCheckpointStore(job, 5)
+	require.NoError(t, err)
+	assert.Same(t, s2, same, "a running store is handed out again")
+
+	require.NoError(t, s2.Shutdown(true))
+	require.NoError(t, c2.Shutdown(true))
+	s3, err := f.CreateRecoveredCompletedCheckpointStore(job, 5)
+	require.NoError(t, err)
+	assert.Empty(t, s3.All())
+	assert.Equal(t, 5, s3.MaxRetained())
+	c3, err := f.CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	next, err = c3.Get()
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.InitialCheckpointID, next)
+}
+
 func TestFileCheckpointRecoveryFactoryRecoversFromItsDirectory(t *testing.T) {
 	dir := t.TempDir()
 	f := checkpoint.FileCheckpointRecoveryFactory{Dir: dir}

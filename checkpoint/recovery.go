@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/jobgraph/jobgraph"
@@ -31,8 +32,11 @@ type CheckpointRecoveryFactory interface {
 // Flink: PerJobCheckpointRecoveryFactory over the standalone store and counter (Flink's
 // StandaloneCheckpointRecoveryFactory hands out new, empty ones every time, so a restarted
 // JobMaster of a standalone cluster forgets its checkpoints; ours does not). A store or counter
-// that was shut down (its job reached a globally terminal status) is replaced by a new one on the
-// next call. The zero value is ready to use.
+// that was shut down is replaced on the next call: after Shutdown(false) (a JobMaster that lost
+// leadership, a suspended job) by one over the same checkpoints, with the same retention, or one
+// that goes on counting from the same next ID; after Shutdown(true) (a globally terminal job's
+// cleanup) by an empty store, or a counter starting at InitialCheckpointID again. The zero value
+// is ready to use.
 type StandaloneCheckpointRecoveryFactory struct {
 	mu   sync.Mutex
 	jobs map[jobgraph.JobID]*standaloneJob
@@ -63,14 +67,18 @@ func (f *StandaloneCheckpointRecoveryFactory) job(id jobgraph.JobID) *standalone
 }
 
 // CreateRecoveredCompletedCheckpointStore implements CheckpointRecoveryFactory: the job's store,
-// created on the first call (or after the previous one was shut down) with maxRetained. A later
-// call keeps the store's retention as it was created.
+// created on the first call (or after the previous one was shut down with discard) with
+// maxRetained. A later call keeps the store's retention as it was created; after a Shutdown
+// without discard it returns a new store over the previous one's checkpoints.
 func (f *StandaloneCheckpointRecoveryFactory) CreateRecoveredCompletedCheckpointStore(job jobgraph.JobID, maxRetained int) (CompletedCheckpointStore, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j := f.job(job)
-	if j.store != nil && !j.store.isShutdown() {
-		return j.store, nil
+	if j.store != nil {
+		if kept, ok := j.store.reopen(); ok {
+			j.store = kept
+			return kept, nil
+		}
 	}
 	s, err := NewStandaloneCompletedCheckpointStore(maxRetained)
 	if err != nil {
@@ -81,28 +89,49 @@ func (f *StandaloneCheckpointRecoveryFactory) CreateRecoveredCompletedCheckpoint
 }
 
 // CreateCheckpointIDCounter implements CheckpointRecoveryFactory: the job's counter, created on
-// the first call (or after the previous one was shut down).
+// the first call (or after the previous one was shut down with discard); after a Shutdown
+// without discard a new counter that goes on from the previous one's next ID.
 func (f *StandaloneCheckpointRecoveryFactory) CreateCheckpointIDCounter(job jobgraph.JobID) (CheckpointIDCounter, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j := f.job(job)
-	if j.counter != nil && !j.counter.isShutdown() {
-		return j.counter, nil
+	if j.counter != nil {
+		if kept, ok := j.counter.reopen(); ok {
+			j.counter = kept
+			return kept, nil
+		}
 	}
 	j.counter = NewStandaloneCheckpointIDCounter()
 	return j.counter, nil
 }
 
-func (s *StandaloneCompletedCheckpointStore) isShutdown() bool {
+// reopen returns s itself while it runs, a new store over its checkpoints (and retention) once it
+// was shut down without discard, and false once it was shut down with discard.
+func (s *StandaloneCompletedCheckpointStore) reopen() (*StandaloneCompletedCheckpointStore, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.shutdown
+	switch {
+	case !s.shutdown:
+		return s, true
+	case s.discarded:
+		return nil, false
+	}
+	// The old store refuses every Add from now on, so the new one owns the list alone.
+	return &StandaloneCompletedCheckpointStore{retained: retained{maxRetained: s.maxRetained, cps: slices.Clone(s.cps)}}, true
 }
 
-func (c *idCounter) isShutdown() bool {
+// reopen returns c itself while it runs, a new counter going on from its next ID once it was shut
+// down without discard, and false once it was shut down with discard.
+func (c *StandaloneCheckpointIDCounter) reopen() (*StandaloneCheckpointIDCounter, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.shutdown
+	switch {
+	case !c.shutdown:
+		return c, true
+	case c.discarded:
+		return nil, false
+	}
+	return &StandaloneCheckpointIDCounter{idCounter: idCounter{next: c.next}}, true
 }
 
 // FileCheckpointRecoveryFactory is the durable CheckpointRecoveryFactory: job J's store is the

@@ -61,6 +61,7 @@ type CheckpointIDCounter interface {
 // handles are plain data and own no files it could delete).
 type StandaloneCompletedCheckpointStore struct {
 	retained
+	discarded bool // shut down with discard (guarded by mu)
 }
 
 // NewStandaloneCompletedCheckpointStore keeps maxRetained snapshots; 0 means DefaultNumRetained.
@@ -106,7 +107,7 @@ func (s *StandaloneCompletedCheckpointStore) Shutdown(discard bool) error {
 	defer s.mu.Unlock()
 	s.shutdown = true
 	if discard {
-		s.cps = nil
+		s.cps, s.discarded = nil, true
 	}
 	return nil
 }
@@ -127,11 +128,12 @@ func cloneCompleted(cp CompletedCheckpoint) CompletedCheckpoint {
 // job that must never reuse an ID across processes uses FileCheckpointIDCounter.
 type StandaloneCheckpointIDCounter struct {
 	idCounter
+	discarded bool // shut down with discard (guarded by mu)
 }
 
 // NewStandaloneCheckpointIDCounter returns a counter whose first ID is InitialCheckpointID.
 func NewStandaloneCheckpointIDCounter() *StandaloneCheckpointIDCounter {
-	return &StandaloneCheckpointIDCounter{idCounter{next: InitialCheckpointID}}
+	return &StandaloneCheckpointIDCounter{idCounter: idCounter{next: InitialCheckpointID}}
 }
 
 // idCounter is what both CheckpointIDCounters share: the next ID under a lock, refused after
@@ -192,10 +194,11 @@ func (c *idCounter) SetCount(next CheckpointID) error {
 }
 
 // Shutdown implements CheckpointIDCounter.
-func (c *StandaloneCheckpointIDCounter) Shutdown(bool) error {
+func (c *StandaloneCheckpointIDCounter) Shutdown(discard bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.shutdown = true
+	c.discarded = c.discarded || discard
 	return nil
 }
 
