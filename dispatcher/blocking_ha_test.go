@@ -187,19 +187,29 @@ func TestStatusListAndCancelAnswerWhileHAStoreBlocks(t *testing.T) {
 		require.Len(t, list, 1)
 		assert.Equal(t, jobgraph.JobStatusInitializing, list[0].Status)
 		require.NoError(t, d.CancelJob(answered(), g.JobID), "cancel while the runner's JobResultStore read is pending")
-
-		// Canceled before a JobMaster ran: the Dispatcher records the result.
-		h.release(t, "JobResultStore.CreateDirty")
 		st, err = d.RequestJobStatus(answered(), g.JobID)
 		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusCancelling, st, "the cancel waits for the session's JobMaster")
+
+		// The read comes back: the JobMaster is created and canceled at once. Its leadership
+		// confirmation is pending while the Dispatcher learns that the job ended.
+		close(held.release)
+		held = h.next(t)
+		require.Equal(t, "LeaderElection.ConfirmLeadership", held.name)
+		st, err = d.RequestJobStatus(answered(), g.JobID)
+		require.NoError(t, err, "status while the JobMaster's leadership confirmation is pending")
 		assert.Equal(t, jobgraph.JobStatusCanceled, st)
-		close(held.release) // the runner's read comes back for a session that is over: dropped
+		close(held.release)
+		h.release(t, "JobResultStore.CreateDirty")
 		h.release(t, "ExecutionPlanStore.Remove")
 		h.release(t, "JobResultStore.MarkClean")
 		res, err := d.RequestJobResult(answered(), g.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
-		assert.Empty(t, jms, "no JobMaster was created")
+		require.Len(t, jms, 1, "one JobMaster, canceled as soon as it existed")
+		jm := <-jms
+		st, _ = jm.RequestJobStatus(bg)
+		assert.Equal(t, jobgraph.JobStatusCanceled, st)
 
 		require.NoError(t, d.Close())
 		require.NoError(t, h.Services.Close())

@@ -556,7 +556,8 @@ func TestSparseArchivedExecutionGraph(t *testing.T) {
 		JobID: job, JobName: "broken", JobType: jobgraph.Batch, Status: jobgraph.JobStatusFailed,
 		StatusTimestamps: map[jobgraph.JobStatus]time.Time{jobgraph.JobStatusInitializing: at, jobgraph.JobStatusFailed: later},
 		FailureCause:     &jobgraph.ErrorInfo{Message: "no such task", Timestamp: later},
-	}, failed, "a terminal status and its failure are stamped at the caller's now")
+		ExceptionHistory: []jobgraph.ExceptionHistoryEntry{{Message: "no such task", Timestamp: later, Subtask: -1}},
+	}, failed, "a terminal status and its failure are stamped at the caller's now; the failure is the exception history's one global entry")
 	assert.Empty(t, failed.JobVertices)
 
 	// The same arguments give the same bytes: no clock is read inside.

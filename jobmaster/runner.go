@@ -37,10 +37,14 @@ type LeadershipRunner struct {
 	cancel context.CancelFunc
 
 	// Owned by loop.
-	process         *ServiceProcess
-	service         JobMaster // the current process's JobMaster once created
-	generation      uint64    // bumped by every grant, revocation and Close: results of older sessions are dropped
-	ops             chan struct{}
+	process    *ServiceProcess
+	service    JobMaster // the current process's JobMaster once created
+	generation uint64    // bumped by every grant, revocation and Close: results of older sessions are dropped
+	ops        chan struct{}
+	leading    bool // granted and not revoked since: a grant then replaces the session
+	// cancelRequested: Cancel came while the current leader session had no JobMaster (or before
+	// any grant); the JobMaster is canceled as soon as it exists. Losing leadership clears it.
+	// Flink: hasCurrentLeaderBeenCancelled.
 	cancelRequested bool
 	finished        bool
 	closed          bool
@@ -119,7 +123,10 @@ func (r *LeadershipRunner) onGrant(session ha.SessionID) {
 	if r.finished || r.closed {
 		return
 	}
-	r.stopProcess() // a grant without revoke in between: the old session ends first
+	if r.leading { // a grant without revoke in between: the old session ends first
+		r.onRevoke()
+	}
+	r.leading = true
 	r.generation++
 	gen := r.generation
 	r.sequence(func() {
@@ -144,8 +151,13 @@ func (r *LeadershipRunner) granted(gen uint64, session ha.SessionID, err error) 
 	}
 }
 
+// onRevoke ends the session: its process is closed, results still on their way are dropped, and
+// a cancel that had not reached a JobMaster yet is forgotten (the status is INITIALIZING again),
+// as Flink's stopJobMasterServiceProcess clears hasCurrentLeaderBeenCancelled. On the loop.
 func (r *LeadershipRunner) onRevoke() {
 	r.generation++
+	r.leading = false
+	r.cancelRequested = false
 	r.stopProcess()
 }
 
@@ -213,19 +225,22 @@ func (r *LeadershipRunner) sparseResult(status jobgraph.JobStatus, err error) Re
 	}
 }
 
-// Cancel asks the job to cancel. While the JobMaster is still being created the job reports
-// CANCELLING and is canceled as soon as it exists; without leadership it ends CANCELED at once.
+// Cancel asks the job to cancel. Once the current leader session's JobMaster exists the call is
+// forwarded to it and returns its answer. Before then — no leadership yet, the JobResultStore
+// being read on a grant, the JobMaster being created — Cancel records the request and returns
+// nil: the job reports CANCELLING and its JobMaster is canceled as soon as it exists. Losing
+// leadership before that drops the request: the job reports INITIALIZING again and runs under the
+// next leader unless canceled again. A job already done is left alone (nil). Flink:
+// JobMasterServiceLeadershipRunner.cancel with hasCurrentLeaderBeenCancelled; where we differ,
+// Flink's cancel future waits for the JobMaster and fails ("Cancellation failed") when leadership
+// is lost first, while ours never waits for leadership.
 func (r *LeadershipRunner) Cancel(ctx context.Context) error {
 	svc, err := mainloop.Submit(ctx, r.loop, func() (JobMaster, error) {
-		if r.finished {
+		switch {
+		case r.finished:
 			return nil, nil
-		}
-		if r.service != nil {
+		case r.service != nil:
 			return r.service, nil
-		}
-		if r.process == nil {
-			r.complete(r.sparseResult(jobgraph.JobStatusCanceled, nil))
-			return nil, nil
 		}
 		r.cancelRequested = true
 		return nil, nil

@@ -252,9 +252,12 @@ func assertSparse(t *testing.T, f *fixture, a *executiongraph.ArchivedExecutionG
 	assert.True(t, a.StatusTimestamp(status).Equal(f.created))
 	if cause == nil {
 		assert.Nil(t, a.FailureCause)
+		assert.Empty(t, a.ExceptionHistory)
 	} else {
 		require.NotNil(t, a.FailureCause)
 		assert.Equal(t, cause.Error(), a.FailureCause.Message)
+		assert.Equal(t, []jobgraph.ExceptionHistoryEntry{{Message: cause.Error(), Timestamp: f.created, Subtask: -1}}, a.ExceptionHistory,
+			"the failure is the exception history's one global entry")
 	}
 }
 
@@ -550,6 +553,8 @@ func TestFactoryErrorFailsInitialization(t *testing.T) {
 		require.ErrorIs(t, res.Err, boom)
 		assert.EqualError(t, res.Err, fmt.Sprintf("job initialization failed: job %s: no such invokable: read-files", factory.JobID()))
 		assertSparse(t, f, res.Archived, jobgraph.JobStatusFailed, res.Err)
+		require.Len(t, res.Archived.ExceptionHistory, 1, "exactly one exception-history entry: the initialization failure")
+		assert.Equal(t, jobgraph.ExceptionHistoryEntry{Message: res.Err.Error(), Timestamp: f.created, Subtask: -1}, res.Archived.ExceptionHistory[0])
 		synctest.Wait()
 		assert.Empty(t, f.leaders.take(), "a JobMaster that never came up is never confirmed")
 	})
@@ -597,22 +602,162 @@ func TestCloseWhileInitializingSuspendsAndCancelsCreate(t *testing.T) {
 	})
 }
 
-func TestCancelWithoutLeadershipIsCanceledAtOnce(t *testing.T) {
+func TestStatusIsInitializingBeforeLeadership(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, m := newManualFixture(t)
+		synctest.Wait()
+		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
+		a, err := f.runner.RequestJob(context.Background())
+		require.NoError(t, err)
+		assertSparse(t, f, a, jobgraph.JobStatusInitializing, nil)
+		assert.False(t, isDone(f.runner))
+		tokens, _ := f.factory.calls()
+		assert.Empty(t, tokens, "no JobMaster without leadership")
+		assert.Empty(t, m.confirmations())
+	})
+}
+
+// A cancel before leadership is pending, not done: the job reports CANCELLING and the first
+// leader session's JobMaster is canceled as soon as it exists (Flink's
+// testCancellationChangesJobStatusToCancelling; before, the runner ended CANCELED at once).
+func TestCancelBeforeLeadershipIsCancellingUntilTheJobMasterCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, m := newManualFixture(t)
 		require.NoError(t, f.runner.Cancel(context.Background()))
-		require.True(t, isDone(f.runner), "no JobMaster to wait for")
-		res := f.runner.Result()
-		assert.NoError(t, res.Err)
-		assertSparse(t, f, res.Archived, jobgraph.JobStatusCanceled, nil)
-		assert.Equal(t, jobgraph.JobStatusCanceled, status(t, f.runner))
-
-		m.grant() // too late: the job is over
+		assert.Equal(t, jobgraph.JobStatusCancelling, status(t, f.runner))
+		a, err := f.runner.RequestJob(context.Background())
+		require.NoError(t, err)
+		assertSparse(t, f, a, jobgraph.JobStatusCancelling, nil)
+		assert.False(t, isDone(f.runner), "the job is canceled by its JobMaster, once there is one")
 		synctest.Wait()
 		tokens, _ := f.factory.calls()
 		assert.Empty(t, tokens)
-		assert.Empty(t, m.confirmations())
+
+		s := m.grant()
+		jm := <-f.factory.created
+		<-f.runner.Done()
+		res := f.runner.Result()
+		assert.NoError(t, res.Err)
+		assert.Same(t, jm.Result().Archived, res.Archived)
+		assert.Equal(t, jobgraph.JobStatusCanceled, res.Archived.Status)
+		assert.Equal(t, fakeState{status: jobgraph.JobStatusCanceled, cancels: 1}, jm.state())
+		assert.Equal(t, jobgraph.JobMasterID(s), jm.token)
+		assert.Equal(t, jobgraph.JobStatusCanceled, status(t, f.runner))
+		synctest.Wait()
+		tokens, canceled := f.factory.calls()
+		assert.Equal(t, []jobgraph.JobMasterID{jm.token}, tokens)
+		assert.Equal(t, 0, canceled)
 		assert.NoError(t, f.runner.Cancel(context.Background()), "canceling again is a no-op")
+		assert.Equal(t, 1, jm.state().cancels)
+	})
+}
+
+// A cancel is for the current leader: losing leadership before its JobMaster existed clears it,
+// the job reports INITIALIZING again, and the next leader's JobMaster runs it (Flink's
+// testJobStatusCancellingIsClearedOnLeadershipLoss).
+func TestLosingLeadershipClearsAPendingCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, m := newManualFixture(t)
+		f.factory.hold(1) // the first session's JobMaster never comes up
+		require.NoError(t, f.runner.Cancel(context.Background()))
+		s1 := m.grant()
+		synctest.Wait()
+		assert.Equal(t, jobgraph.JobStatusCancelling, status(t, f.runner), "still pending while the JobMaster is created")
+
+		m.revoke()
+		synctest.Wait()
+		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
+		a, err := f.runner.RequestJob(context.Background())
+		require.NoError(t, err)
+		assertSparse(t, f, a, jobgraph.JobStatusInitializing, nil)
+		assert.False(t, isDone(f.runner))
+
+		s2 := m.grant()
+		jm := <-f.factory.created
+		synctest.Wait()
+		assert.Equal(t, jobgraph.JobMasterID(s2), jm.token)
+		assert.Equal(t, fakeState{status: jobgraph.JobStatusRunning}, jm.state(), "the next leader's JobMaster is not canceled")
+		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
+		assert.False(t, isDone(f.runner))
+		tokens, canceled := f.factory.calls()
+		assert.Equal(t, []jobgraph.JobMasterID{jobgraph.JobMasterID(s1), jobgraph.JobMasterID(s2)}, tokens)
+		assert.Equal(t, 1, canceled, "the revoked session's Create saw its context end")
+		assert.Equal(t, []leader{{"jobmaster/2", s2}}, m.confirmations())
+	})
+}
+
+// Leadership changes queued while the first session's JobMaster is slow to close are skipped
+// but for the last: ten revoke/grant pairs start one JobMaster more, not ten (Flink's
+// testSkippingOfEnqueuedLeadershipOperations).
+func TestQueuedLeadershipChangesStartAtMostTwoJobMasters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, m := newManualFixture(t)
+		s1 := m.grant()
+		first := <-f.factory.created
+		synctest.Wait()
+		gate := make(chan struct{})
+		first.mu.Lock()
+		first.closeGate = gate
+		first.mu.Unlock()
+
+		var last ha.SessionID
+		for range 10 {
+			m.revoke()
+			last = m.grant()
+		}
+		synctest.Wait()
+		assert.Equal(t, 0, first.state().closed, "the first JobMaster is still closing")
+		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
+		tokens, _ := f.factory.calls()
+		assert.Len(t, tokens, 1, "nothing starts before the first JobMaster is closed")
+
+		close(gate)
+		second := <-f.factory.created
+		synctest.Wait()
+		tokens, canceled := f.factory.calls()
+		assert.Equal(t, []jobgraph.JobMasterID{jobgraph.JobMasterID(s1), jobgraph.JobMasterID(last)}, tokens,
+			"one JobMaster for the last session, none for the nine before it")
+		assert.Equal(t, 0, canceled)
+		assert.Equal(t, jobgraph.JobMasterID(last), second.token)
+		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, first.state())
+		assert.Equal(t, []leader{{"jobmaster/1", s1}, {"jobmaster/2", last}}, m.confirmations())
+		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
+
+		f.runner.Close()
+		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, second.state())
+		assert.Empty(t, f.factory.created)
+	})
+}
+
+// The JobMaster of a revoked session that finishes its job while it shuts down does not end the
+// runner: only the current leader's result counts; closing the runner then yields SUSPENDED
+// (Flink's testResultFutureCompletionOfOutdatedLeaderIsIgnored).
+func TestResultOfAnOutdatedLeaderIsIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, m := newManualFixture(t)
+		m.grant()
+		jm := <-f.factory.created
+		synctest.Wait()
+		gate := make(chan struct{})
+		jm.mu.Lock()
+		jm.closeGate = gate
+		jm.mu.Unlock()
+
+		m.revoke()
+		synctest.Wait()
+		jm.end(jobgraph.JobStatusFinished) // while its Close is still under way
+		synctest.Wait()
+		assert.False(t, isDone(f.runner), "a result of a revoked session does not complete the runner")
+		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
+		close(gate)
+		synctest.Wait()
+		assert.Equal(t, fakeState{status: jobgraph.JobStatusFinished, closed: 1}, jm.state())
+		assert.False(t, isDone(f.runner))
+
+		f.runner.Close()
+		res := f.runner.Result()
+		assert.NoError(t, res.Err)
+		assertSparse(t, f, res.Archived, jobgraph.JobStatusSuspended, nil)
 	})
 }
 
