@@ -50,12 +50,17 @@ var ErrApplicationSuspended = errors.New("dispatcher: application suspended")
 //   - ctx ending returns the results learned so far (nil for the others) with ctx's error; the
 //     jobs keep running on d.
 //
-// A FAILED or CANCELED job is a result, not an error: the caller reads each Status. Where we
-// differ from Flink: Flink's application fails at its first job that did not finish and then
-// cancels the others (execution.terminate-application-on-any-job-terminated-exceptionally,
-// default true); RunApplication lets every job run to its end. The JobIDs are the caller's:
-// Flink fixes them in HA application mode ($internal.pipeline.job-id, or the zero JobID);
-// here a restarted run must pass graphs with the JobIDs of the first.
+// A FAILED or CANCELED job is a result, not an error: the caller reads each Status.
+//
+// Where we differ from Flink: Flink's application fails at its first job that did not finish
+// and then cancels the others (execution.terminate-application-on-any-job-terminated-exceptionally,
+// default true); RunApplication lets every job run to its end. Flink's bootstrap is handed the
+// JobIDs its Dispatcher recovered and does not submit those, and fails the application on any
+// other duplicate of a running job; here the Dispatcher's duplicate error is what says a job
+// runs already, so a job under one of the application's JobIDs that some other caller submitted
+// is waited for as if it were the application's. The JobIDs are the caller's: Flink fixes them
+// in HA application mode ($internal.pipeline.job-id, or the zero JobID); here a restarted run
+// must pass graphs with the JobIDs of the first.
 //
 // Call it from any goroutine; it waits on d's methods only, never on d's loop.
 func RunApplication(ctx context.Context, d Dispatcher, jobs []*jobgraph.JobGraph) ([]*jobgraph.JobResult, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/taskexecutor"
@@ -20,9 +21,16 @@ import (
 // gatedTasks is task code that waits until the test releases the job it belongs to (by its
 // vertex, named as the job), counting every run.
 type gatedTasks struct {
-	mu    sync.Mutex
-	gates map[string]chan struct{}
-	runs  atomic.Int32
+	mu     sync.Mutex
+	gates  map[string]chan struct{}
+	runs   atomic.Int32
+	byName map[string]int // runs per vertex
+}
+
+func (g *gatedTasks) runsOf(name string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.byName[name]
 }
 
 func (g *gatedTasks) gate(job string) chan struct{} {
@@ -38,6 +46,12 @@ func (g *gatedTasks) registry() *taskexecutor.Registry {
 	reg := taskexecutor.NewRegistry()
 	reg.Register("gated", func(ctx context.Context, env taskexecutor.Environment) error {
 		g.runs.Add(1)
+		g.mu.Lock()
+		if g.byName == nil {
+			g.byName = make(map[string]int)
+		}
+		g.byName[env.Info().VertexName]++
+		g.mu.Unlock()
 		select {
 		case <-g.gate(env.Info().VertexName):
 			return nil
@@ -137,4 +151,59 @@ func TestRunApplicationBeforeStart(t *testing.T) {
 	defer mc.Close()
 	_, err = mc.RunApplication(context.Background(), []*jobgraph.JobGraph{gatedJob("early")})
 	require.ErrorIs(t, err, minicluster.ErrNotStarted)
+}
+
+// The JobManager process goes away while one job of the application finished and the other
+// runs: the next cluster over the same HA services reports the finished one from the
+// JobResultStore without running it, and runs the other once, to its end.
+func TestRunApplicationAfterARestartRunsTheUnfinishedJobOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		services := embedded.New()
+		defer services.Close()
+		tasks := &gatedTasks{gates: make(map[string]chan struct{})}
+		jobs := []*jobgraph.JobGraph{gatedJob("done"), gatedJob("pending")}
+		mc1 := start(t, minicluster.Config{HA: services, SlotsPerTaskExecutor: 2, Registry: tasks.registry()})
+		type run struct {
+			results []*jobgraph.JobResult
+			err     error
+		}
+		done := make(chan run, 1)
+		go func() {
+			res, err := mc1.RunApplication(context.Background(), jobs)
+			done <- run{res, err}
+		}()
+		synctest.Wait()
+		close(tasks.gate("done"))
+		res, err := mc1.RequestJobResult(context.Background(), jobs[0].JobID)
+		require.NoError(t, err)
+		require.Equal(t, jobgraph.JobStatusFinished, res.Status)
+		require.NoError(t, mc1.Close()) // the process goes away
+		interrupted := <-done
+		require.ErrorIs(t, interrupted.err, dispatcher.ErrApplicationSuspended)
+		assert.Equal(t, []string{"done FINISHED", "pending SUSPENDED"}, names(interrupted.results))
+
+		var mu sync.Mutex
+		transitions := map[jobgraph.JobID]int{}
+		mc2 := start(t, minicluster.Config{HA: services, SlotsPerTaskExecutor: 2, Registry: tasks.registry(),
+			JobStatusListener: func(job jobgraph.JobID, _ jobgraph.JobStatus, _ time.Time) {
+				mu.Lock()
+				transitions[job]++
+				mu.Unlock()
+			}})
+		go func() {
+			res, err := mc2.RunApplication(context.Background(), jobs)
+			done <- run{res, err}
+		}()
+		synctest.Wait()
+		close(tasks.gate("pending"))
+		got := <-done
+		require.NoError(t, got.err)
+		assert.Equal(t, []string{"done FINISHED", "pending FINISHED"}, names(got.results))
+		assert.Equal(t, 1, tasks.runsOf("done"), "the finished job is not run again")
+		assert.Equal(t, 2, tasks.runsOf("pending"), "once per process: suspended with the first, finished under the second")
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Zero(t, transitions[jobs[0].JobID], "no JobMaster for the finished job")
+		assert.NotZero(t, transitions[jobs[1].JobID])
+	})
 }
