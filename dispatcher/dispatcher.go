@@ -36,12 +36,21 @@ var ErrJobAlreadyTerminated = errors.New("job already terminated")
 // error once Close has returned. It matches rpc.ErrClosed.
 var ErrClosed = fmt.Errorf("dispatcher: %w", rpc.ErrClosed)
 
+// ErrNotLeader is matched by the error of a call that needs the Dispatcher's leadership when this
+// process does not hold it: a SubmitJob of a StandaloneDispatcher whose Config.LeaderSession is no
+// longer the election's, the start of a recovered job then, and every call of a Runner that does
+// not lead (see Runner). It matches ha.ErrNotLeader. The client finds the leader through
+// ha.Services.DispatcherLeaderRetrieval. Flink answers such a call with the leader gateway
+// retriever's "not leader" (the REST handlers' 503, service temporarily unavailable).
+var ErrNotLeader = fmt.Errorf("dispatcher: %w", ha.ErrNotLeader)
+
 // The sentinels a DispatcherGateway call may answer (see jobgraph.RegisterErrorCode).
 func init() {
 	jobgraph.RegisterErrorCode("dispatcher.duplicate-job-submission", ErrDuplicateJobSubmission)
 	jobgraph.RegisterErrorCode("dispatcher.job-not-found", ErrJobNotFound)
 	jobgraph.RegisterErrorCode("dispatcher.job-already-terminated", ErrJobAlreadyTerminated)
 	jobgraph.RegisterErrorCode("dispatcher.closed", ErrClosed)
+	jobgraph.RegisterErrorCode("dispatcher.not-leader", ErrNotLeader)
 }
 
 // DuplicateJobSubmissionError says a JobID was submitted while a job under it runs (or is being
@@ -120,6 +129,27 @@ type Config struct {
 	// 0 means unlimited, negative is an error). Archiving one job more than this evicts the
 	// archived job archived the longest ago.
 	JobStoreMaxCapacity int
+
+	// LeaderElection and LeaderSession fence the Dispatcher by a leader session of the cluster's
+	// Dispatcher election (Flink: the DispatcherId): with LeaderElection set, New checks
+	// LeaderElection.HasLeadership(LeaderSession) before it starts each recovered job, and
+	// SubmitJob before it touches a store and again before it starts the job's runner; a check
+	// that fails is an error wrapping ErrNotLeader. nil (the default) means no fencing: the
+	// Dispatcher runs as if it always led, as before issue 12. A Runner sets both for each
+	// session's Dispatcher.
+	LeaderElection ha.LeaderElection
+	LeaderSession  ha.SessionID
+	// RecoveredJobs are the plans a new leader read from the ExecutionPlanStore: New starts each
+	// under a runner from JobManagerRunnerFactory, in order, before it returns, without storing
+	// it again. A plan whose job is in RecoveredDirtyResults is not started. Each must be valid
+	// (jobgraph.JobGraph.Validate) with a JobID of its own. The Dispatcher keeps its own copies.
+	// Flink: the recovered JobGraphs of the DispatcherBootstrap.
+	RecoveredJobs []*jobgraph.JobGraph
+	// RecoveredDirtyResults are the JobResultStore's dirty entries a new leader read: each job
+	// reached a globally terminal state under an earlier leader, whose cleanup did not complete.
+	// New starts each job's global cleanup (never the job); the job is answered from the
+	// JobResultStore meanwhile and afterwards. Flink: Dispatcher's recoveredDirtyJobs.
+	RecoveredDirtyResults []jobgraph.JobResult
 }
 
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
@@ -210,17 +240,53 @@ var (
 // slot.request.timeout, …) live in jobmaster.Config, which jobmaster.Config.Validate checks.
 var ErrInvalidConfig = errors.New("dispatcher: invalid configuration")
 
-// New returns a Dispatcher; it serves calls at once. Errors: ErrInvalidConfig for a missing HA
-// or JobManagerRunnerFactory, or a negative JobStoreMaxCapacity.
+// New returns a Dispatcher; it serves calls at once. With Config.RecoveredJobs and
+// Config.RecoveredDirtyResults it first starts the recovered jobs and the cleanups (see there) on
+// the caller's goroutine. Errors: ErrInvalidConfig for a missing HA or JobManagerRunnerFactory, a
+// negative JobStoreMaxCapacity, or a nil, invalid or repeated recovered plan; an error wrapping
+// ErrNotLeader when the fencing check before a recovered job fails; the runner factory's or the
+// runner's Start error for a recovered job. On an error every recovered job New started is
+// closed again (SUSPENDED: its plan, checkpoints and HA data stay for the next leader) and no
+// cleanup is left running.
 func New(cfg Config) (*StandaloneDispatcher, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	d := newDispatcher(cfg)
+	if err := d.recover(); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// validate checks cfg as New does.
+func (cfg *Config) validate() error {
 	switch {
 	case cfg.HA == nil:
-		return nil, fmt.Errorf("%w: Config.HA is required", ErrInvalidConfig)
+		return fmt.Errorf("%w: Config.HA is required", ErrInvalidConfig)
 	case cfg.JobManagerRunnerFactory == nil:
-		return nil, fmt.Errorf("%w: Config.JobManagerRunnerFactory is required", ErrInvalidConfig)
+		return fmt.Errorf("%w: Config.JobManagerRunnerFactory is required", ErrInvalidConfig)
 	case cfg.JobStoreMaxCapacity < 0:
-		return nil, fmt.Errorf("%w: JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative (0 means unlimited)", ErrInvalidConfig, cfg.JobStoreMaxCapacity)
+		return fmt.Errorf("%w: JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative (0 means unlimited)", ErrInvalidConfig, cfg.JobStoreMaxCapacity)
 	}
+	seen := make(map[jobgraph.JobID]bool, len(cfg.RecoveredJobs))
+	for i, g := range cfg.RecoveredJobs {
+		if g == nil {
+			return fmt.Errorf("%w: Config.RecoveredJobs[%d] is nil", ErrInvalidConfig, i)
+		}
+		if err := g.Validate(); err != nil {
+			return fmt.Errorf("%w: Config.RecoveredJobs[%d] (job %s): %w", ErrInvalidConfig, i, g.JobID, err)
+		}
+		if seen[g.JobID] {
+			return fmt.Errorf("%w: Config.RecoveredJobs[%d]: job %s is recovered twice", ErrInvalidConfig, i, g.JobID)
+		}
+		seen[g.JobID] = true
+	}
+	return nil
+}
+
+func newDispatcher(cfg Config) *StandaloneDispatcher {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -241,14 +307,80 @@ func New(cfg Config) (*StandaloneDispatcher, error) {
 		jobs:       make(map[jobgraph.JobID]*job),
 		archive:    make(map[jobgraph.JobID]*archivedJob),
 		bounded:    list.New(),
-	}, nil
+	}
+}
+
+// leads is the fencing check (Config.LeaderElection); off the loop: the election may take time.
+func (d *StandaloneDispatcher) leads(what string, id jobgraph.JobID) error {
+	if e := d.cfg.LeaderElection; e != nil && !e.HasLeadership(d.cfg.LeaderSession) {
+		return fmt.Errorf("%w: %s job %s: leader session %s is over", ErrNotLeader, what, id, d.cfg.LeaderSession)
+	}
+	return nil
+}
+
+// recover starts the cleanups of Config.RecoveredDirtyResults and then the jobs of
+// Config.RecoveredJobs; New calls it before anyone else can reach the Dispatcher.
+func (d *StandaloneDispatcher) recover() error {
+	dirty := make(map[jobgraph.JobID]bool, len(d.cfg.RecoveredDirtyResults))
+	for _, r := range d.cfg.RecoveredDirtyResults {
+		dirty[r.JobID] = true
+		// The job is answered from its JobResultStore entry (lookup) during and after its
+		// cleanup; Close waits for the cleanup, and cancels its store calls.
+		d.watchers.Go(func() {
+			d.log.Info("recovered the dirty result of a job: cleaning it up", "job", r.JobID, "status", r.Status)
+			d.cleanUpGlobally(r.JobID, &r)
+		})
+	}
+	for _, g := range d.cfg.RecoveredJobs {
+		if dirty[g.JobID] {
+			d.log.Info("recovered job has a dirty result: cleaned up, not run", "job", g.JobID)
+			continue
+		}
+		if err := d.runRecovered(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runRecovered starts a recovered job's runner; its plan is in the ExecutionPlanStore already.
+func (d *StandaloneDispatcher) runRecovered(g *jobgraph.JobGraph) error {
+	g, err := g.Clone()
+	if err != nil {
+		return fmt.Errorf("dispatcher: copy the recovered job graph: %w", err)
+	}
+	id := g.JobID
+	if err := d.leads("recovering", id); err != nil {
+		return err
+	}
+	runner, err := d.cfg.JobManagerRunnerFactory(g, d.cfg.HA)
+	if err != nil {
+		return fmt.Errorf("dispatcher: recovered job %s: creating its JobManagerRunner: %w", id, err)
+	}
+	if runner == nil {
+		return fmt.Errorf("dispatcher: recovered job %s: Config.JobManagerRunnerFactory returned no runner and no error", id)
+	}
+	if err := runner.Start(); err != nil {
+		runner.Close()
+		return fmt.Errorf("dispatcher: recovered job %s: starting its runner: %w", id, err)
+	}
+	entry := &job{name: g.Name, submitted: time.Now(), archived: make(chan struct{})}
+	return d.loop.Call(context.Background(), func() error {
+		entry.runner = runner
+		d.jobs[id] = entry
+		d.watchers.Go(func() { d.watch(id, entry, runner) })
+		d.log.Info("job recovered", "job", id, "name", g.Name)
+		return nil
+	})
 }
 
 // SubmitJob validates g, rejects a duplicate, persists g to the ExecutionPlanStore and then starts
 // the job's runner; it returns once the job runs (not when it ends). Errors: a nil g or the
 // *jobgraph.ValidationError (both match jobgraph.ErrInvalidJobGraph); a
 // *DuplicateJobSubmissionError (GloballyTerminated when the JobResultStore has the job);
-// ErrClosed; a runner factory or store failure. On any error nothing is kept and a job
+// ErrClosed; an error wrapping ErrNotLeader when the Dispatcher is fenced (Config.LeaderElection)
+// and its session is over, checked before the first store call and again before the runner
+// starts; a runner factory or store failure. On any error nothing is kept and a job
 // already running under the ID is untouched. The Dispatcher keeps its own copy of g.
 //
 // Only the reservation of the JobID and the bookkeeping run on the Dispatcher's loop; the store
@@ -306,6 +438,9 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 // persistAndRun runs a reserved submission to its end, off the loop.
 func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.JobGraph, entry *job) error {
 	id := g.JobID
+	if err := d.leads("submitting", id); err != nil {
+		return err
+	}
 	if _, err := d.cfg.HA.JobResultStore().Get(ctx, id); err == nil {
 		return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: true}
 	} else if !errors.Is(err, ha.ErrNotFound) {
@@ -333,6 +468,14 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 	if err != nil || closing {
 		undo()
 		return ErrClosed
+	}
+	// The session may have ended while the plan was stored. In this process the next leader
+	// recovers only once this Dispatcher has closed, so the removal races with no recovery. A
+	// backend shared with other processes refuses the removal once another leads (ErrNotLeader);
+	// the plan then stays, and that leader may run the job although this call failed.
+	if err := d.leads("submitting", id); err != nil {
+		undo()
+		return err
 	}
 	if err := runner.Start(); err != nil {
 		undo()

@@ -110,8 +110,13 @@ func (s *Services) JobMasterLeaderRetrieval(job jobgraph.JobID) ha.LeaderRetriev
 	return &retrieval{election: s.election(job)}
 }
 
-// DispatcherLeaderElection returns the cluster's Dispatcher election (the same one every call).
-func (s *Services) DispatcherLeaderElection() ha.LeaderElection { return s.dispatcher }
+// DispatcherLeaderElection returns a handle on the cluster's Dispatcher election (one election
+// for every call): the contender started on the handle leads if nobody does, and the handle's
+// Close removes only that contender, so that a standby started on another handle (a second
+// MiniCluster over the same Services) is granted leadership next.
+func (s *Services) DispatcherLeaderElection() ha.LeaderElection {
+	return &handle{election: s.dispatcher}
+}
 
 // DispatcherElection is DispatcherLeaderElection with the concrete type, for tests that revoke
 // or re-grant the Dispatcher's leadership.
@@ -122,9 +127,11 @@ func (s *Services) DispatcherLeaderRetrieval() ha.LeaderRetrieval {
 	return &retrieval{election: s.dispatcher}
 }
 
-// ResourceManagerLeaderElection returns the cluster's ResourceManager election (the same one
-// every call).
-func (s *Services) ResourceManagerLeaderElection() ha.LeaderElection { return s.resourceManager }
+// ResourceManagerLeaderElection returns a handle on the cluster's ResourceManager election, as
+// DispatcherLeaderElection does.
+func (s *Services) ResourceManagerLeaderElection() ha.LeaderElection {
+	return &handle{election: s.resourceManager}
+}
 
 // ResourceManagerElection is ResourceManagerLeaderElection with the concrete type, for tests.
 func (s *Services) ResourceManagerElection() *Election { return s.resourceManager }
@@ -260,6 +267,61 @@ func (e *Election) revokeLocked() {
 	e.leader, e.session, e.confirmed, e.address = nil, ha.SessionID{}, false, ""
 	e.loop.Execute(c.RevokeLeadership)
 	e.notifyLocked()
+}
+
+// handle is one contender's part in a cluster-wide Election: Close removes that contender only.
+type handle struct {
+	election *Election
+
+	mu        sync.Mutex
+	contender ha.LeaderContender
+	closed    bool
+}
+
+func (h *handle) Start(contender ha.LeaderContender) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return fmt.Errorf("ha/embedded: Start on a closed election")
+	case h.contender != nil:
+		return fmt.Errorf("ha/embedded: a second contender started on one election handle")
+	}
+	h.contender = contender
+	return h.election.Start(contender)
+}
+
+func (h *handle) ConfirmLeadership(session ha.SessionID, address string) {
+	h.election.ConfirmLeadership(session, address)
+}
+
+func (h *handle) HasLeadership(session ha.SessionID) bool { return h.election.HasLeadership(session) }
+
+// Close removes the handle's contender; if it leads it is revoked and the next contender granted.
+func (h *handle) Close() error {
+	h.mu.Lock()
+	c := h.contender
+	h.contender, h.closed = nil, true
+	h.mu.Unlock()
+	if c != nil {
+		h.election.remove(c)
+	}
+	return nil
+}
+
+// remove takes contender out of the election, revoking it and granting the next if it leads.
+func (e *Election) remove(contender ha.LeaderContender) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	i := slices.Index(e.contenders, contender)
+	if i < 0 {
+		return
+	}
+	e.contenders = slices.Delete(e.contenders, i, i+1)
+	if e.leader == contender {
+		e.revokeLocked()
+		e.grantLocked()
+	}
 }
 
 type retrieval struct {

@@ -213,3 +213,41 @@ func TestPutNilGraphIsAnError(t *testing.T) {
 	defer s.Close()
 	assert.Error(t, s.ExecutionPlanStore().Put(context.Background(), nil))
 }
+
+// The cluster elections are shared by every contender of the process (two MiniClusters over one
+// Services, say): closing the leader's election handle removes only the leader, and the standby
+// started on another handle is granted next; closing the standby's handle leaves the leader.
+func TestClosingAClusterElectionHandleRemovesOnlyItsContender(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		for name, election := range map[string]func() ha.LeaderElection{
+			"dispatcher":      s.DispatcherLeaderElection,
+			"resourcemanager": s.ResourceManagerLeaderElection,
+		} {
+			first, second, third := newContender(), newContender(), newContender()
+			e1, e2, e3 := election(), election(), election()
+			require.NoError(t, e1.Start(first), name)
+			require.NoError(t, e2.Start(second), name)
+			require.NoError(t, e3.Start(third), name)
+			require.Error(t, e1.Start(newContender()), "%s: one contender per handle", name)
+			synctest.Wait()
+			granted := drain(first.events)
+			require.Len(t, granted, 1, name)
+			assert.Empty(t, drain(second.events), name)
+
+			require.NoError(t, e3.Close()) // a standby leaves: nothing changes for the others
+			require.NoError(t, e1.Close())
+			synctest.Wait()
+			assert.Equal(t, []event{{}}, drain(first.events), "%s: the leader is revoked", name)
+			next := drain(second.events)
+			require.Len(t, next, 1, "%s: the standby is granted", name)
+			assert.True(t, next[0].granted, name)
+			assert.NotEqual(t, granted[0].session, next[0].session, name)
+			assert.True(t, e2.HasLeadership(next[0].session), name)
+			assert.Empty(t, drain(third.events), "%s: the closed standby hears nothing", name)
+			require.Error(t, e1.Start(first), "%s: a closed handle takes no contender", name)
+			require.NoError(t, e2.Close())
+		}
+	})
+}
