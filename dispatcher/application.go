@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha"
 )
 
 // ErrInvalidApplication is matched (errors.Is) by RunApplication's error for a set of jobs it
@@ -62,11 +63,47 @@ var ErrApplicationSuspended = errors.New("dispatcher: application suspended")
 // in HA application mode ($internal.pipeline.job-id, or the zero JobID); here a restarted run
 // must pass graphs with the JobIDs of the first.
 //
+// # Leadership
+//
+// A Dispatcher that may not lead — one with an AwaitLeadership(ctx) error method, which answers
+// errors matching ha.ErrNotLeader while another process leads — runs the application only while
+// it leads, as Flink runs the bootstrap in its Dispatcher's leader process: RunApplication first
+// waits until d leads, and when an answer says the leadership ended under it (errors.Is
+// ha.ErrNotLeader), it waits for the next leadership of d and runs the application again there:
+// the jobs that ended meanwhile are globally terminated duplicates, the others were recovered by
+// the new leader or are submitted again, so none runs twice. A Dispatcher without
+// AwaitLeadership gets one run: its not-leader error is returned.
+//
 // Call it from any goroutine; it waits on d's methods only, never on d's loop.
 func RunApplication(ctx context.Context, d Dispatcher, jobs []*jobgraph.JobGraph) ([]*jobgraph.JobResult, error) {
 	if err := checkApplication(jobs); err != nil {
 		return nil, err
 	}
+	awaiter, _ := d.(leadershipAwaiter)
+	for {
+		if awaiter != nil {
+			if err := awaiter.AwaitLeadership(ctx); err != nil {
+				return nil, fmt.Errorf("dispatcher: application: waiting for the Dispatcher's leadership: %w", err)
+			}
+		}
+		results, err := runApplication(ctx, d, jobs)
+		if awaiter == nil || ctx.Err() != nil || !errors.Is(err, ha.ErrNotLeader) {
+			return results, err
+		}
+		// The leadership ended under the application: the next session, in this process or
+		// another, recovers the unfinished jobs; run the application again under d's next one.
+	}
+}
+
+// leadershipAwaiter is a Dispatcher that may not lead now (its calls then fail with errors
+// matching ha.ErrNotLeader) and can wait until it does: the Dispatcher run under the cluster's
+// Dispatcher leader election (Flink's DefaultDispatcherRunner).
+type leadershipAwaiter interface {
+	AwaitLeadership(ctx context.Context) error
+}
+
+// runApplication is one run of RunApplication's, under one leadership of d.
+func runApplication(ctx context.Context, d Dispatcher, jobs []*jobgraph.JobGraph) ([]*jobgraph.JobResult, error) {
 	// earlier[i]: job i reached a globally terminal state in an earlier run.
 	earlier := make([]bool, len(jobs))
 	for i, g := range jobs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -324,3 +325,128 @@ func TestRunApplicationReportsAnEarlierJobWhoseResultIsGone(t *testing.T) {
 		assert.Equal(t, int32(1), p.created.Load())
 	})
 }
+
+// leaderSessions is a Dispatcher under leader election, as a host sees it: while it leads, its
+// calls go to the session's Dispatcher; without a session, and for a job the end of the session
+// suspended, they fail with ha.ErrNotLeader; AwaitLeadership waits for the next session.
+type leaderSessions struct {
+	dispatcher.Dispatcher // nil: only the methods below are used
+
+	mu      sync.Mutex
+	current *dispatcher.StandaloneDispatcher // nil while not leading
+	leading chan struct{}                    // closed while leading
+	awaits  int                              // AwaitLeadership calls
+}
+
+func newLeaderSessions() *leaderSessions { return &leaderSessions{leading: make(chan struct{})} }
+
+func (s *leaderSessions) grant(d *dispatcher.StandaloneDispatcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current = d
+	close(s.leading)
+}
+
+// revoke ends the session: its Dispatcher closes and its running jobs are SUSPENDED.
+func (s *leaderSessions) revoke(t *testing.T) {
+	s.mu.Lock()
+	d := s.current
+	s.current, s.leading = nil, make(chan struct{})
+	s.mu.Unlock()
+	require.NoError(t, d.Close())
+}
+
+func (s *leaderSessions) session() (*dispatcher.StandaloneDispatcher, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil {
+		return nil, fmt.Errorf("not leading: %w", ha.ErrNotLeader)
+	}
+	return s.current, nil
+}
+
+func (s *leaderSessions) AwaitLeadership(ctx context.Context) error {
+	s.mu.Lock()
+	s.awaits++
+	leading := s.leading
+	s.mu.Unlock()
+	select {
+	case <-leading:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *leaderSessions) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
+	d, err := s.session()
+	if err != nil {
+		return err
+	}
+	return d.SubmitJob(ctx, g)
+}
+
+func (s *leaderSessions) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
+	d, err := s.session()
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.RequestJobResult(ctx, id)
+	if err == nil && res.Status == jobgraph.JobStatusSuspended {
+		return nil, fmt.Errorf("the leader session ended under job %s: %w", id, ha.ErrNotLeader)
+	}
+	return res, err
+}
+
+// On a Dispatcher under leader election the application runs only while it leads: it waits for
+// leadership, and when the session ends under it, it waits for the next one and runs on there —
+// the job that finished is reported from the JobResultStore, the other runs to its end once more
+// under the new session, and nothing runs twice within one.
+func TestRunApplicationRunsOnUnderTheNextLeaderSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		services := embedded.New()
+		defer services.Close()
+		s := newLeaderSessions()
+		done, pending := graph("done"), graph("pending")
+		run := runApplication(context.Background(), s, done, pending)
+		synctest.Wait()
+		assert.Empty(t, run, "waiting for leadership")
+
+		p1 := startProcess(t, services)
+		s.grant(p1.d)
+		jms := p1.jobMasters(t, 2)
+		jms["done"].end(jobgraph.JobStatusFinished)
+		_, err := p1.d.RequestJobResult(context.Background(), done.JobID)
+		require.NoError(t, err)
+		s.revoke(t) // "pending" is SUSPENDED with the session
+		synctest.Wait()
+		assert.Empty(t, run, "waiting for the next leadership")
+
+		p2 := startProcess(t, services)
+		s.grant(p2.d)
+		jms = p2.jobMasters(t, 1)
+		require.Contains(t, jms, "pending")
+		jms["pending"].end(jobgraph.JobStatusFinished)
+		got := <-run
+		require.NoError(t, got.err)
+		assert.Equal(t, []string{"done FINISHED", "pending FINISHED"}, statuses(got.results))
+		assert.Equal(t, int32(2), p1.created.Load())
+		assert.Equal(t, int32(1), p2.created.Load(), "under the new session only the unfinished job runs")
+		assert.Equal(t, 2, s.awaits, "once before each run")
+	})
+}
+
+// A Dispatcher that cannot wait for leadership gets one run: its not-leader error is returned.
+func TestRunApplicationOnADispatcherThatDoesNotLeadFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := graph("nowhere")
+		res, err := dispatcher.RunApplication(context.Background(), notLeading{}, []*jobgraph.JobGraph{g})
+		require.ErrorIs(t, err, ha.ErrNotLeader)
+		assert.Nil(t, res)
+		assert.EqualError(t, err, fmt.Sprintf("dispatcher: application: submitting job 0 (%s, \"nowhere\"): %v", g.JobID, ha.ErrNotLeader))
+	})
+}
+
+type notLeading struct{ dispatcher.Dispatcher }
+
+func (notLeading) SubmitJob(context.Context, *jobgraph.JobGraph) error { return ha.ErrNotLeader }
