@@ -440,13 +440,13 @@ func TestRunApplicationRunsOnUnderTheNextLeaderSession(t *testing.T) {
 func TestRunApplicationOnADispatcherThatDoesNotLeadFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := graph("nowhere")
-		res, err := dispatcher.RunApplication(context.Background(), notLeading{}, []*jobgraph.JobGraph{g})
+		res, err := dispatcher.RunApplication(context.Background(), foreverFollower{}, []*jobgraph.JobGraph{g})
 		require.ErrorIs(t, err, ha.ErrNotLeader)
 		assert.Nil(t, res)
 		assert.EqualError(t, err, fmt.Sprintf("dispatcher: application: submitting job 0 (%s, \"nowhere\"): %v", g.JobID, ha.ErrNotLeader))
 	})
 }
 
-type notLeading struct{ dispatcher.Dispatcher }
+type foreverFollower struct{ dispatcher.Dispatcher }
 
-func (notLeading) SubmitJob(context.Context, *jobgraph.JobGraph) error { return ha.ErrNotLeader }
+func (foreverFollower) SubmitJob(context.Context, *jobgraph.JobGraph) error { return ha.ErrNotLeader }
