@@ -1,0 +1,390 @@
+package etcd
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/checkpoint/checkpointtest"
+	"github.com/jobgraph/jobgraph/ha"
+)
+
+// closing opens Services over srv under prefix, closed when the test ends.
+func closing(t *testing.T, srv *server, prefix string) *Services {
+	svc := srv.open(t, prefix)
+	t.Cleanup(func() { assert.NoError(t, svc.Close()) })
+	return svc
+}
+
+// listener records what a retrieval tells it.
+type listener struct{ leaders chan published }
+
+func newListener() *listener { return &listener{leaders: make(chan published, 64)} }
+
+func (l *listener) NotifyLeaderAddress(address string, session ha.SessionID) {
+	l.leaders <- published{address, session}
+}
+func (l *listener) HandleError(err error) {}
+
+// await returns the next notification.
+func (l *listener) await(t *testing.T) published {
+	t.Helper()
+	select {
+	case p := <-l.leaders:
+		return p
+	case <-time.After(wait):
+		require.FailNow(t, "no leader notification")
+	}
+	panic("unreachable")
+}
+
+func leaseOf(svc *Services) (clientv3.LeaseID, ha.SessionID) {
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if svc.term == nil {
+		return 0, ha.SessionID{}
+	}
+	return svc.term.lease, svc.term.session
+}
+
+// TestOneSessionForEveryComponent: one client's Dispatcher, ResourceManager and two JobMaster
+// contenders are all granted the client's one session, and another client's retrievals report
+// each confirmed address with it.
+func TestOneSessionForEveryComponent(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a, b := closing(t, srv, prefix), closing(t, srv, prefix)
+	job1, job2 := jobgraph.NewJobID(), jobgraph.NewJobID()
+
+	elections := []ha.LeaderElection{a.DispatcherLeaderElection(), a.ResourceManagerLeaderElection(),
+		a.JobMasterLeaderElection(job1), a.JobMasterLeaderElection(job2)}
+	retrievals := []ha.LeaderRetrieval{b.DispatcherLeaderRetrieval(), b.ResourceManagerLeaderRetrieval(),
+		b.JobMasterLeaderRetrieval(job1), b.JobMasterLeaderRetrieval(job2)}
+	addresses := []string{"dispatcher@a", "resourcemanager@a", "jobmaster-1@a", "jobmaster-2@a"}
+	holders := make([]*holder, len(elections))
+	listeners := make([]*listener, len(elections))
+	for i := range elections {
+		listeners[i] = newListener()
+		require.NoError(t, retrievals[i].Start(listeners[i]))
+		holders[i] = newHolder()
+		require.NoError(t, elections[i].Start(holders[i]))
+	}
+	session := holders[0].awaitGrant(t)
+	for i, h := range holders[1:] {
+		assert.Equal(t, session, h.awaitGrant(t), "contender %d has the client's session", i+1)
+	}
+	_, termSession := leaseOf(a)
+	assert.Equal(t, termSession, session)
+	for i, e := range elections {
+		assert.True(t, e.HasLeadership(session))
+		e.ConfirmLeadership(session, addresses[i])
+	}
+	for i, l := range listeners {
+		assert.Equal(t, published{addresses[i], session}, l.await(t), "retrieval %d on the other client", i)
+	}
+
+	// Closing the client revokes every contender; the retrievals report no leader.
+	require.NoError(t, a.Close())
+	for i, h := range holders {
+		h.awaitRevoke(t)
+		assert.False(t, elections[i].HasLeadership(session))
+	}
+	for _, l := range listeners {
+		assert.Equal(t, published{}, l.await(t))
+	}
+	for _, r := range retrievals {
+		require.NoError(t, r.Stop())
+	}
+}
+
+// TestSecondClientLeadsWhenTheFirstLeaves: of two clients' Dispatcher contenders the first
+// leads; the second's writes are refused until the first client's last contender leaves, then
+// it is granted with a new session and its retrieval reports its own address.
+func TestSecondClientLeadsWhenTheFirstLeaves(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a, b := closing(t, srv, prefix), closing(t, srv, prefix)
+	ea := a.DispatcherLeaderElection()
+	ha1 := newHolder()
+	require.NoError(t, ea.Start(ha1))
+	sa := ha1.awaitGrant(t)
+	ea.ConfirmLeadership(sa, "dispatcher@a")
+
+	l := newListener()
+	rb := b.DispatcherLeaderRetrieval()
+	require.NoError(t, rb.Start(l))
+	assert.Equal(t, published{"dispatcher@a", sa}, l.await(t))
+
+	eb := b.DispatcherLeaderElection()
+	hb := newHolder()
+	require.NoError(t, eb.Start(hb))
+	g := jobgraph.New("refused", jobgraph.Batch)
+	g.AddVertex("v", "noop", 1)
+	// b has a contender but does not lead: its write is refused and leaves nothing behind.
+	require.ErrorIs(t, b.ExecutionPlanStore().Put(t.Context(), g), ha.ErrNotLeader)
+	_, err := a.ExecutionPlanStore().Get(t.Context(), g.JobID)
+	require.ErrorIs(t, err, ha.ErrNotFound)
+
+	require.NoError(t, ea.Close()) // a's last contender: a resigns
+	ha1.awaitRevoke(t)
+	assert.Equal(t, published{}, l.await(t), "no leader between a's resignation and b's confirmation")
+	sb := hb.awaitGrant(t)
+	assert.NotEqual(t, sa, sb)
+	eb.ConfirmLeadership(sb, "dispatcher@b")
+	assert.Equal(t, published{"dispatcher@b", sb}, l.await(t))
+	require.NoError(t, b.ExecutionPlanStore().Put(t.Context(), g))
+	require.ErrorIs(t, a.ExecutionPlanStore().Put(t.Context(), g), ha.ErrNotLeader)
+
+	// a's next contender waits behind b; it leads with a third session once b closes.
+	ha2 := newHolder()
+	ea2 := a.DispatcherLeaderElection()
+	require.NoError(t, ea2.Start(ha2))
+	require.NoError(t, b.Close())
+	hb.awaitRevoke(t)
+	s3 := ha2.awaitGrant(t)
+	assert.NotEqual(t, sa, s3)
+	assert.NotEqual(t, sb, s3)
+	got, err := a.ExecutionPlanStore().Get(t.Context(), g.JobID)
+	require.NoError(t, err)
+	assert.Equal(t, "refused", got.Name)
+	require.NoError(t, ea2.Close())
+	require.NoError(t, rb.Stop())
+}
+
+// TestLeaseRevokedFailsOver: the leader's lease is revoked (what its expiry does): its
+// contenders are revoked, each of its writes fails with ha.ErrNotLeader, and the other client is
+// granted and recovers the plans, results, checkpoints and counter the first one wrote; the first
+// campaigns again with a new session and leads once the second leaves.
+func TestLeaseRevokedFailsOver(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a, b := closing(t, srv, prefix), closing(t, srv, prefix)
+	ctx := t.Context()
+	job := jobgraph.NewJobID()
+
+	da, ja := newHolder(), newHolder()
+	require.NoError(t, a.DispatcherLeaderElection().Start(da))
+	sa := da.awaitGrant(t)
+	require.NoError(t, a.JobMasterLeaderElection(job).Start(ja))
+	assert.Equal(t, sa, ja.awaitGrant(t))
+
+	g := jobgraph.New("survivor", jobgraph.Streaming)
+	g.JobID = job
+	g.AddVertex("v", "noop", 2)
+	require.NoError(t, a.ExecutionPlanStore().Put(ctx, g))
+	done := jobgraph.JobResult{JobID: jobgraph.NewJobID(), Name: "done", Status: jobgraph.JobStatusFinished}
+	require.NoError(t, a.JobResultStore().CreateDirty(ctx, done))
+	store, err := a.CheckpointRecoveryFactory().CreateRecoveredCompletedCheckpointStore(job, 2)
+	require.NoError(t, err)
+	counter, err := a.CheckpointRecoveryFactory().CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	for range 3 {
+		id, err := counter.GetAndIncrement()
+		require.NoError(t, err)
+		_, err = store.Add(checkpointtest.Sample(id, checkpoint.Checkpoint))
+		require.NoError(t, err)
+	}
+
+	db := newHolder()
+	require.NoError(t, b.DispatcherLeaderElection().Start(db))
+	lease, _ := leaseOf(a)
+	require.NotZero(t, lease)
+	_, err = srv.client(t).Revoke(ctx, lease)
+	require.NoError(t, err)
+
+	da.awaitRevoke(t)
+	ja.awaitRevoke(t)
+	sb := db.awaitGrant(t)
+	assert.NotEqual(t, sa, sb)
+
+	// Every write of a is refused now.
+	other := jobgraph.New("late", jobgraph.Batch)
+	other.AddVertex("v", "noop", 1)
+	assert.ErrorIs(t, a.ExecutionPlanStore().Put(ctx, other), ha.ErrNotLeader, "plan Put")
+	assert.ErrorIs(t, a.ExecutionPlanStore().Remove(ctx, job), ha.ErrNotLeader, "plan Remove")
+	assert.ErrorIs(t, a.JobResultStore().CreateDirty(ctx, jobgraph.JobResult{JobID: jobgraph.NewJobID()}), ha.ErrNotLeader, "CreateDirty")
+	assert.ErrorIs(t, a.JobResultStore().MarkClean(ctx, done.JobID), ha.ErrNotLeader, "MarkClean")
+	_, err = store.Add(checkpointtest.Sample(4, checkpoint.Checkpoint))
+	assert.ErrorIs(t, err, ha.ErrNotLeader, "checkpoint Add")
+	_, err = counter.GetAndIncrement()
+	assert.ErrorIs(t, err, ha.ErrNotLeader, "counter GetAndIncrement")
+	assert.ErrorIs(t, counter.SetCount(10), ha.ErrNotLeader, "counter SetCount")
+	assert.ErrorIs(t, a.CleanupJobData(ctx, job), ha.ErrNotLeader, "CleanupJobData")
+	assert.ErrorIs(t, store.Shutdown(true), ha.ErrNotLeader, "checkpoint Shutdown(discard)")
+	assert.ErrorIs(t, counter.Shutdown(true), ha.ErrNotLeader, "counter Shutdown(discard)")
+
+	// b recovers everything a wrote, and nothing a tried after its lease was gone.
+	ids, err := b.ExecutionPlanStore().JobIDs(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []jobgraph.JobID{job}, ids)
+	got, err := b.ExecutionPlanStore().Get(ctx, job)
+	require.NoError(t, err)
+	assert.Equal(t, "survivor", got.Name)
+	dirty, err := b.JobResultStore().DirtyResults(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []jobgraph.JobResult{done}, dirty)
+	storeB, err := b.CheckpointRecoveryFactory().CreateRecoveredCompletedCheckpointStore(job, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []checkpoint.CompletedCheckpoint{checkpointtest.Sample(2, checkpoint.Checkpoint), checkpointtest.Sample(3, checkpoint.Checkpoint)}, storeB.All())
+	counterB, err := b.CheckpointRecoveryFactory().CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	next, err := counterB.GetAndIncrement()
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.CheckpointID(4), next)
+	require.NoError(t, b.JobResultStore().MarkClean(ctx, done.JobID))
+	require.NoError(t, storeB.Shutdown(false))
+	require.NoError(t, counterB.Shutdown(false))
+
+	// a campaigns again with a new lease and session, and leads once b is gone.
+	require.NoError(t, b.Close())
+	db.awaitRevoke(t)
+	s3 := da.awaitGrant(t)
+	assert.Equal(t, s3, ja.awaitGrant(t))
+	assert.NotEqual(t, sa, s3)
+	assert.NotEqual(t, sb, s3)
+	newLease, _ := leaseOf(a)
+	assert.NotEqual(t, lease, newLease)
+	require.NoError(t, a.ExecutionPlanStore().Remove(ctx, job))
+}
+
+// TestRetrievalIgnoresInformationOfAnotherSession: leader information whose session is not the
+// current election leader's (a stale or foreign write) is never reported.
+func TestRetrievalIgnoresInformationOfAnotherSession(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a := closing(t, srv, prefix)
+	raw := srv.client(t)
+	stale, _ := json.Marshal(leaderInfo{Address: "dispatcher@dead", Session: ha.NewSessionID().String()})
+	_, err := raw.Put(t.Context(), prefix+"/leader/info/dispatcher", string(stale))
+	require.NoError(t, err)
+
+	l := newListener()
+	r := a.DispatcherLeaderRetrieval()
+	require.NoError(t, r.Start(l))
+	h := newHolder()
+	e := a.DispatcherLeaderElection()
+	require.NoError(t, e.Start(h))
+	s := h.awaitGrant(t)
+	e.ConfirmLeadership(s, "dispatcher@a")
+	assert.Equal(t, published{"dispatcher@a", s}, l.await(t), "the first notification is the leader's own")
+
+	resp, err := raw.Get(t.Context(), prefix+"/leader/info/dispatcher")
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	lease, _ := leaseOf(a)
+	assert.Equal(t, int64(lease), resp.Kvs[0].Lease, "leader information lives on the term's lease")
+	require.NoError(t, e.Close())
+	h.awaitRevoke(t)
+	assert.Equal(t, published{}, l.await(t))
+	require.NoError(t, r.Stop())
+}
+
+// TestCleanupJobDataDeletesTheJobMasterLeaderInformation: CleanupJobData deletes the job's
+// leader information key, and only that job's.
+func TestCleanupJobDataDeletesTheJobMasterLeaderInformation(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a := closing(t, srv, prefix)
+	job, kept := jobgraph.NewJobID(), jobgraph.NewJobID()
+	l := newListener()
+	r := a.JobMasterLeaderRetrieval(kept)
+	require.NoError(t, r.Start(l))
+	for _, j := range []jobgraph.JobID{job, kept} {
+		h := newHolder()
+		e := a.JobMasterLeaderElection(j)
+		require.NoError(t, e.Start(h))
+		e.ConfirmLeadership(h.awaitGrant(t), "jobmaster@"+j.String())
+	}
+	_, s := leaseOf(a)
+	assert.Equal(t, published{"jobmaster@" + kept.String(), s}, l.await(t))
+	raw := srv.client(t)
+	require.NoError(t, a.CleanupJobData(t.Context(), job))
+	resp, err := raw.Get(t.Context(), prefix+"/leader/info/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	require.NoError(t, err)
+	var keys []string
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	assert.Equal(t, []string{prefix + "/leader/info/jobmaster/" + kept.String()}, keys)
+	require.NoError(t, a.CleanupJobData(t.Context(), job), "removing nothing is not an error")
+	require.NoError(t, r.Stop())
+}
+
+// TestCheckpointKeys: the store writes each retained checkpoint's metadata at its zero-padded
+// key, deletes the subsumed ones' in the same step, and Shutdown(true) deletes every key of the
+// job and the counter's.
+func TestCheckpointKeys(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a := closing(t, srv, prefix)
+	lead(t, a)
+	job := jobgraph.NewJobID()
+	store, err := a.CheckpointRecoveryFactory().CreateRecoveredCompletedCheckpointStore(job, 2)
+	require.NoError(t, err)
+	counter, err := a.CheckpointRecoveryFactory().CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	for range 3 {
+		id, err := counter.GetAndIncrement()
+		require.NoError(t, err)
+		_, err = store.Add(checkpointtest.Sample(id, checkpoint.Checkpoint))
+		require.NoError(t, err)
+	}
+	raw := srv.client(t)
+	keys := func() map[string]string {
+		resp, err := raw.Get(t.Context(), prefix+"/check", clientv3.WithPrefix())
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, kv := range resp.Kvs {
+			out[string(kv.Key)] = string(kv.Value)
+		}
+		return out
+	}
+	got := keys()
+	cp := prefix + "/checkpoints/" + job.String() + "/"
+	assert.ElementsMatch(t, []string{cp + "00000000000000000002", cp + "00000000000000000003", prefix + "/checkpoint-counter/" + job.String()}, mapKeys(got))
+	assert.Equal(t, "4", got[prefix+"/checkpoint-counter/"+job.String()])
+	var stored checkpoint.CompletedCheckpoint
+	require.NoError(t, json.Unmarshal([]byte(got[cp+"00000000000000000003"]), &stored))
+	assert.Equal(t, checkpointtest.Sample(3, checkpoint.Checkpoint), stored)
+
+	require.NoError(t, store.Shutdown(true))
+	require.NoError(t, counter.Shutdown(true))
+	assert.Empty(t, keys())
+}
+
+func mapKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestOptionsErrors: bad options are refused with an error naming them.
+func TestOptionsErrors(t *testing.T) {
+	for name, c := range map[string]struct {
+		o    Options
+		want string
+	}{
+		"neither":        {Options{}, "exactly one of Options.Endpoints and Options.Client"},
+		"both":           {Options{Endpoints: []string{"x"}, Client: &clientv3.Client{}}, "exactly one"},
+		"prefix slash":   {Options{Endpoints: []string{"x"}, Prefix: "/a/"}, `Options.Prefix "/a/"`},
+		"prefix no root": {Options{Endpoints: []string{"x"}, Prefix: "a"}, `Options.Prefix "a"`},
+		"ttl fraction":   {Options{Endpoints: []string{"x"}, SessionTTL: 1500 * time.Millisecond}, "Options.SessionTTL 1.5s"},
+		"ttl small":      {Options{Endpoints: []string{"x"}, SessionTTL: time.Millisecond}, "Options.SessionTTL 1ms"},
+		"timeout":        {Options{Endpoints: []string{"x"}, RequestTimeout: -time.Second}, "Options.RequestTimeout -1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := New(c.o)
+			assert.Nil(t, s)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
