@@ -12,44 +12,8 @@ import (
 	"strings"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/durable"
 )
-
-// writeFileAtomically writes data to path so a reader sees the old content or the new, never a
-// part: temp file in the same directory, fsync, rename, fsync the directory.
-func writeFileAtomically(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
 
 const metadataPrefix, metadataSuffix = "checkpoint-", ".json"
 
@@ -117,7 +81,7 @@ func (s *FileCompletedCheckpointStore) Add(cp CompletedCheckpoint) ([]CompletedC
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomically(s.metadataPath(cp.CheckpointID), data); err != nil {
+		if err := durable.WriteFile(s.metadataPath(cp.CheckpointID), data); err != nil {
 			return fmt.Errorf("checkpoint: storing checkpoint %d: %w", cp.CheckpointID, err)
 		}
 		return nil
@@ -208,7 +172,7 @@ func OpenFileCheckpointIDCounter(path string) (*FileCheckpointIDCounter, error) 
 }
 
 func (c *FileCheckpointIDCounter) write(next CheckpointID) error {
-	return writeFileAtomically(c.path, []byte(strconv.FormatInt(int64(next), 10)+"\n"))
+	return durable.WriteFile(c.path, []byte(strconv.FormatInt(int64(next), 10)+"\n"))
 }
 
 // Shutdown implements CheckpointIDCounter; discard removes the file.

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/durable"
 )
 
 // MetadataFileName is the name of a savepoint's metadata file inside its directory. Flink:
@@ -104,7 +105,7 @@ func (s FileSavepointStorage) InitializeLocationForSavepoint(job jobgraph.JobID,
 		dir := filepath.Join(base, prefix+hex.EncodeToString(b[:]))
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
-			if err := syncDir(base); err != nil {
+			if err := durable.SyncDir(base); err != nil {
 				_ = os.Remove(dir)
 				return "", fmt.Errorf("checkpoint: creating savepoint directory %s: %w", dir, err)
 			}
@@ -146,7 +147,7 @@ func StoreCheckpointMetadata(dir string, cp CompletedCheckpoint) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: encoding the metadata of checkpoint %d for %s: %w", cp.CheckpointID, path, err)
 	}
-	if err := writeFileAtomically(path, data); err != nil {
+	if err := durable.WriteFile(path, data); err != nil {
 		return fmt.Errorf("checkpoint: writing savepoint metadata %s: %w", path, err)
 	}
 	return nil
