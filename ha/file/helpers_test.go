@@ -1,0 +1,42 @@
+package file_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/ha/file"
+	"github.com/jobgraph/jobgraph/ha/hatest"
+)
+
+// testPoll is the poll interval of the tests' clients: short, so waits for a retrieval or a
+// standby's grant are short; the code paths are the default's.
+const testPoll = 10 * time.Millisecond
+
+// grantSignal is a contender that only signals its grants.
+type grantSignal struct{ granted chan ha.SessionID }
+
+func newGrantSignal() *grantSignal                    { return &grantSignal{granted: make(chan ha.SessionID, 4)} }
+func (g *grantSignal) GrantLeadership(s ha.SessionID) { g.granted <- s }
+func (g *grantSignal) RevokeLeadership()              {}
+func (g *grantSignal) HandleError(error)              {}
+
+// leadingServices opens a client over dir and makes it lead, with a contender on its Dispatcher
+// election (the stores' writes are fenced by the client's leadership). It returns the session.
+func leadingServices(t *testing.T, dir string) (*file.Services, ha.SessionID) {
+	t.Helper()
+	s, err := file.New(file.Options{Dir: dir, PollInterval: testPoll})
+	require.NoError(t, err)
+	g := newGrantSignal()
+	require.NoError(t, s.DispatcherLeaderElection().Start(g))
+	select {
+	case session := <-g.granted:
+		return s, session
+	case <-time.After(hatest.Timeout):
+		_ = s.Close()
+		t.Fatalf("the only client over %s was not granted within %v", dir, hatest.Timeout)
+		panic("unreachable")
+	}
+}
