@@ -7,6 +7,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/rpc"
 )
 
 // ErrInvalidApplication is matched (errors.Is) by RunApplication's error for a set of jobs it
@@ -45,7 +46,8 @@ var ErrApplicationSuspended = errors.New("dispatcher: application suspended")
 //     suspends them and keeps them for the next run);
 //   - once every job is submitted, the results are collected in order and every result is
 //     returned, with an error joining: a job that ended SUSPENDED (ErrApplicationSuspended; its
-//     result is in the slice), and a job that had ended in an earlier run but whose result is
+//     result is in the slice), a job whose result d no longer answers because d closed
+//     (ErrApplicationSuspended and rpc.ErrClosed; its result is nil), and a job that had ended in an earlier run but whose result is
 //     known no more (ErrJobNotFound, once the JobResultStore dropped its clean entry; its
 //     result is nil — Flink reports an unknown result there);
 //   - ctx ending returns the results learned so far (nil for the others) with ctx's error; the
@@ -126,6 +128,8 @@ func runApplication(ctx context.Context, d Dispatcher, jobs []*jobgraph.JobGraph
 			return results, errors.Join(append(errs, fmt.Errorf("dispatcher: application: waiting for %s: %w", describe(i, g), ctx.Err()))...)
 		case err != nil && earlier[i] && errors.Is(err, ErrJobNotFound):
 			errs = append(errs, fmt.Errorf("dispatcher: application: %s reached a globally terminal state in an earlier run, and its result is no longer known: %w", describe(i, g), err))
+		case err != nil && errors.Is(err, rpc.ErrClosed):
+			errs = append(errs, fmt.Errorf("%w: %s: the Dispatcher closed before the job reached a globally terminal state (%w); running the application again resumes it", ErrApplicationSuspended, describe(i, g), err))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("dispatcher: application: waiting for %s: %w", describe(i, g), err))
 		case !res.Status.IsGloballyTerminal():

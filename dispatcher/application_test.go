@@ -328,7 +328,8 @@ func TestRunApplicationReportsAnEarlierJobWhoseResultIsGone(t *testing.T) {
 
 // leaderSessions is a Dispatcher under leader election, as a host sees it: while it leads, its
 // calls go to the session's Dispatcher; without a session, and for a job the end of the session
-// suspended, they fail with ha.ErrNotLeader; AwaitLeadership waits for the next session.
+// suspended (or whose session's Dispatcher closed during the call), they fail with
+// ha.ErrNotLeader, as dispatcher.Runner's do; AwaitLeadership waits for the next session.
 type leaderSessions struct {
 	dispatcher.Dispatcher // nil: only the methods below are used
 
@@ -392,7 +393,7 @@ func (s *leaderSessions) RequestJobResult(ctx context.Context, id jobgraph.JobID
 		return nil, err
 	}
 	res, err := d.RequestJobResult(ctx, id)
-	if err == nil && res.Status == jobgraph.JobStatusSuspended {
+	if errors.Is(err, dispatcher.ErrClosed) || err == nil && res.Status == jobgraph.JobStatusSuspended {
 		return nil, fmt.Errorf("the leader session ended under job %s: %w", id, ha.ErrNotLeader)
 	}
 	return res, err
@@ -450,3 +451,124 @@ func TestRunApplicationOnADispatcherThatDoesNotLeadFails(t *testing.T) {
 type foreverFollower struct{ dispatcher.Dispatcher }
 
 func (foreverFollower) SubmitJob(context.Context, *jobgraph.JobGraph) error { return ha.ErrNotLeader }
+
+// runnerProcess is one JobManager process running the Dispatcher under the Dispatcher leader
+// election (dispatcher.Runner), counting the JobMasters its runner factory creates.
+type runnerProcess struct {
+	r       *dispatcher.Runner
+	created atomic.Int32
+	jms     chan *fakeJobMaster
+}
+
+func startRunnerProcess(t *testing.T, services ha.Services) *runnerProcess {
+	p := &runnerProcess{jms: make(chan *fakeJobMaster, 16)}
+	r, err := dispatcher.NewRunner(dispatcher.RunnerConfig{Dispatcher: dispatcher.Config{HA: services,
+		JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
+			return &fakeFactory{g: g, created: &p.created, last: p.jms}, nil
+		})}})
+	require.NoError(t, err)
+	require.NoError(t, r.Start())
+	p.r = r
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	return p
+}
+
+func (p *runnerProcess) jobMasters(t *testing.T, n int) map[string]*fakeJobMaster {
+	return (&appProcess{jms: p.jms}).jobMasters(t, n)
+}
+
+// On the Dispatcher run under leader election, a restarted process's new leader recovers the
+// unfinished job from the ExecutionPlanStore before the application resubmits it: the
+// resubmission is a duplicate of a running job, waited for; the finished job is reported from
+// the JobResultStore. Each job has one JobMaster per process that ran it.
+func TestRunApplicationOnTheDispatcherRunnerAfterARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		services := embedded.New()
+		defer services.Close()
+		done, pending := graph("done"), graph("pending")
+		p1 := startRunnerProcess(t, services)
+		run := runApplication(context.Background(), p1.r, done, pending)
+		jms := p1.jobMasters(t, 2)
+		jms["done"].end(jobgraph.JobStatusFinished)
+		_, err := p1.r.RequestJobResult(context.Background(), done.JobID)
+		require.NoError(t, err)
+		synctest.Wait()                  // the application waits for "pending"
+		require.NoError(t, p1.r.Close()) // the process goes away
+		interrupted := <-run
+		require.ErrorIs(t, interrupted.err, dispatcher.ErrApplicationSuspended)
+		assert.Equal(t, []string{"done FINISHED", "pending SUSPENDED"}, statuses(interrupted.results))
+
+		p2 := startRunnerProcess(t, services)
+		jms = p2.jobMasters(t, 1) // recovered on the grant, before the application runs
+		require.Contains(t, jms, "pending")
+		run = runApplication(context.Background(), p2.r, done, pending)
+		synctest.Wait()
+		assert.Empty(t, run)
+		jms["pending"].end(jobgraph.JobStatusFinished)
+		got := <-run
+		require.NoError(t, got.err)
+		assert.Equal(t, []string{"done FINISHED", "pending FINISHED"}, statuses(got.results))
+		assert.Equal(t, int32(1), p2.created.Load(), "the recovered job was not submitted again")
+	})
+}
+
+// The Dispatcher's leadership moves to a new session while the application runs: the new
+// session recovers the unfinished job, and the application runs on under it.
+func TestRunApplicationOnTheDispatcherRunnerAcrossALeadershipChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		services := embedded.New()
+		defer services.Close()
+		done, pending := graph("done"), graph("pending")
+		p := startRunnerProcess(t, services)
+		run := runApplication(context.Background(), p.r, done, pending)
+		jms := p.jobMasters(t, 2)
+		jms["done"].end(jobgraph.JobStatusFinished)
+		_, err := p.r.RequestJobResult(context.Background(), done.JobID)
+		require.NoError(t, err)
+
+		services.DispatcherElection().Revoke() // revoked, then granted a new session
+		recovered := p.jobMasters(t, 1)
+		require.Contains(t, recovered, "pending")
+		synctest.Wait()
+		assert.Empty(t, run, "the application runs on under the new session")
+		st, _ := jms["pending"].RequestJobStatus(context.Background())
+		assert.Equal(t, jobgraph.JobStatusSuspended, st, "the old session's JobMaster was closed")
+		recovered["pending"].end(jobgraph.JobStatusFinished)
+		got := <-run
+		require.NoError(t, got.err)
+		assert.Equal(t, []string{"done FINISHED", "pending FINISHED"}, statuses(got.results))
+		assert.Equal(t, int32(3), p.created.Load(), "two in the first session, the recovered one in the second")
+	})
+}
+
+// closingDispatcher closed after the application's submissions: its RequestJobResult answers
+// ErrClosed.
+type closingDispatcher struct {
+	*dispatcher.StandaloneDispatcher
+}
+
+func (c closingDispatcher) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
+	if err := c.StandaloneDispatcher.Close(); err != nil {
+		return nil, err
+	}
+	return c.StandaloneDispatcher.RequestJobResult(ctx, id)
+}
+
+// A Dispatcher that closes under the application, whether it answers the waiting call with the
+// job's SUSPENDED result or, closed already, with ErrClosed: the application was suspended.
+func TestRunApplicationOnADispatcherThatClosedIsSuspended(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		services := embedded.New()
+		defer services.Close()
+		p := startProcess(t, services)
+		g := graph("cut short")
+		res, err := dispatcher.RunApplication(context.Background(), closingDispatcher{p.d}, []*jobgraph.JobGraph{g})
+		require.ErrorIs(t, err, dispatcher.ErrApplicationSuspended)
+		require.ErrorIs(t, err, dispatcher.ErrClosed)
+		assert.EqualError(t, err, fmt.Sprintf("dispatcher: application suspended: job 0 (%s, \"cut short\"): the Dispatcher closed before the job reached a globally terminal state (dispatcher: closed); running the application again resumes it", g.JobID))
+		assert.Equal(t, []string{"<nil>"}, statuses(res))
+		ids, err := services.ExecutionPlanStore().JobIDs(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, []jobgraph.JobID{g.JobID}, ids, "kept for the next run")
+	})
+}
