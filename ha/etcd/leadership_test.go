@@ -388,3 +388,79 @@ func TestOptionsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestClientsRacingOneElection: two clients start their Dispatcher contenders at once; exactly
+// one is granted, the other's write is refused, and the other leads once the first closes.
+func TestClientsRacingOneElection(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	svcs := []*Services{closing(t, srv, prefix), closing(t, srv, prefix)}
+	grants := make(chan int, 2)
+	holders := []*holder{newHolder(), newHolder()}
+	for i, svc := range svcs {
+		go func() {
+			if svc.DispatcherLeaderElection().Start(holders[i]) == nil {
+				grants <- i
+			}
+		}()
+	}
+	<-grants
+	<-grants
+	var first int
+	var session ha.SessionID
+	select {
+	case session = <-holders[0].events:
+		first = 0
+	case session = <-holders[1].events:
+		first = 1
+	case <-time.After(wait):
+		require.FailNow(t, "neither client was granted")
+	}
+	require.NotEqual(t, ha.SessionID{}, session)
+	second := 1 - first
+	_, s := leaseOf(svcs[second])
+	assert.Equal(t, ha.SessionID{}, s, "the other client does not lead")
+	err := svcs[second].JobResultStore().CreateDirty(t.Context(), jobgraph.JobResult{JobID: jobgraph.NewJobID(), Status: jobgraph.JobStatusFinished})
+	require.ErrorIs(t, err, ha.ErrNotLeader)
+
+	require.NoError(t, svcs[first].Close())
+	holders[first].awaitRevoke(t)
+	assert.NotEqual(t, session, holders[second].awaitGrant(t))
+}
+
+// TestContendersOfOneComponentQueue: a second contender on a component of a leading client
+// waits; when the first leaves, it is granted the client's same session (the client still
+// leads: another contender holds it), and its confirmation is what retrieval reports.
+func TestContendersOfOneComponentQueue(t *testing.T) {
+	srv := startServer(t)
+	a := closing(t, srv, newPrefix())
+	job := jobgraph.NewJobID()
+	_, session := lead(t, a)
+	l := newListener()
+	r := a.JobMasterLeaderRetrieval(job)
+	require.NoError(t, r.Start(l))
+
+	first, second := newHolder(), newHolder()
+	e1, e2 := a.JobMasterLeaderElection(job), a.JobMasterLeaderElection(job)
+	require.NoError(t, e1.Start(first))
+	require.NoError(t, e2.Start(second))
+	assert.Equal(t, session, first.awaitGrant(t))
+	assert.False(t, e2.HasLeadership(session), "the second contender waits")
+	e2.ConfirmLeadership(session, "jobmaster/ignored")
+	e1.ConfirmLeadership(session, "jobmaster/1")
+	assert.Equal(t, published{"jobmaster/1", session}, l.await(t))
+
+	require.NoError(t, e1.Close())
+	first.awaitRevoke(t)
+	assert.Equal(t, session, second.awaitGrant(t))
+	assert.True(t, e2.HasLeadership(session))
+	assert.False(t, e1.HasLeadership(session))
+	e2.ConfirmLeadership(session, "jobmaster/2")
+	// The first's information is deleted and the second's written, possibly in one transaction.
+	for p := l.await(t); p != (published{"jobmaster/2", session}); p = l.await(t) {
+		assert.Equal(t, published{}, p)
+	}
+	require.NoError(t, e2.Close())
+	second.awaitRevoke(t)
+	require.NoError(t, r.Stop())
+}
