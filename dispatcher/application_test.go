@@ -17,6 +17,7 @@ import (
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/ha/file"
 	"github.com/jobgraph/jobgraph/jobmaster"
 )
 
@@ -570,5 +571,46 @@ func TestRunApplicationOnADispatcherThatClosedIsSuspended(t *testing.T) {
 		ids, err := services.ExecutionPlanStore().JobIDs(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, []jobgraph.JobID{g.JobID}, ids, "kept for the next run")
+	})
+}
+
+// The restart on ha/file, where it is a restart for real: the second process opens its own
+// client over the directory the first one left. The finished job is reported from the
+// directory's JobResultStore, the unfinished one recovered from its plan file and run once.
+func TestRunApplicationOnHAFileAfterARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		done, pending := graph("done"), graph("pending")
+		services1, err := file.New(file.Options{Dir: dir})
+		require.NoError(t, err)
+		p1 := startRunnerProcess(t, services1)
+		run := runApplication(context.Background(), p1.r, done, pending)
+		jms := p1.jobMasters(t, 2)
+		jms["done"].end(jobgraph.JobStatusFinished)
+		_, err = p1.r.RequestJobResult(context.Background(), done.JobID)
+		require.NoError(t, err)
+		synctest.Wait()
+		require.NoError(t, p1.r.Close())
+		require.NoError(t, services1.Close()) // the process is gone
+		interrupted := <-run
+		require.ErrorIs(t, interrupted.err, dispatcher.ErrApplicationSuspended)
+		assert.Equal(t, []string{"done FINISHED", "pending SUSPENDED"}, statuses(interrupted.results))
+
+		services2, err := file.New(file.Options{Dir: dir})
+		require.NoError(t, err)
+		defer services2.Close()
+		p2 := startRunnerProcess(t, services2)
+		run = runApplication(context.Background(), p2.r, done, pending)
+		jms = p2.jobMasters(t, 1)
+		require.Contains(t, jms, "pending")
+		jms["pending"].end(jobgraph.JobStatusFinished)
+		got := <-run
+		require.NoError(t, got.err)
+		assert.Equal(t, []string{"done FINISHED", "pending FINISHED"}, statuses(got.results))
+		assert.Equal(t, int32(1), p2.created.Load())
+		entry, err := services2.JobResultStore().Get(context.Background(), done.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, entry.Result, *got.results[0], "reported as the first process stored it")
+		require.NoError(t, p2.r.Close())
 	})
 }
