@@ -16,6 +16,7 @@ import (
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/ha/file"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -817,5 +818,47 @@ func TestElectionErrorFailsTheJob(t *testing.T) {
 		f.runner.Close()
 		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, jm.state(), "Close still closes the JobMaster")
 		assert.Same(t, res.Archived, f.runner.Result().Archived)
+	})
+}
+
+// grantWaiter is a contender that only reports its first grant.
+type grantWaiter struct {
+	once    sync.Once
+	granted chan struct{}
+}
+
+func (g *grantWaiter) GrantLeadership(ha.SessionID) { g.once.Do(func() { close(g.granted) }) }
+func (g *grantWaiter) RevokeLeadership()            {}
+func (g *grantWaiter) HandleError(error)            {}
+
+// The already-done check on ha/file, with the dirty entry left by an earlier process: the
+// runner of the next process reads it at its grant and ends FAILED as already done, without a
+// JobMaster.
+func TestDirtyEntryLeftOnHAFileIsAlreadyDoneAtGrant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		factory := newFakeFactory()
+		earlier, err := file.New(file.Options{Dir: dir})
+		require.NoError(t, err)
+		w := &grantWaiter{granted: make(chan struct{})}
+		require.NoError(t, earlier.DispatcherLeaderElection().Start(w)) // the client leads: its writes pass the fence
+		<-w.granted
+		require.NoError(t, earlier.JobResultStore().CreateDirty(context.Background(), jobgraph.JobResult{JobID: factory.JobID(), Status: jobgraph.JobStatusFinished}))
+		require.NoError(t, earlier.Close())
+
+		services, err := file.New(file.Options{Dir: dir})
+		require.NoError(t, err)
+		f := &fixture{factory: factory, created: time.Now()}
+		f.runner = jobmaster.NewLeadershipRunner(factory, services.JobMasterLeaderElection(factory.JobID()), services.JobResultStore())
+		require.NoError(t, f.runner.Start())
+		<-f.runner.Done()
+		res := f.runner.Result()
+		require.ErrorIs(t, res.Err, jobmaster.ErrJobAlreadyDone)
+		assertSparse(t, f, res.Archived, jobgraph.JobStatusFailed, res.Err)
+		synctest.Wait()
+		tokens, _ := factory.calls()
+		assert.Empty(t, tokens, "no JobMaster for a job that is done")
+		f.runner.Close()
+		require.NoError(t, services.Close())
 	})
 }
