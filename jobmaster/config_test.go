@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/scheduler"
@@ -18,6 +19,8 @@ func TestConfigValidate(t *testing.T) {
 	svc := rpc.NewLocalService()
 	ok := jobmaster.Config{RPC: svc, ResourceManagerAddress: "rm"}
 	require.NoError(t, ok.Validate())
+	retrieved := jobmaster.Config{RPC: svc, ResourceManagerRetrieval: func() ha.LeaderRetrieval { return nil }}
+	require.NoError(t, retrieved.Validate(), "a leader retrieval instead of the address")
 	with := func(f func(*jobmaster.Config)) jobmaster.Config { c := ok; f(&c); return c }
 	for _, tc := range []struct {
 		name string
@@ -25,7 +28,10 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"no RPC", with(func(c *jobmaster.Config) { c.RPC = nil }), "jobmaster: invalid configuration: Config.RPC is required"},
-		{"no ResourceManager", with(func(c *jobmaster.Config) { c.ResourceManagerAddress = "" }), "jobmaster: invalid configuration: Config.ResourceManagerAddress is required"},
+		{"no ResourceManager", with(func(c *jobmaster.Config) { c.ResourceManagerAddress = "" }), "jobmaster: invalid configuration: Config.ResourceManagerAddress (or Config.ResourceManagerRetrieval) is required"},
+		{"ResourceManager address and retrieval", with(func(c *jobmaster.Config) {
+			c.ResourceManagerRetrieval = func() ha.LeaderRetrieval { return nil }
+		}), "jobmaster: invalid configuration: set Config.ResourceManagerAddress or Config.ResourceManagerRetrieval, not both"},
 		{"negative slot.request.timeout", with(func(c *jobmaster.Config) { c.SlotRequestTimeout = -time.Second }),
 			"jobmaster: invalid configuration: SlotRequestTimeout (slot.request.timeout) is -1s, negative"},
 		{"negative slot.idle.timeout", with(func(c *jobmaster.Config) { c.IdleSlotTimeout = -time.Second }),

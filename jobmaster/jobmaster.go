@@ -12,8 +12,10 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
+	"github.com/jobgraph/jobgraph/internal/registration"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/scheduler"
 	"github.com/jobgraph/jobgraph/slotpool"
@@ -47,8 +49,26 @@ func init() {
 type Config struct {
 	// RPC resolves addresses; the JobMaster registers itself there. Required.
 	RPC rpc.Service
-	// ResourceManagerAddress is where the ResourceManager's gateway is registered. Required.
+	// ResourceManagerAddress is where the ResourceManager's gateway is registered. Required
+	// unless ResourceManagerRetrieval is set (setting both is an error).
 	ResourceManagerAddress string
+	// ResourceManagerRetrieval, if set, is how each JobMaster finds the ResourceManager instead
+	// of ResourceManagerAddress: called once per JobMaster, it returns a leader retrieval of the
+	// ResourceManager's election (ha.Services.ResourceManagerLeaderRetrieval, a method value),
+	// which the JobMaster starts when it starts and stops when it closes. On every new leader
+	// (address, session) the JobMaster drops its connection to the earlier one and registers
+	// with the new one (RegisterJobMaster), off its main loop, retrying until registered or the
+	// leader changes again (the cluster.registration.* timing of internal/registration); once
+	// registered it declares its requirements again, so the new leader serves the job; the
+	// slots the job holds stay with it. The answer to a registration made for an earlier leader
+	// is dropped, and so is one with another ResourceManagerID than the leader's session: the
+	// ResourceManager must run under that election (resourcemanager.Config.LeaderElection). The
+	// JobMaster starts scheduling without waiting for the registration; its declarations wait
+	// for it. A DisconnectResourceManager from the current leader makes it register again.
+	// Flink: JobMaster.ResourceManagerLeaderListener, notifyOfNewResourceManagerLeader and its
+	// ResourceManagerConnection. Where we differ: Flink also tells the old leader that the
+	// JobMaster disconnects; the old leader drops it when it loses leadership.
+	ResourceManagerRetrieval func() ha.LeaderRetrieval
 	// SlotRequestTimeout: option slot.request.timeout, default 300 s (0 means the default).
 	SlotRequestTimeout time.Duration
 	// IdleSlotTimeout: option slot.idle.timeout, default 50 s (0 means the default).
@@ -121,7 +141,7 @@ var _ JobMasterServiceFactory = (*Factory)(nil)
 var ErrInvalidConfig = errors.New("jobmaster: invalid configuration")
 
 // Validate reports the first thing wrong with c that would otherwise fail every job it runs:
-// a missing RPC or ResourceManagerAddress, a negative duration or size, an unknown scheduling
+// a missing RPC or ResourceManagerAddress (with no ResourceManagerRetrieval), both of those, a negative duration or size, an unknown scheduling
 // strategy (also matching scheduler.ErrUnknownStrategy), heartbeat.timeout shorter than
 // heartbeat.interval. Errors match ErrInvalidConfig. A host calls it at construction (the
 // MiniCluster does); NewFactory calls it for every job.
@@ -132,8 +152,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.RPC == nil:
 		return invalid("Config.RPC is required")
-	case c.ResourceManagerAddress == "":
-		return invalid("Config.ResourceManagerAddress is required")
+	case c.ResourceManagerAddress == "" && c.ResourceManagerRetrieval == nil:
+		return invalid("Config.ResourceManagerAddress (or Config.ResourceManagerRetrieval) is required")
+	case c.ResourceManagerAddress != "" && c.ResourceManagerRetrieval != nil:
+		return invalid("set Config.ResourceManagerAddress or Config.ResourceManagerRetrieval, not both")
 	case c.SlotRequestTimeout < 0:
 		return invalid("SlotRequestTimeout (slot.request.timeout) is %v, negative", c.SlotRequestTimeout)
 	case c.IdleSlotTimeout < 0:
@@ -179,7 +201,9 @@ func (f *Factory) JobType() jobgraph.JobType { return f.g.Type }
 
 // Create builds the job's ExecutionGraph, registers the JobMaster under a fresh address, connects
 // it to the ResourceManager and starts scheduling. An error means the job cannot run (the
-// ExecutionGraph could not be built, the ResourceManager is unreachable).
+// ExecutionGraph could not be built, the ResourceManager at Config.ResourceManagerAddress is
+// unreachable; with Config.ResourceManagerRetrieval the registration happens after Create, and
+// is retried).
 func (f *Factory) Create(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, error) {
 	return start(ctx, f.g, token, f.cfg)
 }
@@ -206,7 +230,15 @@ type DefaultJobMaster struct {
 	ioMu     sync.Mutex
 	io       *mainloop.Loop
 	ioClosed bool
-	aside    sync.WaitGroup // heartbeat calls, each on its own goroutine
+	aside    sync.WaitGroup // heartbeat calls and registration attempts, each on its own goroutine
+	// With Config.ResourceManagerRetrieval: the retrieval (started once retrieving is set), the
+	// registration with the leader it names (loop-owned), and the context of its attempts,
+	// canceled by shutDown.
+	rmRetrieval ha.LeaderRetrieval
+	retrieving  atomic.Bool
+	rmConn      *registration.Connection[rpc.ResourceManagerGateway]
+	rmCtx       context.Context
+	rmCancel    context.CancelFunc
 
 	// Owned by loop.
 	pool          *slotpool.Pool
@@ -230,9 +262,11 @@ type DefaultJobMaster struct {
 	deployMu    sync.Mutex
 	openDeploys *deployBatch
 
-	// The newest requirements not yet sent, shared with the outbox.
+	// The newest requirements not yet sent and the ResourceManager they go to (nil while not
+	// registered: then they wait for the registration), shared with the outbox.
 	declareMu     sync.Mutex
 	declareLatest []rpc.ResourceRequirement
+	declareTo     rpc.ResourceManagerGateway
 	declareQueued bool
 
 	done      chan struct{}
@@ -262,7 +296,23 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		freeing:       make(map[jobgraph.AllocationID]bool),
 		done:          make(chan struct{}),
 	}
-	rm, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, cfg.RPC, cfg.ResourceManagerAddress)
+	var rm rpc.ResourceManagerGateway
+	var err error
+	if cfg.ResourceManagerRetrieval == nil {
+		rm, err = rpc.Connect[rpc.ResourceManagerGateway](ctx, cfg.RPC, cfg.ResourceManagerAddress)
+	} else {
+		jm.rmCtx, jm.rmCancel = context.WithCancel(context.Background())
+		jm.rmConn = registration.New(registration.Config[rpc.ResourceManagerGateway]{
+			Loop:       jm.loop,
+			Context:    jm.rmCtx,
+			Go:         func(fn func()) { jm.aside.Go(fn) },
+			Attempt:    jm.registrationAttempt,
+			Registered: jm.registeredWithResourceManager,
+			Failed: func(err error, retryIn time.Duration) {
+				jm.log.Warn("registering with the ResourceManager failed", "retryIn", retryIn, "err", err)
+			},
+		})
+	}
 	var recovery *recovered
 	if err == nil && scheduler.HasCheckpointCoordinator(g) {
 		recovery, err = openRecovery(g, cfg)
@@ -273,11 +323,20 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 	if err == nil {
 		err = cfg.RPC.Register(jm.address, jm)
 	}
-	if err == nil {
+	if err == nil && rm != nil {
 		var rmID jobgraph.ResourceManagerID
 		rmID, err = rm.RegisterJobMaster(ctx, token, jm.resourceID, jm.address, jm.job)
 		if err == nil {
 			err = jm.loop.Call(ctx, func() error { jm.rmID = rmID; return nil })
+		}
+	}
+	if err == nil && rm == nil {
+		// Off the loop: starting may do I/O, and may call the listener at once.
+		jm.rmRetrieval = cfg.ResourceManagerRetrieval()
+		if err = jm.rmRetrieval.Start(rmLeaderListener{jm}); err == nil {
+			jm.retrieving.Store(true)
+		} else {
+			err = fmt.Errorf("jobmaster: job %s: starting the ResourceManager's leader retrieval: %w", jm.job, err)
 		}
 	}
 	if err != nil {
@@ -290,6 +349,57 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		}
 	})
 	return jm, nil
+}
+
+// rmLeaderListener hears the ResourceManager's leader retrieval and posts what it learns to the
+// loop. Flink: JobMaster.ResourceManagerLeaderListener.
+type rmLeaderListener struct{ jm *DefaultJobMaster }
+
+func (l rmLeaderListener) NotifyLeaderAddress(address string, session ha.SessionID) {
+	l.jm.loop.Execute(func() { l.jm.newResourceManagerLeader(address, session) })
+}
+
+func (l rmLeaderListener) HandleError(err error) {
+	l.jm.log.Error("the ResourceManager's leader retrieval failed", "err", err)
+}
+
+// newResourceManagerLeader drops the connection to the earlier ResourceManager leader and
+// registers with the new one (none when address is empty). Flink:
+// JobMaster.notifyOfNewResourceManagerLeader. On the loop.
+func (jm *DefaultJobMaster) newResourceManagerLeader(address string, session ha.SessionID) {
+	if jm.closed || !jm.rmConn.NewLeader(address, session) {
+		return
+	}
+	jm.log.Info("new ResourceManager leader", "address", address, "resourceManagerID", jobgraph.ResourceManagerID(session))
+	jm.rm, jm.rmID = nil, jobgraph.ResourceManagerID{}
+}
+
+// registrationAttempt is one RegisterJobMaster with the ResourceManager leader at address, made
+// off the loop by the call it returns.
+func (jm *DefaultJobMaster) registrationAttempt(address string) func(context.Context) (rpc.ResourceManagerGateway, jobgraph.ResourceManagerID, error) {
+	svc, token, from, own, job := jm.cfg.RPC, jm.token, jm.resourceID, jm.address, jm.job
+	return func(ctx context.Context) (rpc.ResourceManagerGateway, jobgraph.ResourceManagerID, error) {
+		gw, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, svc, address)
+		if err != nil {
+			return nil, jobgraph.ResourceManagerID{}, fmt.Errorf("connecting to the ResourceManager at %q: %w", address, err)
+		}
+		id, err := gw.RegisterJobMaster(ctx, token, from, own, job)
+		return gw, id, err
+	}
+}
+
+// registeredWithResourceManager makes the current leader the JobMaster's ResourceManager and
+// declares the job's requirements to it anew. Flink: JobMaster.establishResourceManagerConnection
+// (the slot pool connecting to the ResourceManager). On the loop.
+func (jm *DefaultJobMaster) registeredWithResourceManager(gw rpc.ResourceManagerGateway, id jobgraph.ResourceManagerID) {
+	if jm.closed {
+		return
+	}
+	jm.rm, jm.rmID = gw, id
+	jm.log.Info("registered with the ResourceManager", "resourceManagerID", id)
+	if jm.pool != nil {
+		jm.declareRequirements(jm.pool.Requirements())
+	}
 }
 
 // setUp builds the slot pool and the scheduler (and with it the ExecutionGraph). On the loop.
@@ -510,19 +620,21 @@ func (jm *DefaultJobMaster) sendDeploys(b *deployBatch) {
 // one call with the newest list, as Flink's DeclareResourceRequirementServiceConnectionManager does.
 func (jm *DefaultJobMaster) declareRequirements(reqs []rpc.ResourceRequirement) {
 	jm.declareMu.Lock()
-	jm.declareLatest = reqs
+	jm.declareLatest, jm.declareTo = reqs, jm.rm
 	queued := jm.declareQueued
 	jm.declareQueued = true
 	jm.declareMu.Unlock()
 	if queued {
 		return
 	}
-	rm := jm.rm
 	jm.send(func(ctx context.Context) error {
 		jm.declareMu.Lock()
-		reqs := jm.declareLatest
+		reqs, rm := jm.declareLatest, jm.declareTo
 		jm.declareQueued = false
 		jm.declareMu.Unlock()
+		if rm == nil {
+			return nil // not registered: the registration declares them
+		}
 		msg := rpc.ResourceRequirements{JobID: jm.job, TargetAddress: jm.address, Requirements: reqs}
 		return rm.DeclareRequiredResources(ctx, jm.token, msg)
 	}, func(err error) { jm.log.Warn("declaring resource requirements failed", "err", err) })
@@ -758,6 +870,11 @@ func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token
 		if jm.terminal || jm.rm == nil {
 			return nil
 		}
+		if jm.rmConn != nil {
+			jm.rm, jm.rmID = nil, jobgraph.ResourceManagerID{}
+			jm.rmConn.Reconnect()
+			return nil
+		}
 		gw, token, from, address, job := jm.rm, jm.token, jm.resourceID, jm.address, jm.job
 		jm.enqueue(func() {
 			ctx, cancel := jm.rpcContext()
@@ -925,8 +1042,16 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 }
 
 func (jm *DefaultJobMaster) shutDown() {
+	if jm.retrieving.Load() {
+		if err := jm.rmRetrieval.Stop(); err != nil {
+			jm.log.Warn("stopping the ResourceManager's leader retrieval failed", "err", err)
+		}
+	}
 	jm.cfg.RPC.Unregister(jm.address)
-	jm.loop.Close() // no heartbeat goroutine is started after this
+	jm.loop.Close() // no heartbeat goroutine or registration attempt is started after this
+	if jm.rmCancel != nil {
+		jm.rmCancel()
+	}
 	jm.aside.Wait()
 	jm.outbox.Close()
 	// After the loop: its last work (a store's shutdown) still runs.

@@ -194,24 +194,25 @@ func New(cfg Config) (*MiniCluster, error) {
 		HeartbeatTimeout:      cfg.HeartbeatTimeout,
 		RequirementCheckDelay: cfg.RequirementCheckDelay,
 		HA:                    mc.ha, // the ResourceManager refuses JobMasters of stale sessions
+		LeaderElection:        mc.ha.ResourceManagerLeaderElection(),
 	})
 	if err != nil {
 		return nil, mc.abandon(err)
 	}
 	mc.rm = rm
 	jmConfig := jobmaster.Config{
-		RPC:                    mc.rpc,
-		ResourceManagerAddress: ResourceManagerAddress,
-		SlotRequestTimeout:     cfg.SlotRequestTimeout,
-		IdleSlotTimeout:        cfg.IdleSlotTimeout,
-		SchedulingStrategy:     cfg.SchedulingStrategy,
-		JobStatusListener:      cfg.JobStatusListener,
-		ExecutionStateListener: cfg.ExecutionStateListener,
-		ExceptionHistorySize:   cfg.ExceptionHistorySize,
-		Logger:                 log,
-		HeartbeatInterval:      cfg.HeartbeatInterval,
-		HeartbeatTimeout:       cfg.HeartbeatTimeout,
-		SavepointDirectory:     cfg.SavepointDirectory,
+		RPC:                      mc.rpc,
+		ResourceManagerRetrieval: mc.ha.ResourceManagerLeaderRetrieval,
+		SlotRequestTimeout:       cfg.SlotRequestTimeout,
+		IdleSlotTimeout:          cfg.IdleSlotTimeout,
+		SchedulingStrategy:       cfg.SchedulingStrategy,
+		JobStatusListener:        cfg.JobStatusListener,
+		ExecutionStateListener:   cfg.ExecutionStateListener,
+		ExceptionHistorySize:     cfg.ExceptionHistorySize,
+		Logger:                   log,
+		HeartbeatInterval:        cfg.HeartbeatInterval,
+		HeartbeatTimeout:         cfg.HeartbeatTimeout,
+		SavepointDirectory:       cfg.SavepointDirectory,
 	}
 	d, err := dispatcher.New(dispatcher.Config{
 		HA:                  mc.ha,
@@ -299,8 +300,11 @@ func Start(ctx context.Context, cfg Config) (*MiniCluster, error) {
 	return mc, nil
 }
 
-// Start starts the ResourceManager and Config.TaskExecutors TaskExecutors, which register with
-// it. It may be called once; it fails with ErrClosed after Close. Flink: MiniCluster.start.
+// Start starts the ResourceManager (under HA.ResourceManagerLeaderElection()) and
+// Config.TaskExecutors TaskExecutors, which register with the ResourceManager leader they
+// retrieve (HA.ResourceManagerLeaderRetrieval()); with ha/embedded it returns once each
+// registered (ctx bounds the wait). It may be called once; it fails with ErrClosed after Close.
+// Flink: MiniCluster.start.
 func (mc *MiniCluster) Start(ctx context.Context) error {
 	mc.mu.Lock()
 	switch mc.state {
@@ -346,7 +350,7 @@ func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.Tas
 		SlotProfile:              mc.cfg.SlotProfile,
 		Registry:                 mc.cfg.Registry,
 		RPC:                      mc.rpc,
-		ResourceManagerAddress:   ResourceManagerAddress,
+		ResourceManagerRetrieval: mc.ha.ResourceManagerLeaderRetrieval(),
 		Shuffle:                  mc.shuffle,
 		Logger:                   mc.log,
 		HeartbeatInterval:        mc.cfg.HeartbeatInterval,
@@ -363,6 +367,14 @@ func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.Tas
 	mc.mu.Unlock()
 	if err := te.Start(ctx); err != nil {
 		return nil, fmt.Errorf("minicluster: starting TaskExecutor %s: %w", te.ResourceID(), err)
+	}
+	if _, embeddedHA := mc.ha.(*embedded.Services); embeddedHA {
+		// Its ResourceManager election grants the cluster's ResourceManager leadership at once
+		// (and again after a revoke), so the TaskExecutor registers soon: wait for it. Another
+		// backend may keep this process's ResourceManager a standby for good.
+		if _, err := te.WaitRegistered(ctx); err != nil {
+			return nil, fmt.Errorf("minicluster: TaskExecutor %s registering with the ResourceManager: %w", te.ResourceID(), err)
+		}
 	}
 	return te, nil
 }
@@ -393,7 +405,8 @@ func (mc *MiniCluster) usable() error {
 }
 
 // AddTaskExecutor starts one more TaskExecutor with Config.SlotsPerTaskExecutor slots of
-// Config.SlotProfile, registered with the ResourceManager, and returns it; the cluster owns it
+// Config.SlotProfile, registered with the ResourceManager (with ha/embedded; with another HA
+// backend it registers when its ResourceManager leader is known), and returns it; the cluster owns it
 // and releases it on Close. Errors: ErrNotStarted, ErrClosed, or why the TaskExecutor did not
 // start (it is released at Close all the same). Flink: MiniCluster.startTaskManager.
 func (mc *MiniCluster) AddTaskExecutor(ctx context.Context) (*taskexecutor.TaskExecutor, error) {

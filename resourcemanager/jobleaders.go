@@ -103,6 +103,19 @@ func (l *jobLeaders) forget(job jobgraph.JobID, run func(func())) {
 	}
 }
 
+// forgetJobs stops following every job's leader (the ResourceManager lost leadership and with
+// it every JobMaster), each retrieval stopped on a goroutine of run's; jobs are followed again
+// as their JobMasters register with the next session.
+func (l *jobLeaders) forgetJobs(run func(func())) {
+	l.mu.Lock()
+	jobs := l.jobs
+	l.jobs = make(map[jobgraph.JobID]*jobLeader)
+	l.mu.Unlock()
+	for job, jl := range jobs {
+		run(func() { l.stop(job, jl) })
+	}
+}
+
 // forgetAll stops following every job; for Close.
 func (l *jobLeaders) forgetAll() {
 	l.mu.Lock()

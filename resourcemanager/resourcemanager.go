@@ -85,6 +85,24 @@ type Config struct {
 	// disconnects or times out. Nil: the latest registration wins. The ResourceManager never
 	// closes it.
 	HA ha.Services
+	// LeaderElection, if set, is the ResourceManager's leader election (Flink: the
+	// ResourceManager is a LeaderContender, its ResourceManagerServiceImpl): Start registers the
+	// ResourceManager in RPC and starts the election, and the ResourceManager serves only while
+	// it leads. Until it is granted leadership, and after leadership was revoked, every call that
+	// returns an error (registrations, slot reports, slot notices, declarations, disconnects)
+	// fails with an error wrapping ha.ErrNotLeader, and heartbeats are dropped. On a grant of
+	// session S the ResourceManagerID becomes S (the fencing token of the session, as Flink's
+	// ResourceManagerId.fromUuid), and the ResourceManager confirms its leadership with
+	// Config.Address, off its main loop. On a revoke it drops every TaskExecutor and JobMaster
+	// registration and everything its slot manager knows (Flink: clearStateAsync, the slot
+	// manager suspended), and stops following the jobs' leaders; TaskExecutors and JobMasters
+	// register with the next leader they retrieve (taskexecutor.Config.ResourceManagerRetrieval,
+	// jobmaster.Config.ResourceManagerRetrieval), the TaskExecutors with their slot reports, so a
+	// running job keeps its slots. Where we differ: Flink's revoke also tells every registered
+	// TaskExecutor and JobMaster that the ResourceManager disconnected; here they learn it from
+	// their leader retrieval. Close closes the election. Nil: the ResourceManager leads from
+	// Start with a random ResourceManagerID, as before.
+	LeaderElection ha.LeaderElection
 	// RequestTimeout bounds one RequestSlot call to a TaskExecutor; the slot is free again when
 	// it expires. Flink: pekko.ask.timeout (slot manager's taskManagerRequestTimeout), default 10 s;
 	// zero means the default.
@@ -147,17 +165,22 @@ type ResourceManager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// lifeMu guards started, closed, registered and publicID (the copy of id read off the loop).
+	// lifeMu guards started, closed, registered, electing (Config.LeaderElection was started)
+	// and publicID (the copy of id read off the loop).
 	// It is never held while calling out — into the loop or the rpc.Service — so a Register
 	// that blocks (a host's Service does I/O) holds up neither Close nor ResourceManagerID.
 	lifeMu     sync.Mutex
 	started    bool
 	closed     bool
 	registered bool
+	electing   bool
 	publicID   jobgraph.ResourceManagerID
 
-	// Owned by the loop.
+	// Owned by the loop. running: Start ran. leading: the ResourceManager serves, under the
+	// fencing token id (zero while it does not lead); always with running when there is no
+	// Config.LeaderElection.
 	running        bool
+	leading        bool
 	id             jobgraph.ResourceManagerID
 	sm             *SlotManager
 	taskExecutors  map[jobgraph.ResourceID]*taskExecutorRegistration
@@ -242,7 +265,10 @@ func New(cfg Config) (*ResourceManager, error) {
 }
 
 // Start creates the ResourceManager's fencing token (its ResourceManagerID) and registers it in
-// RPC under Config.Address, where TaskExecutors and JobMasters reach it. It fails with ErrClosed
+// RPC under Config.Address, where TaskExecutors and JobMasters reach it. With
+// Config.LeaderElection it registers in RPC and then starts the election instead: the
+// ResourceManagerID is the session it is granted (see Config.LeaderElection), and Start fails,
+// unregistered again, when the election cannot start. It fails with ErrClosed
 // after Close (also when Close ran while Start was registering: Start then unregisters again),
 // and once it succeeded, or while another Start runs, with an "already started" error; after a
 // failed Start it may be called again.
@@ -266,8 +292,18 @@ func (rm *ResourceManager) Start(ctx context.Context) error {
 	}
 
 	// No lock from here on: both calls may block.
+	election := rm.cfg.LeaderElection
 	id := jobgraph.NewResourceManagerID()
-	if err := rm.call(ctx, func() error { rm.id, rm.running = id, true; return nil }); err != nil {
+	if election != nil {
+		id = jobgraph.ResourceManagerID{} // the session granted is the token
+	}
+	if err := rm.call(ctx, func() error {
+		rm.running = true
+		if election == nil {
+			rm.id, rm.leading = id, true
+		}
+		return nil
+	}); err != nil {
 		return failed(err)
 	}
 	if err := rm.cfg.RPC.Register(rm.cfg.Address, rm); err != nil {
@@ -286,8 +322,94 @@ func (rm *ResourceManager) Start(ctx context.Context) error {
 		rm.cfg.RPC.Unregister(rm.cfg.Address)
 		return ErrClosed
 	}
+	if election != nil {
+		// Off the loop, and outside lifeMu: starting may do I/O, and may grant at once.
+		if err := election.Start(leaderContender{rm}); err != nil {
+			rm.lifeMu.Lock()
+			undo := rm.registered
+			rm.registered = false
+			rm.lifeMu.Unlock()
+			if undo {
+				rm.cfg.RPC.Unregister(rm.cfg.Address)
+			}
+			rm.loop.Execute(func() { rm.running = false })
+			return failed(fmt.Errorf("resourcemanager: start the leader election: %w", err))
+		}
+		rm.lifeMu.Lock()
+		rm.electing = true
+		rm.lifeMu.Unlock()
+		rm.log.Info("ResourceManager started; waiting for leadership", "resourceID", rm.cfg.ResourceID)
+		return nil
+	}
 	rm.log.Info("ResourceManager started", "resourceManagerID", id, "resourceID", rm.cfg.ResourceID)
 	return nil
+}
+
+// leaderContender is the ResourceManager as its election's ha.LeaderContender: each callback is
+// posted to the main loop, in the order the election made them.
+type leaderContender struct{ rm *ResourceManager }
+
+func (c leaderContender) GrantLeadership(session ha.SessionID) {
+	c.rm.loop.Execute(func() { c.rm.grantLeadership(session) })
+}
+
+func (c leaderContender) RevokeLeadership() { c.rm.loop.Execute(c.rm.revokeLeadership) }
+
+func (c leaderContender) HandleError(err error) {
+	c.rm.log.Error("the ResourceManager's leader election failed", "err", err)
+}
+
+// grantLeadership makes the ResourceManager lead under session: its ResourceManagerID becomes
+// session, and it confirms its leadership with its address off the loop (the election may do
+// I/O), so TaskExecutors and JobMasters retrieve it and register. Flink:
+// ResourceManagerServiceImpl.grantLeadership / startNewLeaderResourceManager. On the loop.
+func (rm *ResourceManager) grantLeadership(session ha.SessionID) {
+	if !rm.running || rm.ctx.Err() != nil {
+		return
+	}
+	if rm.leading {
+		// Granted again without a revoke in between: the earlier session ended all the same.
+		rm.revokeLeadership()
+	}
+	id := jobgraph.ResourceManagerID(session)
+	rm.id, rm.leading = id, true
+	rm.setPublicID(id)
+	rm.log.Info("ResourceManager granted leadership", "resourceManagerID", id)
+	election, address := rm.cfg.LeaderElection, rm.cfg.Address
+	rm.wg.Go(func() { election.ConfirmLeadership(session, address) })
+}
+
+// revokeLeadership ends the leader session: the ResourceManager refuses every call until it is
+// granted leadership again, and forgets every TaskExecutor, JobMaster, slot and requirement of
+// the session (Flink: ResourceManager.clearStateAsync, its slot manager suspended). Answers to
+// requests of the session that come back later are dropped (see slotRequestDone). On the loop.
+func (rm *ResourceManager) revokeLeadership() {
+	if !rm.leading {
+		return
+	}
+	old := rm.id
+	rm.id, rm.leading = jobgraph.ResourceManagerID{}, false
+	rm.setPublicID(jobgraph.ResourceManagerID{})
+	rm.log.Info("ResourceManager lost leadership; dropping every registration", "resourceManagerID", old,
+		"taskExecutors", len(rm.taskExecutors), "jobs", rm.sm.NumJobs())
+	for id := range rm.taskExecutors {
+		rm.teHeartbeats.Unmonitor(id)
+	}
+	clear(rm.taskExecutors)
+	for id := range rm.jobMasters {
+		rm.jmHeartbeats.Unmonitor(id)
+	}
+	clear(rm.jobMasters)
+	rm.sm.Suspend()
+	if rm.leaders != nil {
+		rm.leaders.forgetJobs(rm.wg.Go)
+	}
+}
+
+func (rm *ResourceManager) setPublicID(id jobgraph.ResourceManagerID) {
+	rm.lifeMu.Lock()
+	rm.publicID = id
+	rm.lifeMu.Unlock()
 }
 
 // Close unregisters the ResourceManager from RPC, cancels the slot requests in flight, stops the
@@ -302,10 +424,17 @@ func (rm *ResourceManager) Close() error {
 		return nil
 	}
 	rm.closed = true
-	registered := rm.registered
-	rm.registered = false
+	registered, electing := rm.registered, rm.electing
+	rm.registered, rm.electing = false, false
 	rm.lifeMu.Unlock()
 
+	if electing {
+		// Off the loop: closing may do I/O. Its revoke, if it comes before the loop closes, is
+		// applied; the loop's end drops everything anyway.
+		if err := rm.cfg.LeaderElection.Close(); err != nil {
+			rm.log.Warn("closing the ResourceManager's leader election failed", "err", err)
+		}
+	}
 	if registered {
 		rm.cfg.RPC.Unregister(rm.cfg.Address)
 	}
@@ -318,7 +447,9 @@ func (rm *ResourceManager) Close() error {
 	return nil
 }
 
-// ResourceManagerID returns the fencing token Start created; zero before Start.
+// ResourceManagerID returns the fencing token Start created; zero before Start. With
+// Config.LeaderElection: the current leader session's, zero while the ResourceManager does not
+// lead.
 func (rm *ResourceManager) ResourceManagerID() jobgraph.ResourceManagerID {
 	rm.lifeMu.Lock()
 	defer rm.lifeMu.Unlock()
@@ -352,10 +483,14 @@ func (rm *ResourceManager) closedErr() error {
 	return nil
 }
 
-// checkRunning returns ErrNotRunning before Start. Called on the loop.
+// checkRunning returns ErrNotRunning before Start, and an error wrapping ha.ErrNotLeader while
+// the ResourceManager does not lead (Config.LeaderElection). Called on the loop.
 func (rm *ResourceManager) checkRunning() error {
 	if !rm.running {
 		return ErrNotRunning
+	}
+	if !rm.leading {
+		return fmt.Errorf("resourcemanager %s: %w", rm.cfg.Address, ha.ErrNotLeader)
 	}
 	return nil
 }
@@ -489,6 +624,9 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 	}
 	return submit(ctx, rm, func() (jobgraph.ResourceManagerID, error) {
 		if err := rm.checkRunning(); err != nil {
+			if _, ok := rm.sm.JobMaster(job); !ok {
+				rm.forgetJobLeader(job) // followed above for nothing
+			}
 			return jobgraph.ResourceManagerID{}, err
 		}
 		old, ok := rm.sm.JobMaster(job)
@@ -587,7 +725,7 @@ func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, token jobgra
 // registered first). Flink: ResourceManager.jobLeaderLostLeadership. On the loop.
 func (rm *ResourceManager) jobLeaderLostLeadership(job jobgraph.JobID, old jobgraph.JobMasterID) {
 	jm, ok := rm.sm.JobMaster(job)
-	if !rm.running || !ok || jm.ID != old {
+	if !rm.leading || !ok || jm.ID != old {
 		return
 	}
 	cause := fmt.Errorf("%w: JobMaster %s of job %s (session %s)", ErrJobLeaderLostLeadership, jm.ResourceID, job, old)
@@ -635,7 +773,7 @@ func (rm *ResourceManager) forgetJobMaster(jobMaster jobgraph.ResourceID) {
 // nil returned; only a closed ResourceManager answers ErrClosed.
 func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
 	return closedOnly(rm.call(ctx, func() error {
-		if rm.running && rm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
+		if rm.leading && rm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
 			rm.sm.ReportSlotStatus(taskExecutor, report)
 		}
 		return nil
@@ -647,7 +785,7 @@ func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskEx
 // it drops what it cannot use and returns nil, or ErrClosed once closed.
 func (rm *ResourceManager) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
 	return closedOnly(rm.call(ctx, func() error {
-		if rm.running {
+		if rm.leading {
 			rm.jmHeartbeats.ReceiveHeartbeat(jobMaster)
 		}
 		return nil
@@ -690,7 +828,7 @@ func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID) 
 // are no longer handed out, and the requirements they served are matched elsewhere.
 // Flink: ResourceManager.TaskManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
 func (rm *ResourceManager) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID) {
-	if _, ok := rm.taskExecutors[id]; !ok || !rm.running {
+	if _, ok := rm.taskExecutors[id]; !ok || !rm.leading {
 		return
 	}
 	cause := &heartbeat.TimeoutError{Target: "TaskExecutor " + string(id), Timeout: rm.teHeartbeats.Timeout()}
@@ -748,7 +886,7 @@ func (rm *ResourceManager) callJobMaster(reg *jobMasterRegistration, call func(c
 // ResourceManager.JobManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
 func (rm *ResourceManager) jobMasterHeartbeatTimedOut(id jobgraph.ResourceID) {
 	reg := rm.jobMasters[id]
-	if reg == nil || !rm.running {
+	if reg == nil || !rm.leading {
 		return
 	}
 	delete(rm.jobMasters, id)
@@ -785,11 +923,17 @@ func (rm *ResourceManager) requestSlot(req SlotRequest) {
 		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
 		err := gw.RequestSlot(ctx, req.Slot, req.Job, req.Allocation, req.Profile, req.JobMasterAddress, req.JobMasterID, rmID)
 		cancel()
-		rm.loop.Execute(func() { rm.slotRequestDone(req, err) })
+		rm.loop.Execute(func() { rm.slotRequestDone(req, rmID, err) })
 	}()
 }
 
-func (rm *ResourceManager) slotRequestDone(req SlotRequest, err error) {
+// slotRequestDone applies the answer to a RequestSlot made under the fencing token rmID; the
+// answer to one of an earlier leader session is dropped. On the loop.
+func (rm *ResourceManager) slotRequestDone(req SlotRequest, rmID jobgraph.ResourceManagerID, err error) {
+	if !rm.leading || rmID != rm.id {
+		rm.log.Debug("dropping the answer to a slot request of an earlier leader session", "slot", req.Slot, "resourceManagerID", rmID)
+		return
+	}
 	if !rm.sm.CompleteAllocation(req.Slot, req.Allocation, err) || rm.retryScheduled {
 		return
 	}

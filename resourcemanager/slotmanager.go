@@ -251,6 +251,24 @@ func newSlotManager(cfg SlotManagerConfig) *SlotManager {
 	}
 }
 
+// Suspend forgets every TaskExecutor, slot, job and requirement and cancels the release timer
+// of held-back jobs: what a ResourceManager that lost leadership does, so the next leader session
+// starts from what its TaskExecutors and JobMasters register and report afresh. Answers to slot
+// requests made before are ignored afterwards (CompleteAllocation finds no pending slot). The
+// SlotManager may be used again at once. Flink: DeclarativeSlotManager.suspend.
+func (m *SlotManager) Suspend() {
+	if m.cancelTime != nil {
+		m.cancelTime()
+	}
+	m.held, m.releaseAt, m.cancelTime = nil, time.Time{}, nil
+	m.taskExecutors = nil
+	m.teByID = make(map[jobgraph.ResourceID]*taskExecutor)
+	m.jobByID = make(map[jobgraph.JobID]*job)
+	m.waiting = make(map[jobgraph.ResourceProfile]*waitQueue)
+	m.acquired = make(map[jobgraph.JobID]map[jobgraph.ResourceProfile]int)
+	m.numSlots, m.numPending, m.numAllocated = 0, 0, 0
+}
+
 // ---------------------------------------------------------------------------------------------
 // TaskExecutors and their slots
 
@@ -883,6 +901,9 @@ func (m *SlotManager) reconcile(s *slot, st rpc.SlotStatus) {
 
 // NumRegisteredTaskExecutors returns how many TaskExecutors are registered.
 func (m *SlotManager) NumRegisteredTaskExecutors() int { return len(m.taskExecutors) }
+
+// NumJobs returns how many jobs have a JobMaster registered.
+func (m *SlotManager) NumJobs() int { return len(m.jobByID) }
 
 // NumRegisteredSlots returns how many slots the registered TaskExecutors have.
 func (m *SlotManager) NumRegisteredSlots() int { return m.numSlots }

@@ -19,8 +19,10 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
+	"github.com/jobgraph/jobgraph/internal/registration"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -107,9 +109,29 @@ type Config struct {
 	// RPC is the transport: the TaskExecutor registers under Address and reaches the
 	// ResourceManager and JobMasters through it. Required.
 	RPC rpc.Service
-	// ResourceManagerAddress is where Start registers the TaskExecutor. When empty the
-	// TaskExecutor registers with no ResourceManager (and tells none about freed slots).
+	// ResourceManagerAddress is where Start registers the TaskExecutor. When empty (and
+	// ResourceManagerRetrieval is nil) the TaskExecutor registers with no ResourceManager (and
+	// tells none about freed slots).
 	ResourceManagerAddress string
+	// ResourceManagerRetrieval, if set, is how the TaskExecutor finds the ResourceManager
+	// instead of ResourceManagerAddress (setting both is an error): the leader retrieval of the
+	// ResourceManager's election (ha.Services.ResourceManagerLeaderRetrieval), which Start starts
+	// and Close stops. On every new leader (address, session) the TaskExecutor drops its
+	// connection to the earlier one and registers with the new one, off its main loop, retrying
+	// until registered or the leader changes again (cluster.registration.initial-timeout 100 ms
+	// doubling to cluster.registration.max-timeout 30 s per attempt, cluster.registration.error-delay
+	// 10 s after a failure; see internal/registration). Each registration carries the full slot
+	// report, so a new leader learns the slots the TaskExecutor holds for running jobs, whose
+	// tasks go on undisturbed (Flink sends the report right after registering). The answer to a registration made for an earlier leader is
+	// dropped. The ResourceManager must run under that election, its ResourceManagerID being the
+	// leader session (resourcemanager.Config.LeaderElection): a registration answered with
+	// another ResourceManagerID counts as failed. RequestSlot is then fenced by the current
+	// leader's session (see RequestSlot). Start does not wait for the registration. A silent
+	// ResourceManager (heartbeat.timeout) is registered with again the same way. Flink:
+	// TaskExecutor.ResourceManagerLeaderListener, notifyOfNewResourceManagerLeader and its
+	// TaskExecutorToResourceManagerConnection. Where we differ: Flink also tells the old leader
+	// that the TaskExecutor disconnects; the old leader drops it when it loses leadership.
+	ResourceManagerRetrieval ha.LeaderRetrieval
 	// Shuffle is the ShuffleEnvironment that carries records between tasks (Flink: the
 	// TaskExecutor's ShuffleEnvironment, chosen by shuffle-service-factory.class). A private
 	// in-memory *Shuffle when nil; TaskExecutors of one process that exchange records share one.
@@ -151,8 +173,13 @@ type TaskExecutor struct {
 	registry *Registry
 	rpc      rpc.Service
 	rmAddr   string
-	shuffle  ShuffleEnvironment
-	log      *slog.Logger
+	// rmRetrieval is Config.ResourceManagerRetrieval; rmConn (loop-owned) the registration with
+	// the leader it names. Both nil with a fixed ResourceManagerAddress.
+	rmRetrieval ha.LeaderRetrieval
+	rmConn      *registration.Connection[rpc.ResourceManagerGateway]
+	retrieving  atomic.Bool // rmRetrieval was started
+	shuffle     ShuffleEnvironment
+	log         *slog.Logger
 
 	loop *mainloop.Loop
 	// ctx lives until Close or Kill; RPCs made off the loop and every task's context derive from it.
@@ -187,6 +214,9 @@ type TaskExecutor struct {
 	jmHeartbeats *heartbeat.Manager[jobgraph.JobID]
 	rmHeartbeats *heartbeat.Manager[string]
 	rmAnswering  bool
+	// rmWaiters are closed when the TaskExecutor next registers with a ResourceManager
+	// (WaitRegistered).
+	rmWaiters []chan struct{}
 }
 
 var _ rpc.TaskExecutorGateway = (*TaskExecutor)(nil)
@@ -230,6 +260,9 @@ func New(cfg Config) (*TaskExecutor, error) {
 	if cfg.RPC == nil {
 		return nil, errors.New("taskexecutor: Config.RPC is required")
 	}
+	if cfg.ResourceManagerAddress != "" && cfg.ResourceManagerRetrieval != nil {
+		return nil, errors.New("taskexecutor: set Config.ResourceManagerAddress or Config.ResourceManagerRetrieval, not both")
+	}
 	if cfg.NumSlots < 0 {
 		return nil, fmt.Errorf("taskexecutor: Config.NumSlots is %d; want at least 1", cfg.NumSlots)
 	}
@@ -272,6 +305,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 		registry:    cfg.Registry,
 		rpc:         cfg.RPC,
 		rmAddr:      cfg.ResourceManagerAddress,
+		rmRetrieval: cfg.ResourceManagerRetrieval,
 		shuffle:     cfg.Shuffle,
 		log:         cfg.Logger.With("taskExecutor", string(cfg.ResourceID)),
 		loop:        mainloop.NewWithClosedError("taskexecutor "+string(cfg.ResourceID), fmt.Errorf("TaskExecutor %s: %w", cfg.ResourceID, ErrClosed)),
@@ -300,6 +334,18 @@ func New(cfg Config) (*TaskExecutor, error) {
 		te.loop.Close()
 		cancel(errShutdown)
 		return nil, fmt.Errorf("taskexecutor: %w", err)
+	}
+	if te.rmRetrieval != nil {
+		te.rmConn = registration.New(registration.Config[rpc.ResourceManagerGateway]{
+			Loop:       te.loop,
+			Context:    te.ctx,
+			Go:         te.spawn,
+			Attempt:    te.registrationAttempt,
+			Registered: te.registeredWithResourceManager,
+			Failed: func(err error, retryIn time.Duration) {
+				te.log.Warn("registering with the ResourceManager failed", "address", te.rmAddr, "retryIn", retryIn, "error", err)
+			},
+		})
 	}
 	return te, nil
 }
@@ -336,6 +382,14 @@ func (te *TaskExecutor) Start(ctx context.Context) error {
 		return fmt.Errorf("TaskExecutor %s: %w", te.id, err)
 	}
 	te.registered.Store(true)
+	if te.rmRetrieval != nil {
+		// Off the loop: starting may do I/O, and may call the listener at once.
+		if err := te.rmRetrieval.Start(rmLeaderListener{te}); err != nil {
+			return fmt.Errorf("TaskExecutor %s: starting the ResourceManager's leader retrieval: %w", te.id, err)
+		}
+		te.retrieving.Store(true)
+		return nil
+	}
 	if te.rmAddr == "" {
 		return nil
 	}
@@ -357,8 +411,112 @@ func (te *TaskExecutor) Start(ctx context.Context) error {
 	return te.call(ctx, func() error {
 		te.rmID = rmID
 		te.rmHeartbeats.Monitor(te.rmAddr)
+		te.wakeRegistrationWaiters()
 		return nil
 	})
+}
+
+// rmLeaderListener hears the ResourceManager's leader retrieval and posts what it learns to the
+// loop. Flink: TaskExecutor.ResourceManagerLeaderListener.
+type rmLeaderListener struct{ te *TaskExecutor }
+
+func (l rmLeaderListener) NotifyLeaderAddress(address string, session ha.SessionID) {
+	l.te.loop.Execute(func() { l.te.newResourceManagerLeader(address, session) })
+}
+
+func (l rmLeaderListener) HandleError(err error) {
+	l.te.log.Error("the ResourceManager's leader retrieval failed", "error", err)
+}
+
+// newResourceManagerLeader drops the connection to the earlier ResourceManager leader and
+// registers with the new one (none when address is empty). Flink:
+// TaskExecutor.notifyOfNewResourceManagerLeader. On the loop.
+func (te *TaskExecutor) newResourceManagerLeader(address string, session ha.SessionID) {
+	if te.killed.Load() {
+		return
+	}
+	oldAddress := te.rmAddr
+	if !te.rmConn.NewLeader(address, session) {
+		return
+	}
+	te.log.Info("new ResourceManager leader", "address", address, "resourceManagerID", jobgraph.ResourceManagerID(session))
+	te.rmHeartbeats.Unmonitor(oldAddress)
+	te.rm, te.rmID, te.rmAddr = nil, jobgraph.ResourceManagerID{}, address
+}
+
+// registrationAttempt is one registration with the ResourceManager leader at address: the
+// registration is built now, on the loop, and sent by the returned call, off the loop.
+func (te *TaskExecutor) registrationAttempt(address string) func(context.Context) (rpc.ResourceManagerGateway, jobgraph.ResourceManagerID, error) {
+	reg, svc := te.registration(), te.rpc
+	return func(ctx context.Context) (rpc.ResourceManagerGateway, jobgraph.ResourceManagerID, error) {
+		if te.killed.Load() {
+			return nil, jobgraph.ResourceManagerID{}, ErrKilled
+		}
+		gw, err := rpc.Connect[rpc.ResourceManagerGateway](ctx, svc, address)
+		if err != nil {
+			return nil, jobgraph.ResourceManagerID{}, fmt.Errorf("connecting to the ResourceManager at %q: %w", address, err)
+		}
+		id, err := gw.RegisterTaskExecutor(ctx, reg)
+		return gw, id, err
+	}
+}
+
+// registeredWithResourceManager makes the current leader the TaskExecutor's ResourceManager:
+// it is monitored for heartbeats and slot notices go to it. Its registration carried the full
+// slot report, built on the loop when the attempt started. Where we differ: Flink registers
+// without slots and sends the slot report next (establishResourceManagerConnection); ours is the
+// registration's, because a second report built at registration time could reach the
+// ResourceManager after it allocated a slot here and free that slot there again. On the loop.
+func (te *TaskExecutor) registeredWithResourceManager(gw rpc.ResourceManagerGateway, id jobgraph.ResourceManagerID) {
+	if te.killed.Load() {
+		return
+	}
+	te.rm, te.rmID = gw, id
+	te.rmHeartbeats.Monitor(te.rmAddr)
+	te.log.Info("registered with the ResourceManager", "address", te.rmAddr, "resourceManagerID", id)
+	te.wakeRegistrationWaiters()
+}
+
+// wakeRegistrationWaiters releases the WaitRegistered calls waiting. On the loop.
+func (te *TaskExecutor) wakeRegistrationWaiters() {
+	for _, w := range te.rmWaiters {
+		close(w)
+	}
+	te.rmWaiters = nil
+}
+
+// WaitRegistered returns the ResourceManagerID of the ResourceManager the TaskExecutor is
+// registered with, once it is (at once if it is now): with Config.ResourceManagerRetrieval,
+// the current leader's. Errors: ctx's, and ErrClosed or ErrKilled. With neither a
+// ResourceManagerAddress nor a retrieval it waits until ctx ends. Safe on any goroutine.
+func (te *TaskExecutor) WaitRegistered(ctx context.Context) (jobgraph.ResourceManagerID, error) {
+	for {
+		type state struct {
+			id   jobgraph.ResourceManagerID
+			wait chan struct{}
+		}
+		st, err := mainloop.Submit(ctx, te.loop, func() (state, error) {
+			if err := te.alive(); err != nil {
+				return state{}, err
+			}
+			if te.rm != nil && !te.rmID.IsZero() {
+				return state{id: te.rmID}, nil
+			}
+			w := make(chan struct{})
+			te.rmWaiters = append(te.rmWaiters, w)
+			return state{wait: w}, nil
+		})
+		if err != nil || st.wait == nil {
+			return st.id, err
+		}
+		select {
+		case <-st.wait:
+		case <-ctx.Done():
+			return jobgraph.ResourceManagerID{}, ctx.Err()
+		case <-te.loop.Done():
+			return jobgraph.ResourceManagerID{}, te.alive()
+		}
+	}
 }
 
 // registration is what the TaskExecutor registers with the ResourceManager. On the loop.
@@ -383,6 +541,11 @@ func (te *TaskExecutor) registration() rpc.TaskExecutorRegistration {
 // Afterwards every method that returns an error returns ErrClosed.
 func (te *TaskExecutor) Close() error {
 	te.closeOnce.Do(func() {
+		if te.retrieving.Load() {
+			if err := te.rmRetrieval.Stop(); err != nil {
+				te.log.Warn("stopping the ResourceManager's leader retrieval failed", "error", err)
+			}
+		}
 		if te.registered.Load() {
 			te.rpc.Unregister(te.address)
 		}
@@ -411,6 +574,9 @@ func (te *TaskExecutor) die(why *stopReason) bool {
 	te.loop.Execute(func() {
 		te.jmHeartbeats.Stop()
 		te.rmHeartbeats.Stop()
+		if te.rmConn != nil {
+			te.rmConn.Close()
+		}
 	})
 	return true
 }
@@ -495,15 +661,17 @@ func (te *TaskExecutor) spawn(fn func()) {
 // same slot and allocation is a no-op; a slot allocated to another allocation fails with
 // ErrSlotOccupied. A request whose rm is not the ResourceManagerID the TaskExecutor registered
 // with fails with an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and allocates nothing; one
-// arriving before the registration's answer adopts rm. The offer happens off the loop: a slot the JobMaster declines (or that cannot
+// arriving before the registration's answer adopts rm. With Config.ResourceManagerRetrieval the
+// request is fenced by the current leader's session instead (registered yet or not): rm must be
+// the session the retrieval last named, and while it names no leader every request fails so. The offer happens off the loop: a slot the JobMaster declines (or that cannot
 // be offered) is freed again and the ResourceManager told.
 func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
 	return te.call(ctx, func() error {
 		if slotID.ResourceID != te.id {
 			return fmt.Errorf("TaskExecutor %s: asked for slot %d of TaskExecutor %s: %w", te.id, slotID.SlotNumber, slotID.ResourceID, ErrSlotNotFound)
 		}
-		if !te.rmID.IsZero() && rm != te.rmID {
-			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: te.rmID.String(), Got: rm.String()}
+		if err := te.fenceResourceManager(rm); err != nil {
+			return err
 		}
 		n := slotID.SlotNumber
 		if n < 0 || n >= len(te.slots) {
@@ -526,7 +694,7 @@ func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job 
 		*s = slot{state: slotAllocated, allocation: allocation, job: job, profile: profile,
 			tasks: make(map[jobgraph.ExecutionAttemptID]*task)}
 		te.allocations[allocation] = n
-		if te.rmID.IsZero() {
+		if te.rmID.IsZero() && te.rmConn == nil {
 			// The request raced ahead of RegisterTaskExecutor's answer: its token is the one
 			// registration returns.
 			te.rmID = rm
@@ -545,6 +713,23 @@ func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job 
 		te.offerSlots(jc)
 		return nil
 	})
+}
+
+// fenceResourceManager checks the ResourceManagerID a RequestSlot carries; see RequestSlot. On
+// the loop.
+func (te *TaskExecutor) fenceResourceManager(rm jobgraph.ResourceManagerID) error {
+	expected := te.rmID
+	if te.rmConn != nil {
+		address, session := te.rmConn.Leader()
+		if address == "" {
+			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: "none (no ResourceManager leader known)", Got: rm.String()}
+		}
+		expected = jobgraph.ResourceManagerID(session)
+	}
+	if (!expected.IsZero() || te.rmConn != nil) && rm != expected {
+		return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: expected.String(), Got: rm.String()}
+	}
+	return nil
 }
 
 // offerSlots sends jc's pending offers in one OfferSlots round, unless one is in flight (its
@@ -960,6 +1145,12 @@ func (te *TaskExecutor) resourceManagerHeartbeatTimedOut(string) {
 	if te.killed.Load() || rm == nil {
 		return
 	}
+	if te.rmConn != nil {
+		te.log.Warn("ResourceManager heartbeat timed out; registering again", "timeout", te.rmHeartbeats.Timeout(), "address", te.rmAddr)
+		te.rm, te.rmID = nil, jobgraph.ResourceManagerID{}
+		te.rmConn.Reconnect()
+		return
+	}
 	te.log.Warn("ResourceManager heartbeat timed out; registering again", "timeout", te.rmHeartbeats.Timeout())
 	reg, timeout := te.registration(), te.rmHeartbeats.Timeout()
 	te.spawn(func() {
@@ -974,6 +1165,7 @@ func (te *TaskExecutor) resourceManagerHeartbeatTimedOut(string) {
 				te.log.Warn("registering with the ResourceManager again failed", "error", err)
 			} else {
 				te.rmID = rmID
+				te.wakeRegistrationWaiters()
 			}
 			te.rmHeartbeats.Monitor(te.rmAddr)
 		})
