@@ -157,6 +157,7 @@ func (s *Services) endTermLocked() {
 			delete(s.pending, k)
 		}
 	}
+	clear(s.taken)
 	s.term = nil
 }
 
@@ -290,6 +291,12 @@ type infoWrite struct {
 }
 
 func (s *Services) enqueueLocked(key string, w infoWrite) {
+	if w.del && !s.taken[key] {
+		// Nothing of this term was written at key (a put still pending is dropped), and the
+		// keys of earlier terms went with their leases: there is nothing to delete.
+		delete(s.pending, key)
+		return
+	}
 	s.pending[key] = w
 	poke(s.writerWake)
 }
@@ -320,8 +327,10 @@ func (s *Services) write() {
 				}
 				if w.del {
 					ops = append(ops, clientv3.OpDelete(k))
+					delete(s.taken, k)
 				} else {
 					ops = append(ops, clientv3.OpPut(k, string(w.value), clientv3.WithLease(t.lease)))
+					s.taken[k] = true
 				}
 				keys = append(keys, k)
 				delete(s.pending, k)

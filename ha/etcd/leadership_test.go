@@ -464,3 +464,45 @@ func TestContendersOfOneComponentQueue(t *testing.T) {
 	second.awaitRevoke(t)
 	require.NoError(t, r.Stop())
 }
+
+// TestConfirmThenCloseLeavesNoInformation: a contender that confirms and leaves at once leaves
+// no leader information behind, whether its put was written before the delete or dropped.
+func TestConfirmThenCloseLeavesNoInformation(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a := closing(t, srv, prefix)
+	_, session := lead(t, a)
+	gone, kept := jobgraph.NewJobID(), jobgraph.NewJobID()
+	e := a.JobMasterLeaderElection(gone)
+	h := newHolder()
+	require.NoError(t, e.Start(h))
+	require.Equal(t, session, h.awaitGrant(t))
+	e.ConfirmLeadership(session, "jobmaster/gone")
+	require.NoError(t, e.Close())
+	h.awaitRevoke(t)
+
+	// The writer takes every pending write at once: once the next one is visible, the earlier
+	// ones were made (or dropped) too.
+	l := newListener()
+	r := a.JobMasterLeaderRetrieval(kept)
+	require.NoError(t, r.Start(l))
+	e2 := a.JobMasterLeaderElection(kept)
+	h2 := newHolder()
+	require.NoError(t, e2.Start(h2))
+	require.Equal(t, session, h2.awaitGrant(t))
+	e2.ConfirmLeadership(session, "jobmaster/kept")
+	assert.Equal(t, published{"jobmaster/kept", session}, l.await(t))
+	resp, err := srv.client(t).Get(t.Context(), prefix+"/leader/info/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	require.NoError(t, err)
+	var keys []string
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	assert.Equal(t, []string{prefix + "/leader/info/jobmaster/" + kept.String()}, keys)
+
+	// Information that was written is deleted when its contender leaves (the client still leads).
+	require.NoError(t, e2.Close())
+	h2.awaitRevoke(t)
+	assert.Equal(t, published{}, l.await(t))
+	require.NoError(t, r.Stop())
+}

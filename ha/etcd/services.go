@@ -100,7 +100,10 @@ type Services struct {
 	leaderWake  chan struct{}
 	leadDone    chan struct{} // closed when the leader goroutine returned
 	// pending holds the leader information writes not yet made, the last one per key.
-	pending    map[string]infoWrite
+	pending map[string]infoWrite
+	// taken holds the leader information keys the writer took a put of in the current term:
+	// only those can exist, so only those need a delete.
+	taken      map[string]bool
 	writerWake chan struct{}
 	// watch is the shared watch of the leader keys all retrievals follow.
 	watch watchState
@@ -172,6 +175,7 @@ func New(o Options) (*Services, error) {
 		leaderWake: make(chan struct{}, 1),
 		leadDone:   make(chan struct{}),
 		pending:    make(map[string]infoWrite),
+		taken:      make(map[string]bool),
 		writerWake: make(chan struct{}, 1),
 	}
 	s.watch.init()
