@@ -20,19 +20,44 @@ import (
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 )
 
-// Services is the in-memory ha.Services. Leadership callbacks run on one goroutine owned by
-// Services, in the order they were caused. Safe for concurrent use; Close it once.
+// Services is one client of an in-memory HA backend: New makes the backend and its first
+// client, NewClient more clients over the same backend (several JobManagers of one cluster in one
+// process, as the HA conformance suite's shared cases run them). The clients share the stores,
+// the checkpoints and the elections: each component (the Dispatcher, the ResourceManager, each
+// job's JobMaster) has one election across all clients, granted at once to its first contender
+// on any client, the next one waiting; no write is ever refused (no leadership fences a store
+// here). Each client hands out its own Election handles and retrievals: closing a handle, or the
+// client, removes only the contenders and listeners started through it (its leader is revoked
+// and the next contender, maybe another client's, granted).
+//
+// Leadership and retrieval callbacks of every client run on one goroutine the backend owns, in
+// the order they were caused, so callbacks to one contender never overlap. It runs while any
+// client is open: the Close of the last open client delivers what is pending and ends it (a
+// client made after that starts a new one). Safe for concurrent use.
 type Services struct {
-	loop *mainloop.Loop
+	b *backend
 
-	mu        sync.Mutex
-	elections map[jobgraph.JobID]*Election
-	plans     *planStore
-	results   *resultStore
-	// The cluster's two elections, and every job's checkpoints for the Services' life.
+	// Guarded by b.mu.
+	closed          bool
 	dispatcher      *Election
 	resourceManager *Election
-	checkpoints     *checkpoint.StandaloneCheckpointRecoveryFactory
+	jobs            map[jobgraph.JobID]*Election // this client's JobMaster handles, until closed
+}
+
+// backend is what the clients of one in-memory cluster share.
+type backend struct {
+	plans       *planStore
+	results     *resultStore
+	checkpoints *checkpoint.StandaloneCheckpointRecoveryFactory
+
+	mu   sync.Mutex
+	loop *mainloop.Loop // nil once every client closed
+	open int            // clients not closed
+	// The cluster's two elections, and the JobMaster election of each job someone contends for
+	// or follows (dropped once nobody does, so the map does not grow with every job ever run).
+	dispatcher      *election
+	resourceManager *election
+	elections       map[jobgraph.JobID]*election
 }
 
 var _ ha.Services = (*Services)(nil)
@@ -65,291 +90,387 @@ func NewWithOptions(o Options) (*Services, error) {
 	if o.MaxCleanResults < 0 {
 		return nil, fmt.Errorf("ha/embedded: Options.MaxCleanResults is %d, negative (0 means unlimited)", o.MaxCleanResults)
 	}
-	loop := mainloop.New("ha-embedded")
-	return &Services{
-		loop:      loop,
-		elections: make(map[jobgraph.JobID]*Election),
-		plans:     &planStore{plans: make(map[jobgraph.JobID]*jobgraph.JobGraph)},
+	b := &backend{
+		plans: &planStore{plans: make(map[jobgraph.JobID]*jobgraph.JobGraph)},
 		results: &resultStore{entries: make(map[jobgraph.JobID]storedResult), max: o.MaxCleanResults,
 			clean: list.New()},
-		dispatcher:      &Election{loop: loop},
-		resourceManager: &Election{loop: loop},
 		checkpoints:     checkpoint.NewStandaloneCheckpointRecoveryFactory(),
-	}, nil
-}
-
-func (s *Services) election(job jobgraph.JobID) *Election {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.elections[job]
-	if !ok {
-		e = &Election{loop: s.loop}
-		e.forget = func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.elections[job] == e {
-				delete(s.elections, job)
-			}
-		}
-		s.elections[job] = e
+		dispatcher:      &election{},
+		resourceManager: &election{},
+		elections:       make(map[jobgraph.JobID]*election),
 	}
-	return e
+	return b.newClient(), nil
 }
 
-// JobMasterLeaderElection returns the job's election (the same one for every call).
+// NewClient returns another client of s's backend: it shares s's stores, checkpoints and
+// elections, and has its own election handles and retrievals (see Services). s may be closed
+// already. Close the new client on its own.
+func (s *Services) NewClient() *Services { return s.b.newClient() }
+
+func (b *backend) newClient() *Services {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.loop == nil {
+		b.loop = mainloop.New("ha-embedded")
+	}
+	b.open++
+	c := &Services{b: b, jobs: make(map[jobgraph.JobID]*Election)}
+	c.dispatcher = &Election{client: c, kind: dispatcherKind}
+	c.resourceManager = &Election{client: c, kind: resourceManagerKind}
+	return c
+}
+
+// post runs fn on the callback goroutine; b.mu held. Nothing runs once every client closed.
+func (b *backend) post(fn func()) {
+	if b.loop != nil {
+		b.loop.Execute(fn)
+	}
+}
+
+// JobMasterLeaderElection returns this client's handle of the job's election (the same one for
+// every call until it is closed).
 func (s *Services) JobMasterLeaderElection(job jobgraph.JobID) ha.LeaderElection {
-	return s.election(job)
+	return s.JobMasterElection(job)
 }
 
 // JobMasterElection is JobMasterLeaderElection with the concrete type, for tests that revoke
 // or re-grant leadership.
-func (s *Services) JobMasterElection(job jobgraph.JobID) *Election { return s.election(job) }
+func (s *Services) JobMasterElection(job jobgraph.JobID) *Election {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	e, ok := s.jobs[job]
+	if !ok {
+		e = &Election{client: s, kind: jobMasterKind, job: job}
+		s.jobs[job] = e
+	}
+	return e
+}
 
 // JobMasterLeaderRetrieval follows the job's election.
 func (s *Services) JobMasterLeaderRetrieval(job jobgraph.JobID) ha.LeaderRetrieval {
-	return &retrieval{election: s.election(job)}
+	return &retrieval{client: s, kind: jobMasterKind, job: job}
 }
 
-// DispatcherLeaderElection returns a handle on the cluster's Dispatcher election (one election
-// for every call): the contender started on the handle leads if nobody does, and the handle's
-// Close removes only that contender, so that a standby started on another handle (a second
-// MiniCluster over the same Services) is granted leadership next.
+// DispatcherLeaderElection returns a new handle of the cluster's Dispatcher election for one
+// contender: it leads if nobody does, and the handle's Close removes only that contender, so a
+// standby started on another handle (a second Dispatcher runner of the process, or of another
+// client) is granted leadership next. A closed handle takes no contender.
 func (s *Services) DispatcherLeaderElection() ha.LeaderElection {
-	return &handle{election: s.dispatcher}
+	return &Election{client: s, kind: dispatcherKind, single: true}
 }
 
-// DispatcherElection is DispatcherLeaderElection with the concrete type, for tests that revoke
-// or re-grant the Dispatcher's leadership.
+// DispatcherElection is this client's handle of the Dispatcher election with the concrete type
+// (the same one every call), for tests that revoke or re-grant the Dispatcher's leadership.
 func (s *Services) DispatcherElection() *Election { return s.dispatcher }
 
 // DispatcherLeaderRetrieval follows the Dispatcher's election.
 func (s *Services) DispatcherLeaderRetrieval() ha.LeaderRetrieval {
-	return &retrieval{election: s.dispatcher}
+	return &retrieval{client: s, kind: dispatcherKind}
 }
 
-// ResourceManagerLeaderElection returns a handle on the cluster's ResourceManager election, as
-// DispatcherLeaderElection does.
+// ResourceManagerLeaderElection returns a new handle of the cluster's ResourceManager election
+// for one contender, as DispatcherLeaderElection does.
 func (s *Services) ResourceManagerLeaderElection() ha.LeaderElection {
-	return &handle{election: s.resourceManager}
+	return &Election{client: s, kind: resourceManagerKind, single: true}
 }
 
-// ResourceManagerElection is ResourceManagerLeaderElection with the concrete type, for tests.
+// ResourceManagerElection is this client's handle of the ResourceManager election with the
+// concrete type (the same one every call), for tests that revoke or re-grant its leadership.
 func (s *Services) ResourceManagerElection() *Election { return s.resourceManager }
 
 // ResourceManagerLeaderRetrieval follows the ResourceManager's election.
 func (s *Services) ResourceManagerLeaderRetrieval() ha.LeaderRetrieval {
-	return &retrieval{election: s.resourceManager}
+	return &retrieval{client: s, kind: resourceManagerKind}
 }
 
-// CheckpointRecoveryFactory returns the in-memory factory that keeps every job's checkpoints and
-// counter for the Services' life (checkpoint.StandaloneCheckpointRecoveryFactory).
+// CheckpointRecoveryFactory returns the in-memory factory, shared by every client, that keeps
+// every job's checkpoints and counter for the backend's life
+// (checkpoint.StandaloneCheckpointRecoveryFactory).
 func (s *Services) CheckpointRecoveryFactory() checkpoint.CheckpointRecoveryFactory {
-	return s.checkpoints
+	return s.b.checkpoints
 }
 
 // CleanupJobData implements ha.Services: an election forgets itself once unused, so there is
 // nothing more to remove.
 func (s *Services) CleanupJobData(ctx context.Context, job jobgraph.JobID) error { return nil }
 
-func (s *Services) ExecutionPlanStore() ha.ExecutionPlanStore { return s.plans }
-func (s *Services) JobResultStore() ha.JobResultStore         { return s.results }
+func (s *Services) ExecutionPlanStore() ha.ExecutionPlanStore { return s.b.plans }
+func (s *Services) JobResultStore() ha.JobResultStore         { return s.b.results }
 
-// Close stops the callback goroutine; pending callbacks are delivered first.
+// Close closes this client: every contender started through its election handles is removed (a
+// leader among them revoked, the next contender granted) and every listener of its retrievals
+// stopped. The stores keep their data for the other clients. The Close of the last open client
+// delivers the pending callbacks and ends the callback goroutine. Closing twice is harmless.
 func (s *Services) Close() error {
-	s.loop.Close()
+	b := s.b
+	b.mu.Lock()
+	if s.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	b.dispatcher.removeLocked(b, func(o *Election) bool { return o.client == s }, s)
+	b.resourceManager.removeLocked(b, func(o *Election) bool { return o.client == s }, s)
+	for _, e := range b.elections {
+		e.removeLocked(b, func(o *Election) bool { return o.client == s }, s)
+	}
+	clear(s.jobs)
+	b.open--
+	var last *mainloop.Loop
+	if b.open == 0 {
+		last, b.loop = b.loop, nil
+	}
+	b.mu.Unlock()
+	if last != nil {
+		last.Close() // outside b.mu: a callback may call into the Services
+	}
 	return nil
 }
 
-// Election is one in-memory leader election. The first contender is granted leadership at once
-// with a new session; later contenders wait. Close removes every contender, so a contender that
-// is started after Close leads next.
-type Election struct {
-	loop *mainloop.Loop
+type electionKind uint8
 
-	mu         sync.Mutex
-	contenders []ha.LeaderContender
-	session    ha.SessionID // current leader session; zero when nobody leads
-	leader     ha.LeaderContender
-	address    string // confirmed address of the current session
-	confirmed  bool
-	listeners  []ha.LeaderRetrievalListener
-	// forget removes the election from its Services once nobody uses it, so the map of
-	// elections does not grow with every job a long-running Dispatcher ever ran.
-	forget func()
-}
+const (
+	dispatcherKind electionKind = iota
+	resourceManagerKind
+	jobMasterKind
+)
 
-// forgetIfUnusedLocked drops the election from its Services when it has no contender and no
-// listener left; a later call for the same job starts a fresh election.
-func (e *Election) forgetIfUnusedLocked() {
-	if len(e.contenders) == 0 && len(e.listeners) == 0 && e.forget != nil {
-		e.forget()
+// electionLocked returns the shared election of kind (and job); b.mu held. A job's election is
+// made if create, else nil when nobody uses it.
+func (b *backend) electionLocked(kind electionKind, job jobgraph.JobID, create bool) *election {
+	switch kind {
+	case dispatcherKind:
+		return b.dispatcher
+	case resourceManagerKind:
+		return b.resourceManager
 	}
+	e := b.elections[job]
+	if e == nil && create {
+		e = &election{job: job, isJob: true}
+		b.elections[job] = e
+	}
+	return e
 }
 
-// Start adds contender; it is granted leadership at once if nobody leads.
+// Election is one client's handle of an in-memory leader election (the Dispatcher's, the
+// ResourceManager's or a job's JobMaster election, shared by every client of the backend). The
+// first contender is granted leadership at once with a new session; later contenders, of any
+// client, wait in the order they started. Close removes the contenders started through this
+// handle only, so a contender started after Close — or another handle's — leads next. The
+// handles DispatcherLeaderElection and ResourceManagerLeaderElection return take one contender
+// and none after Close.
+type Election struct {
+	client *Services
+	kind   electionKind
+	job    jobgraph.JobID // of a JobMaster election
+
+	// Of a handle for one contender; started and closed guarded by client.b.mu.
+	single, started, closed bool
+}
+
+// election is the state of one election, shared by every client; guarded by backend.mu.
+type election struct {
+	job   jobgraph.JobID
+	isJob bool
+
+	contenders []contenderEntry // in start order; the leader, if any, is contenders[0]
+	leader     ha.LeaderContender
+	session    ha.SessionID // current leader session; zero when nobody leads
+	address    string       // confirmed address of the current session
+	confirmed  bool
+	listeners  []*retrieval
+}
+
+// contenderEntry is a started contender and the handle it was started through.
+type contenderEntry struct {
+	handle    *Election
+	contender ha.LeaderContender
+}
+
+// Start adds contender; it is granted leadership at once if nobody leads. Errors: the contender
+// was started on this election already (through any client), or the client is closed.
 func (e *Election) Start(contender ha.LeaderContender) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if slices.Contains(e.contenders, contender) {
+	b := e.client.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case e.client.closed:
+		return fmt.Errorf("ha/embedded: Start on a closed Services")
+	case e.single && e.closed:
+		return fmt.Errorf("ha/embedded: Start on a closed election")
+	case e.single && e.started:
+		return fmt.Errorf("ha/embedded: a second contender started on one election handle")
+	}
+	st := b.electionLocked(e.kind, e.job, true)
+	if slices.ContainsFunc(st.contenders, func(c contenderEntry) bool { return c.contender == contender }) {
 		return fmt.Errorf("ha/embedded: contender started twice")
 	}
-	e.contenders = append(e.contenders, contender)
-	if e.leader == nil {
-		e.grantLocked()
+	st.contenders = append(st.contenders, contenderEntry{e, contender})
+	e.started = true
+	if e.kind == jobMasterKind && e.client.jobs[e.job] == nil {
+		e.client.jobs[e.job] = e // a handle started again after its Close
+	}
+	if st.leader == nil {
+		st.grantLocked(b)
 	}
 	return nil
 }
 
-func (e *Election) grantLocked() {
-	if len(e.contenders) == 0 {
+func (st *election) grantLocked(b *backend) {
+	if len(st.contenders) == 0 {
 		return
 	}
-	e.leader = e.contenders[0]
-	e.session = ha.NewSessionID()
-	e.confirmed = false
-	c, s := e.leader, e.session
-	e.loop.Execute(func() { c.GrantLeadership(s) })
+	st.leader = st.contenders[0].contender
+	st.session = ha.NewSessionID()
+	st.confirmed = false
+	c, s := st.leader, st.session
+	b.post(func() { c.GrantLeadership(s) })
 }
 
 // ConfirmLeadership publishes address for session if it is the current one.
 func (e *Election) ConfirmLeadership(session ha.SessionID, address string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.leader == nil || session != e.session {
+	b := e.client.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.electionLocked(e.kind, e.job, false)
+	if st == nil || st.leader == nil || session != st.session {
 		return
 	}
-	e.address, e.confirmed = address, true
-	e.notifyLocked()
+	st.address, st.confirmed = address, true
+	st.notifyLocked(b)
 }
 
-func (e *Election) notifyLocked() {
+func (st *election) notifyLocked(b *backend) {
 	addr, s := "", ha.SessionID{}
-	if e.confirmed {
-		addr, s = e.address, e.session
+	if st.confirmed {
+		addr, s = st.address, st.session
 	}
-	for _, l := range e.listeners {
-		e.loop.Execute(func() { l.NotifyLeaderAddress(addr, s) })
+	for _, r := range st.listeners {
+		l := r.listener
+		b.post(func() { l.NotifyLeaderAddress(addr, s) })
 	}
 }
 
-// HasLeadership reports whether session is the current leader session.
+// HasLeadership reports whether session is the election's current leader session.
 func (e *Election) HasLeadership(session ha.SessionID) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.leader != nil && session == e.session
+	b := e.client.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.electionLocked(e.kind, e.job, false)
+	return st != nil && st.leader != nil && session == st.session
 }
 
-// Close removes every contender started on this election; the leader is revoked.
-// (Each JobMaster runner has its own election per job in this implementation.)
+// Close removes every contender started through this handle; a leader among them is revoked and
+// the next waiting contender granted. A JobMaster election's handle is dropped by its client, so
+// the next JobMasterElection call returns a new one.
 func (e *Election) Close() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.revokeLocked()
-	e.contenders = nil
-	e.forgetIfUnusedLocked()
+	b := e.client.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st := b.electionLocked(e.kind, e.job, false); st != nil {
+		st.removeLocked(b, func(o *Election) bool { return o == e }, nil)
+	}
+	if e.kind == jobMasterKind && e.client.jobs[e.job] == e {
+		delete(e.client.jobs, e.job)
+	}
+	e.closed = true
 	return nil
 }
 
-// Revoke takes leadership from the current leader and grants it again to the same contender with
-// a new session. It simulates a leader change in tests.
+// removeLocked removes the contenders whose handle is matched by drop and, if of is not nil, the
+// listeners of of's retrievals; a removed leader is revoked and the next contender granted. A
+// job's election nobody uses any more is dropped.
+func (st *election) removeLocked(b *backend, drop func(*Election) bool, of *Services) {
+	leaderDropped := st.leader != nil && drop(st.contenders[0].handle)
+	st.contenders = slices.DeleteFunc(st.contenders, func(c contenderEntry) bool { return drop(c.handle) })
+	if of != nil {
+		st.listeners = slices.DeleteFunc(st.listeners, func(r *retrieval) bool { return r.client == of })
+	}
+	if leaderDropped {
+		st.revokeLocked(b)
+		st.grantLocked(b)
+	}
+	st.forgetIfUnusedLocked(b)
+}
+
+// forgetIfUnusedLocked drops a job's election once it has no contender and no listener left; a
+// later call for the same job starts a fresh election.
+func (st *election) forgetIfUnusedLocked(b *backend) {
+	if st.isJob && len(st.contenders) == 0 && len(st.listeners) == 0 && b.elections[st.job] == st {
+		delete(b.elections, st.job)
+	}
+}
+
+// Revoke takes leadership from the election's current leader (of whichever client) and grants it
+// again to the first waiting contender — the same one, it being first — with a new session. It
+// simulates a leader change in tests.
 func (e *Election) Revoke() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.revokeLocked()
-	e.grantLocked()
-}
-
-func (e *Election) revokeLocked() {
-	if e.leader == nil {
+	b := e.client.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.electionLocked(e.kind, e.job, false)
+	if st == nil {
 		return
 	}
-	c := e.leader
-	e.leader, e.session, e.confirmed, e.address = nil, ha.SessionID{}, false, ""
-	e.loop.Execute(c.RevokeLeadership)
-	e.notifyLocked()
+	st.revokeLocked(b)
+	st.grantLocked(b)
 }
 
-// handle is one contender's part in a cluster-wide Election: Close removes that contender only.
-type handle struct {
-	election *Election
-
-	mu        sync.Mutex
-	contender ha.LeaderContender
-	closed    bool
-}
-
-func (h *handle) Start(contender ha.LeaderContender) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case h.closed:
-		return fmt.Errorf("ha/embedded: Start on a closed election")
-	case h.contender != nil:
-		return fmt.Errorf("ha/embedded: a second contender started on one election handle")
-	}
-	h.contender = contender
-	return h.election.Start(contender)
-}
-
-func (h *handle) ConfirmLeadership(session ha.SessionID, address string) {
-	h.election.ConfirmLeadership(session, address)
-}
-
-func (h *handle) HasLeadership(session ha.SessionID) bool { return h.election.HasLeadership(session) }
-
-// Close removes the handle's contender; if it leads it is revoked and the next contender granted.
-func (h *handle) Close() error {
-	h.mu.Lock()
-	c := h.contender
-	h.contender, h.closed = nil, true
-	h.mu.Unlock()
-	if c != nil {
-		h.election.remove(c)
-	}
-	return nil
-}
-
-// remove takes contender out of the election, revoking it and granting the next if it leads.
-func (e *Election) remove(contender ha.LeaderContender) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	i := slices.Index(e.contenders, contender)
-	if i < 0 {
+func (st *election) revokeLocked(b *backend) {
+	if st.leader == nil {
 		return
 	}
-	e.contenders = slices.Delete(e.contenders, i, i+1)
-	if e.leader == contender {
-		e.revokeLocked()
-		e.grantLocked()
-	}
+	c := st.leader
+	st.leader, st.session, st.confirmed, st.address = nil, ha.SessionID{}, false, ""
+	b.post(c.RevokeLeadership)
+	st.notifyLocked(b)
 }
 
+// retrieval is one LeaderRetrieval of a client.
 type retrieval struct {
-	election *Election
+	client   *Services
+	kind     electionKind
+	job      jobgraph.JobID
 	listener ha.LeaderRetrievalListener
 }
 
+// Start adds listener; it learns the confirmed leader at once if there is one. An error once the
+// client is closed or if the retrieval was started already.
 func (r *retrieval) Start(listener ha.LeaderRetrievalListener) error {
-	e := r.election
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	b := r.client.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.client.closed {
+		return fmt.Errorf("ha/embedded: LeaderRetrieval.Start on a closed Services")
+	}
+	if r.listener != nil {
+		return fmt.Errorf("ha/embedded: LeaderRetrieval started twice")
+	}
+	st := b.electionLocked(r.kind, r.job, true)
 	r.listener = listener
-	e.listeners = append(e.listeners, listener)
-	if e.confirmed {
-		addr, s := e.address, e.session
-		e.loop.Execute(func() { listener.NotifyLeaderAddress(addr, s) })
+	st.listeners = append(st.listeners, r)
+	if st.confirmed {
+		addr, s := st.address, st.session
+		b.post(func() { listener.NotifyLeaderAddress(addr, s) })
 	}
 	return nil
 }
 
+// Stop removes the listener; nothing more is delivered to it that Stop did not precede.
 func (r *retrieval) Stop() error {
-	e := r.election
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if i := slices.Index(e.listeners, r.listener); i >= 0 {
-		e.listeners = slices.Delete(e.listeners, i, i+1)
+	b := r.client.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.electionLocked(r.kind, r.job, false)
+	if st == nil {
+		r.listener = nil
+		return nil
 	}
-	e.forgetIfUnusedLocked()
+	if i := slices.Index(st.listeners, r); i >= 0 {
+		st.listeners = slices.Delete(st.listeners, i, i+1)
+	}
+	r.listener = nil // it may be started again
+	st.forgetIfUnusedLocked(b)
 	return nil
 }
 

@@ -193,8 +193,9 @@ func TestCloseDeliversPendingCallbacks(t *testing.T) {
 		require.NoError(t, s.JobMasterElection(jobgraph.NewJobID()).Start(c))
 		require.NoError(t, s.Close())
 		events := drain(c.events)
-		require.Len(t, events, 1, "the grant posted before Close was delivered")
+		require.Len(t, events, 2, "the grant posted before Close, then the revocation Close caused, both delivered")
 		assert.True(t, events[0].granted)
+		assert.Equal(t, event{}, events[1], "closing the client revokes its leader")
 	})
 }
 
@@ -250,4 +251,25 @@ func TestClosingAClusterElectionHandleRemovesOnlyItsContender(t *testing.T) {
 			require.NoError(t, e2.Close())
 		}
 	})
+}
+
+// newBackend is the shared suite's backend: New makes it with its first client, NewClient the
+// others.
+func newBackend(*testing.T) func(*testing.T) ha.Services {
+	var first *embedded.Services
+	return func(*testing.T) ha.Services {
+		if first == nil {
+			first = embedded.New()
+			return first
+		}
+		return first.NewClient()
+	}
+}
+
+func TestSharedConformance(t *testing.T) {
+	hatest.TestSharedServicesInBubble(t, hatest.SharedOptions{OneLeaderPerClient: false}, newBackend)
+}
+
+func TestSharedConformanceRealTime(t *testing.T) {
+	hatest.TestSharedServices(t, hatest.SharedOptions{OneLeaderPerClient: false}, newBackend)
 }

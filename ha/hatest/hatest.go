@@ -1,17 +1,30 @@
 // Package hatest is the conformance suite every ha.Services implementation must pass: the
-// ExecutionPlanStore and JobResultStore contracts, and JobMaster leader election and retrieval.
-// Run it from the implementation's tests:
+// ExecutionPlanStore and JobResultStore contracts, the Dispatcher's, the ResourceManager's and
+// each job's JobMaster leader election and retrieval, the CheckpointRecoveryFactory and
+// CleanupJobData on one client (TestServices), and what several clients of one backend — several
+// JobManager processes of one cluster — see of each other (TestSharedServices). Run it from the
+// implementation's tests:
 //
 //	func TestConformance(t *testing.T) {
 //		hatest.TestServices(t, func(t *testing.T) ha.Services { return myha.New(t.TempDir()) })
 //	}
 //
-// Each case gets fresh Services from newServices and closes them when it ends (newServices must
-// not). TestServices runs in real time and suits implementations that do real I/O; an
-// implementation that does none can use TestServicesInBubble, which runs each case inside its own
-// testing/synctest bubble, so nothing waits on the wall clock and the suite can also check that
-// nothing more is delivered. No case sleeps: each waits for the callback it expects, for at most
-// Timeout.
+//	func TestConformanceShared(t *testing.T) {
+//		hatest.TestSharedServices(t, hatest.SharedOptions{OneLeaderPerClient: true},
+//			func(t *testing.T) func(t *testing.T) ha.Services {
+//				dir := t.TempDir() // one backend per case
+//				return func(t *testing.T) ha.Services { return myha.New(dir) } // one client per call
+//			})
+//	}
+//
+// Each case of TestServices gets fresh Services from newServices and closes them when it ends
+// (newServices must not). Cases that write first make their client lead — they start a contender
+// on its Dispatcher election and wait for the grant — so a backend that refuses the writes of a
+// client that does not lead (see ha's "Leadership and fencing") passes them too. TestServices
+// runs in real time and suits implementations that do real I/O; an implementation that does none
+// can use TestServicesInBubble, which runs each case inside its own testing/synctest bubble, so
+// nothing waits on the wall clock and the suite can also check that nothing more is delivered.
+// No case sleeps: each waits for the callback it expects, for at most Timeout.
 package hatest
 
 import (
@@ -32,7 +45,7 @@ import (
 // Timeout bounds every wait for a leadership or retrieval callback (virtual time in a bubble).
 const Timeout = 10 * time.Second
 
-// TestServices runs the conformance suite, one subtest per case, in real time.
+// TestServices runs the conformance suite on one client, one subtest per case, in real time.
 func TestServices(t *testing.T, newServices func(t *testing.T) ha.Services) {
 	run(t, newServices, false)
 }
@@ -46,41 +59,64 @@ func TestServicesInBubble(t *testing.T, newServices func(t *testing.T) ha.Servic
 
 // suite is what one case sees.
 type suite struct {
-	t        *testing.T
-	s        ha.Services
-	inBubble bool
+	waiter
+	s ha.Services
 }
 
-var cases = []struct {
-	name string
-	run  func(s *suite)
-}{
-	{"ExecutionPlanStore/PutGetKeepsADecodedCopy", planPutGetKeepsACopy},
-	{"ExecutionPlanStore/PutReplaces", planPutReplaces},
-	{"ExecutionPlanStore/GetMissingIsNotFound", planGetMissing},
-	{"ExecutionPlanStore/RemoveAndSortedJobIDs", planRemoveAndJobIDs},
-	{"ExecutionPlanStore/ConcurrentUse", planConcurrent},
-	{"JobResultStore/CreateDirtyTwiceIsAlreadyExists", resultCreateDirtyTwice},
-	{"JobResultStore/MarkCleanAndDirtyResults", resultMarkCleanAndDirtyResults},
-	{"JobResultStore/MissingIsNotFound", resultMissing},
-	{"JobResultStore/KeepsACopy", resultKeepsACopy},
-	{"JobResultStore/ConcurrentUse", resultConcurrent},
-	{"LeaderElection/GrantConfirmRetrieve", electionGrantConfirmRetrieve},
-	{"LeaderElection/RetrievalStartedAfterConfirm", electionRetrievalAfterConfirm},
-	{"LeaderElection/CloseRevokes", electionCloseRevokes},
-	{"LeaderElection/StaleSessionAfterNewLeader", electionStaleSession},
-	{"LeaderElection/JobsAreIndependent", electionJobsIndependent},
-	{"LeaderRetrieval/StopEndsNotifications", retrievalStop},
+// oneClientCase is a case of TestServices; writes says it makes its client lead first.
+type oneClientCase struct {
+	name   string
+	writes bool
+	run    func(s *suite)
+}
+
+var storeCases = []oneClientCase{
+	{"ExecutionPlanStore/PutGetKeepsADecodedCopy", true, planPutGetKeepsACopy},
+	{"ExecutionPlanStore/PutReplaces", true, planPutReplaces},
+	{"ExecutionPlanStore/GetMissingIsNotFound", true, planGetMissing},
+	{"ExecutionPlanStore/RemoveAndSortedJobIDs", true, planRemoveAndJobIDs},
+	{"ExecutionPlanStore/ConcurrentUse", true, planConcurrent},
+	{"JobResultStore/CreateDirtyTwiceIsAlreadyExists", true, resultCreateDirtyTwice},
+	{"JobResultStore/MarkCleanAndDirtyResults", true, resultMarkCleanAndDirtyResults},
+	{"JobResultStore/MissingIsNotFound", true, resultMissing},
+	{"JobResultStore/KeepsACopy", true, resultKeepsACopy},
+	{"JobResultStore/ConcurrentUse", true, resultConcurrent},
+	{"JobMasterElection/JobsAreIndependent", false, electionJobsIndependent},
+	{"Elections/ComponentsAreIndependent", false, electionComponentsIndependent},
+	{"CheckpointRecoveryFactory/NextCreateRecoversTheCheckpoints", true, checkpointsRecovered},
+	{"CheckpointRecoveryFactory/CounterGoesOn", true, counterGoesOn},
+	{"CheckpointRecoveryFactory/ShutdownWithoutDiscardKeeps", true, checkpointsShutdownKeeps},
+	{"CheckpointRecoveryFactory/ShutdownWithDiscardStartsOver", true, checkpointsShutdownDiscards},
+	{"CheckpointRecoveryFactory/JobsAreIndependent", true, checkpointsJobsIndependent},
+	{"CleanupJobData/UnknownJobIsNil", false, cleanupUnknownJob},
+	{"CleanupJobData/KeepsPlanResultAndCheckpoints", true, cleanupKeepsStores},
+}
+
+// oneClientCases are every case of TestServices: the store cases, then the election cases on
+// each component.
+func oneClientCases() []oneClientCase {
+	cases := slices.Clone(storeCases)
+	for _, comp := range components {
+		for _, c := range electionCases {
+			cases = append(cases, oneClientCase{comp.name + "/" + c.name, false,
+				func(s *suite) { c.run(s, comp.make()) }})
+		}
+	}
+	return cases
 }
 
 func run(t *testing.T, newServices func(t *testing.T) ha.Services, inBubble bool) {
-	for _, c := range cases {
+	for _, c := range oneClientCases() {
 		t.Run(c.name, func(t *testing.T) {
 			body := func(t *testing.T) {
 				s := newServices(t)
 				require.NotNil(t, s, "newServices returned nil")
 				t.Cleanup(func() { assert.NoError(t, s.Close(), "Services.Close") })
-				c.run(&suite{t: t, s: s, inBubble: inBubble})
+				su := &suite{waiter: waiter{t: t, inBubble: inBubble}, s: s}
+				if c.writes {
+					su.lead()
+				}
+				c.run(su)
 			}
 			if inBubble {
 				synctest.Test(t, body)
@@ -395,279 +431,4 @@ func resultConcurrent(s *suite) {
 		want = append(want, results[i])
 	}
 	assert.ElementsMatch(t, want, dirty)
-}
-
-// ---- leader election and retrieval ----
-
-type contenderEvent struct {
-	granted bool // false: revoked
-	session ha.SessionID
-}
-
-// contender records what its election tells it.
-type contender struct {
-	events chan contenderEvent
-	errs   chan error
-}
-
-func newContender() *contender {
-	return &contender{events: make(chan contenderEvent, 64), errs: make(chan error, 64)}
-}
-
-func (c *contender) GrantLeadership(session ha.SessionID) {
-	c.events <- contenderEvent{granted: true, session: session}
-}
-func (c *contender) RevokeLeadership()     { c.events <- contenderEvent{} }
-func (c *contender) HandleError(err error) { c.errs <- err }
-
-// leader is one NotifyLeaderAddress call.
-type leader struct {
-	address string
-	session ha.SessionID
-}
-
-// listener records what its retrieval tells it.
-type listener struct {
-	leaders chan leader
-	errs    chan error
-}
-
-func newListener() *listener {
-	return &listener{leaders: make(chan leader, 64), errs: make(chan error, 64)}
-}
-
-func (l *listener) NotifyLeaderAddress(address string, session ha.SessionID) {
-	l.leaders <- leader{address, session}
-}
-func (l *listener) HandleError(err error) { l.errs <- err }
-
-func await[E any](t *testing.T, ch <-chan E, what string) E {
-	t.Helper()
-	timer := time.NewTimer(Timeout)
-	defer timer.Stop()
-	select {
-	case e := <-ch:
-		return e
-	case <-timer.C:
-		require.FailNowf(t, "timed out", "no %s within %v", what, Timeout)
-		panic("unreachable")
-	}
-}
-
-// awaitGrant waits for the contender's next callback, which must be a grant, and returns its
-// session.
-func (s *suite) awaitGrant(c *contender) ha.SessionID {
-	s.t.Helper()
-	e := await(s.t, c.events, "GrantLeadership")
-	require.True(s.t, e.granted, "got RevokeLeadership where GrantLeadership was due")
-	require.NotEqual(s.t, ha.SessionID{}, e.session, "granted the zero session")
-	return e.session
-}
-
-// awaitRevoke waits for the contender's next callback, which must be a revocation.
-func (s *suite) awaitRevoke(c *contender) {
-	s.t.Helper()
-	e := await(s.t, c.events, "RevokeLeadership")
-	require.False(s.t, e.granted, "got GrantLeadership(%s) where RevokeLeadership was due", e.session)
-}
-
-// awaitLeader returns the next notification naming a leader, skipping "no leader" ones (an
-// implementation may say so when a retrieval starts).
-func (s *suite) awaitLeader(l *listener) leader {
-	s.t.Helper()
-	for {
-		got := await(s.t, l.leaders, "NotifyLeaderAddress with a leader")
-		if got.address != "" {
-			return got
-		}
-	}
-}
-
-// awaitNoLeader waits for the next notification, which must say there is no leader.
-func (s *suite) awaitNoLeader(l *listener) {
-	s.t.Helper()
-	got := await(s.t, l.leaders, "NotifyLeaderAddress without a leader")
-	require.Equal(s.t, "", got.address, "expected no leader, got %q (session %s)", got.address, got.session)
-}
-
-// quiet checks, in a bubble, that nothing more arrives once everything has settled. Outside a
-// bubble an absence cannot be shown without waiting, so it checks nothing.
-func quiet[E any](s *suite, ch <-chan E, what string) {
-	s.t.Helper()
-	if !s.inBubble {
-		return
-	}
-	synctest.Wait()
-	select {
-	case e := <-ch:
-		s.t.Errorf("unexpected %s: %+v", what, e)
-	default:
-	}
-}
-
-func (s *suite) startElection(job jobgraph.JobID, c *contender) ha.LeaderElection {
-	s.t.Helper()
-	e := s.s.JobMasterLeaderElection(job)
-	require.NotNil(s.t, e)
-	require.NoError(s.t, e.Start(c))
-	s.t.Cleanup(func() { assert.NoError(s.t, e.Close(), "LeaderElection.Close") })
-	return e
-}
-
-func (s *suite) startRetrieval(job jobgraph.JobID, l *listener) ha.LeaderRetrieval {
-	s.t.Helper()
-	r := s.s.JobMasterLeaderRetrieval(job)
-	require.NotNil(s.t, r)
-	require.NoError(s.t, r.Start(l))
-	s.t.Cleanup(func() { assert.NoError(s.t, r.Stop(), "LeaderRetrieval.Stop") })
-	return r
-}
-
-func (s *suite) noErrors(c *contender, l *listener) {
-	s.t.Helper()
-	quiet(s, c.errs, "LeaderContender.HandleError")
-	quiet(s, l.errs, "LeaderRetrievalListener.HandleError")
-}
-
-func electionGrantConfirmRetrieve(s *suite) {
-	t := s.t
-	job := jobgraph.NewJobID()
-	l := newListener()
-	s.startRetrieval(job, l)
-	c := newContender()
-	e := s.startElection(job, c)
-
-	session := s.awaitGrant(c)
-	assert.True(t, e.HasLeadership(session), "HasLeadership of the granted session")
-	assert.False(t, e.HasLeadership(ha.NewSessionID()), "HasLeadership of another session")
-	assert.False(t, e.HasLeadership(ha.SessionID{}), "HasLeadership of the zero session")
-
-	e.ConfirmLeadership(session, "jobmaster/1")
-	assert.Equal(t, leader{"jobmaster/1", session}, s.awaitLeader(l))
-	assert.True(t, e.HasLeadership(session), "still the leader after confirming")
-	quiet(s, c.events, "leadership callback")
-	s.noErrors(c, l)
-}
-
-func electionRetrievalAfterConfirm(s *suite) {
-	t := s.t
-	job := jobgraph.NewJobID()
-	c := newContender()
-	e := s.startElection(job, c)
-	session := s.awaitGrant(c)
-	e.ConfirmLeadership(session, "jobmaster/1")
-
-	l := newListener()
-	s.startRetrieval(job, l)
-	assert.Equal(t, leader{"jobmaster/1", session}, s.awaitLeader(l), "a retrieval started later learns the confirmed leader")
-	s.noErrors(c, l)
-}
-
-func electionCloseRevokes(s *suite) {
-	t := s.t
-	job := jobgraph.NewJobID()
-	l := newListener()
-	s.startRetrieval(job, l)
-	c := newContender()
-	e := s.s.JobMasterLeaderElection(job)
-	require.NoError(t, e.Start(c))
-	session := s.awaitGrant(c)
-	e.ConfirmLeadership(session, "jobmaster/1")
-	assert.Equal(t, leader{"jobmaster/1", session}, s.awaitLeader(l))
-
-	require.NoError(t, e.Close())
-	assert.False(t, e.HasLeadership(session), "HasLeadership after Close")
-	s.awaitRevoke(c)
-	s.awaitNoLeader(l)
-	e.ConfirmLeadership(session, "jobmaster/stale") // ignored: the session is over
-	quiet(s, c.events, "leadership callback after Close")
-	quiet(s, l.leaders, "leader notification after Close")
-	s.noErrors(c, l)
-}
-
-func electionStaleSession(s *suite) {
-	t := s.t
-	job := jobgraph.NewJobID()
-	l := newListener()
-	s.startRetrieval(job, l)
-
-	// The first runner of the job leads, then leaves (a JobMaster failover in one process).
-	first := newContender()
-	e1 := s.s.JobMasterLeaderElection(job)
-	require.NoError(t, e1.Start(first))
-	old := s.awaitGrant(first)
-	e1.ConfirmLeadership(old, "jobmaster/1")
-	assert.Equal(t, leader{"jobmaster/1", old}, s.awaitLeader(l))
-	require.NoError(t, e1.Close())
-	s.awaitRevoke(first)
-	s.awaitNoLeader(l)
-
-	// The next runner of the same job gets a new session; the old one is stale everywhere.
-	second := newContender()
-	e2 := s.startElection(job, second)
-	current := s.awaitGrant(second)
-	assert.NotEqual(t, old, current, "a new leader gets a new session")
-	assert.True(t, e2.HasLeadership(current))
-	assert.False(t, e2.HasLeadership(old), "HasLeadership of the stale session")
-	assert.False(t, e1.HasLeadership(old), "HasLeadership of the stale session on the closed election")
-
-	e2.ConfirmLeadership(old, "jobmaster/stale")
-	e2.ConfirmLeadership(current, "jobmaster/2")
-	assert.Equal(t, leader{"jobmaster/2", current}, s.awaitLeader(l), "a confirmation with a stale session is never published")
-	quiet(s, first.events, "callback to the contender that left")
-	quiet(s, second.events, "leadership callback")
-	s.noErrors(first, l)
-	s.noErrors(second, l)
-}
-
-func electionJobsIndependent(s *suite) {
-	t := s.t
-	jobA, jobB := jobgraph.NewJobID(), jobgraph.NewJobID()
-	la, lb := newListener(), newListener()
-	s.startRetrieval(jobA, la)
-	s.startRetrieval(jobB, lb)
-	ca, cb := newContender(), newContender()
-	ea := s.s.JobMasterLeaderElection(jobA)
-	require.NoError(t, ea.Start(ca))
-	eb := s.startElection(jobB, cb)
-	sa, sb := s.awaitGrant(ca), s.awaitGrant(cb)
-	assert.NotEqual(t, sa, sb, "each job's election has its own session")
-	assert.False(t, eb.HasLeadership(sa), "job B's election does not know job A's session")
-	assert.False(t, ea.HasLeadership(sb), "job A's election does not know job B's session")
-
-	eb.ConfirmLeadership(sb, "jobmaster/b")
-	ea.ConfirmLeadership(sa, "jobmaster/a")
-	assert.Equal(t, leader{"jobmaster/a", sa}, s.awaitLeader(la))
-	assert.Equal(t, leader{"jobmaster/b", sb}, s.awaitLeader(lb))
-
-	require.NoError(t, ea.Close())
-	s.awaitRevoke(ca)
-	s.awaitNoLeader(la)
-	assert.True(t, eb.HasLeadership(sb), "closing job A's election leaves job B's leader")
-	quiet(s, cb.events, "callback to job B's leader")
-	quiet(s, lb.leaders, "notification about job B")
-	s.noErrors(ca, la)
-	s.noErrors(cb, lb)
-}
-
-func retrievalStop(s *suite) {
-	t := s.t
-	job := jobgraph.NewJobID()
-	stopped, staying := newListener(), newListener()
-	r := s.s.JobMasterLeaderRetrieval(job)
-	require.NoError(t, r.Start(stopped))
-	s.startRetrieval(job, staying)
-	c := newContender()
-	e := s.startElection(job, c)
-	session := s.awaitGrant(c)
-	e.ConfirmLeadership(session, "jobmaster/1")
-	assert.Equal(t, leader{"jobmaster/1", session}, s.awaitLeader(stopped))
-	assert.Equal(t, leader{"jobmaster/1", session}, s.awaitLeader(staying))
-
-	require.NoError(t, r.Stop())
-	require.NoError(t, e.Close())
-	s.awaitRevoke(c)
-	s.awaitNoLeader(staying)
-	quiet(s, stopped.leaders, "notification after Stop")
-	s.noErrors(c, staying)
 }
