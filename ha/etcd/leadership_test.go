@@ -215,9 +215,28 @@ func TestLeaseRevokedFailsOver(t *testing.T) {
 	_, err = counter.GetAndIncrement()
 	assert.ErrorIs(t, err, ha.ErrNotLeader, "counter GetAndIncrement")
 	assert.ErrorIs(t, counter.SetCount(10), ha.ErrNotLeader, "counter SetCount")
-	assert.ErrorIs(t, a.CleanupJobData(ctx, job), ha.ErrNotLeader, "CleanupJobData")
 	assert.ErrorIs(t, store.Shutdown(true), ha.ErrNotLeader, "checkpoint Shutdown(discard)")
 	assert.ErrorIs(t, counter.Shutdown(true), ha.ErrNotLeader, "counter Shutdown(discard)")
+
+	// a's leader information went with its lease; b's JobMaster information of the job is
+	// beyond a's reach: a's CleanupJobData is refused and b's stays.
+	assert.NoError(t, a.CleanupJobData(ctx, job), "nothing of a's is left to remove")
+	jb := newHolder()
+	eb := b.JobMasterLeaderElection(job)
+	require.NoError(t, eb.Start(jb))
+	require.Equal(t, sb, jb.awaitGrant(t))
+	l := newListener()
+	rb := b.JobMasterLeaderRetrieval(job)
+	require.NoError(t, rb.Start(l))
+	eb.ConfirmLeadership(sb, "jobmaster@b")
+	assert.Equal(t, published{"jobmaster@b", sb}, l.await(t))
+	assert.ErrorIs(t, a.CleanupJobData(ctx, job), ha.ErrNotLeader, "CleanupJobData")
+	info, err := srv.client(t).Get(ctx, prefix+"/leader/info/jobmaster/"+job.String(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.Count, "the refused CleanupJobData deleted nothing")
+	require.NoError(t, rb.Stop())
+	require.NoError(t, eb.Close())
+	jb.awaitRevoke(t)
 
 	// b recovers everything a wrote, and nothing a tried after its lease was gone.
 	ids, err := b.ExecutionPlanStore().JobIDs(ctx)

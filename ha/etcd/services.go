@@ -255,11 +255,33 @@ func (s *Services) CheckpointRecoveryFactory() checkpoint.CheckpointRecoveryFact
 	return CheckpointRecoveryFactory{s: s}
 }
 
-// CleanupJobData deletes job's JobMaster leader information, fenced: an error wrapping
-// ha.ErrNotLeader if the client does not lead, ctx's or etcd's error otherwise.
+// CleanupJobData deletes job's JobMaster leader information, fenced: a client that does not
+// lead removes nothing, and gets an error wrapping ha.ErrNotLeader if there was something to
+// remove (nil if there was not: removing nothing is not an error). Errors otherwise: ctx's or
+// etcd's.
 func (s *Services) CleanupJobData(ctx context.Context, job jobgraph.JobID) error {
-	_, err := s.fencedTxn(ctx, "cleanup of job "+job.String(), nil, []clientv3.Op{clientv3.OpDelete(s.infoKey(jobMasterComponent(job)))}, nil)
-	return err
+	what := "cleanup of job " + job.String()
+	key := s.infoKey(jobMasterComponent(job))
+	t, notLeader := s.currentTerm(what)
+	if notLeader != nil {
+		resp, err := s.client.Get(ctx, key, clientv3.WithCountOnly())
+		if err != nil {
+			return fmt.Errorf("ha/etcd: %s: %w", what, err)
+		}
+		if resp.Count == 0 {
+			return nil
+		}
+		return notLeader
+	}
+	resp, err := s.client.Txn(ctx).If(fenceOf(t)).Then(clientv3.OpDelete(key)).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).Commit()
+	if err != nil {
+		return fmt.Errorf("ha/etcd: %s: %w", what, err)
+	}
+	if !resp.Succeeded && resp.Responses[0].GetResponseRange().Count > 0 {
+		return errNotLeader(what)
+	}
+	return nil
 }
 
 // Close ends the client's leadership (every granted contender is revoked; the lease is revoked
