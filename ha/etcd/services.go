@@ -286,8 +286,9 @@ func (s *Services) CleanupJobData(ctx context.Context, job jobgraph.JobID) error
 
 // Close ends the client's leadership (every granted contender is revoked; the lease is revoked
 // so another client may lead at once), stops its watches, delivers the callbacks already caused,
-// and closes the client New made. The stored data stays. Calls after Close fail; Close twice
-// returns nil.
+// and closes the client New made. The stored data stays. With etcd unreachable it waits at most
+// 2 × RequestTimeout (resigning, revoking the lease; the lease then expires after SessionTTL).
+// Calls after Close fail; Close twice returns nil.
 func (s *Services) Close() error {
 	s.mu.Lock()
 	if s.closed {
