@@ -273,3 +273,133 @@ func TestSharedConformance(t *testing.T) {
 func TestSharedConformanceRealTime(t *testing.T) {
 	hatest.TestSharedServices(t, hatest.SharedOptions{OneLeaderPerClient: false}, newBackend)
 }
+
+// Closing one client removes its contenders and listeners only: its leader is revoked, the other
+// client's waiting contender is granted, and the other client's listener hears the change, the
+// closed client's listener nothing.
+func TestClientCloseRemovesOnlyItsContendersAndListeners(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := embedded.New()
+		b := a.NewClient()
+		defer b.Close()
+		job := jobgraph.NewJobID()
+		la, lb := newListener(), newListener()
+		require.NoError(t, a.JobMasterLeaderRetrieval(job).Start(la))
+		require.NoError(t, b.JobMasterLeaderRetrieval(job).Start(lb))
+		ca, cb := newContender(), newContender()
+		require.NoError(t, a.JobMasterLeaderElection(job).Start(ca))
+		require.NoError(t, b.JobMasterLeaderElection(job).Start(cb))
+		synctest.Wait()
+		first := drain(ca.events)
+		require.Len(t, first, 1)
+		assert.Empty(t, drain(cb.events), "b's contender waits")
+		a.JobMasterLeaderElection(job).ConfirmLeadership(first[0].session, "jobmaster/a")
+		synctest.Wait()
+		assert.Equal(t, []leader{{"jobmaster/a", first[0].session}}, drain(la.leaders))
+		assert.Equal(t, []leader{{"jobmaster/a", first[0].session}}, drain(lb.leaders))
+
+		require.NoError(t, a.Close())
+		synctest.Wait()
+		assert.Equal(t, []event{{}}, drain(ca.events), "a's leader is revoked")
+		next := drain(cb.events)
+		require.Len(t, next, 1)
+		assert.True(t, next[0].granted)
+		assert.NotEqual(t, first[0].session, next[0].session)
+		assert.Equal(t, []leader{{"", ha.SessionID{}}}, drain(lb.leaders), "b hears that a's leader is gone")
+		b.JobMasterLeaderElection(job).ConfirmLeadership(next[0].session, "jobmaster/b")
+		synctest.Wait()
+		assert.Equal(t, []leader{{"jobmaster/b", next[0].session}}, drain(lb.leaders))
+		assert.Empty(t, drain(la.leaders), "the closed client's listener hears nothing more")
+		assert.Empty(t, drain(ca.events))
+	})
+}
+
+// Each client has its own JobMaster election handle of a job; closing one handle removes only
+// the contenders started through it.
+func TestJobMasterElectionHandlesArePerClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := embedded.New()
+		defer a.Close()
+		b := a.NewClient()
+		defer b.Close()
+		job := jobgraph.NewJobID()
+		ea, eb := a.JobMasterElection(job), b.JobMasterElection(job)
+		assert.NotSame(t, ea, eb)
+		assert.Same(t, eb, b.JobMasterElection(job))
+		ca, cb := newContender(), newContender()
+		require.NoError(t, eb.Start(cb))
+		require.NoError(t, ea.Start(ca))
+		assert.EqualError(t, ea.Start(cb), "ha/embedded: contender started twice", "one election across clients")
+		synctest.Wait()
+		granted := drain(cb.events)
+		require.Len(t, granted, 1)
+		assert.True(t, ea.HasLeadership(granted[0].session), "one election, one current session")
+
+		require.NoError(t, ea.Close()) // a's waiting contender leaves; b's leader stays
+		synctest.Wait()
+		assert.Empty(t, drain(ca.events))
+		assert.Empty(t, drain(cb.events))
+		assert.True(t, eb.HasLeadership(granted[0].session))
+
+		eb.Revoke() // the test hook works on the shared election: b's contender again
+		synctest.Wait()
+		events := drain(cb.events)
+		require.Len(t, events, 2)
+		assert.Equal(t, event{}, events[0])
+		assert.True(t, events[1].granted)
+		require.NoError(t, eb.Close())
+	})
+}
+
+// The callback goroutine runs while any client is open: the first client's Close does not stop
+// the second's callbacks, the last Close ends it, and a client made after that starts it again.
+func TestCallbacksRunWhileAnyClientIsOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := embedded.New()
+		b := a.NewClient()
+		require.NoError(t, a.Close())
+		require.NoError(t, a.Close(), "closing twice is harmless")
+		c := newContender()
+		assert.EqualError(t, a.DispatcherLeaderElection().Start(c), "ha/embedded: Start on a closed Services")
+		assert.EqualError(t, a.DispatcherLeaderRetrieval().Start(newListener()), "ha/embedded: LeaderRetrieval.Start on a closed Services")
+		require.NoError(t, b.DispatcherLeaderElection().Start(c))
+		synctest.Wait()
+		require.Len(t, drain(c.events), 1, "b's contender is granted after a closed")
+		require.NoError(t, b.Close())
+		assert.Equal(t, []event{{}}, drain(c.events), "b's Close revoked it")
+
+		d := b.NewClient() // every client closed: the backend's data stays, callbacks start again
+		defer d.Close()
+		again := newContender()
+		require.NoError(t, d.ResourceManagerLeaderElection().Start(again))
+		synctest.Wait()
+		events := drain(again.events)
+		require.Len(t, events, 1)
+		assert.True(t, events[0].granted)
+	})
+}
+
+// A retrieval may be started again after Stop.
+func TestRetrievalRestartsAfterStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		r := s.DispatcherLeaderRetrieval()
+		l := newListener()
+		require.NoError(t, r.Start(l))
+		assert.EqualError(t, r.Start(l), "ha/embedded: LeaderRetrieval started twice")
+		require.NoError(t, r.Stop())
+		require.NoError(t, r.Start(l))
+		c := newContender()
+		e := s.DispatcherLeaderElection()
+		require.NoError(t, e.Start(c))
+		synctest.Wait()
+		granted := drain(c.events)
+		require.Len(t, granted, 1)
+		e.ConfirmLeadership(granted[0].session, "dispatcher/1")
+		synctest.Wait()
+		assert.Equal(t, []leader{{"dispatcher/1", granted[0].session}}, drain(l.leaders))
+		require.NoError(t, r.Stop())
+		require.NoError(t, e.Close())
+	})
+}

@@ -38,16 +38,18 @@ type SharedOptions struct {
 //     closed, the other client's contender is granted with a new session, and the retrievals
 //     report it once confirmed. With OneLeaderPerClient a client gives up its leadership when
 //     its last contender leaves.
+//   - A retrieval started on a third client later learns the confirmed leader.
 //   - Every client reads what another wrote: plans, results, checkpoints and counters; the next
 //     leader's CheckpointRecoveryFactory recovers the previous leader's checkpoints and goes on
-//     counting.
+//     counting; a discard (Shutdown(true)) is seen by every client.
 //   - Of two clients racing CreateDirty of one job exactly one wins; the others get
 //     ha.ErrAlreadyExists, or with OneLeaderPerClient the clients that do not lead
 //     ha.ErrNotLeader.
 //   - With OneLeaderPerClient: the leading client grants its Dispatcher, ResourceManager and
 //     JobMaster contenders one session and revokes all when it closes; a client that does not
-//     lead has every write refused with ha.ErrNotLeader, changing nothing. Without: each
-//     component is elected on its own, and every client's writes are taken.
+//     lead has every write refused with ha.ErrNotLeader, changing nothing, and so has a deposed
+//     leader that still runs, also through the checkpoint store and counter it opened while it
+//     led. Without: each component is elected on its own, and every client's writes are taken.
 func TestSharedServices(t *testing.T, opts SharedOptions, newBackend func(t *testing.T) (open func(t *testing.T) ha.Services)) {
 	runShared(t, opts, newBackend, false)
 }
@@ -96,11 +98,13 @@ func sharedCases(opts SharedOptions) []sharedCase {
 		sharedCase{"JobResultStore/RacingCreateDirtyOneWins", sharedRacingCreateDirty},
 		sharedCase{"CheckpointRecoveryFactory/NextLeaderRecovers", func(ss *sharedSuite) { sharedCheckpointTakeover(ss, true) }},
 		sharedCase{"CheckpointRecoveryFactory/NextLeaderRecoversWithoutShutdown", func(ss *sharedSuite) { sharedCheckpointTakeover(ss, false) }},
+		sharedCase{"CheckpointRecoveryFactory/DiscardIsSeenByEveryClient", sharedCheckpointDiscard},
 	)
 	if opts.OneLeaderPerClient {
 		cases = append(cases,
 			sharedCase{"OneLeaderPerClient/OneSessionForEveryComponent", sharedOneSession},
 			sharedCase{"OneLeaderPerClient/NonLeaderWritesAreRefused", sharedNonLeaderRefused},
+			sharedCase{"OneLeaderPerClient/DeposedLeaderWritesAreRefused", sharedDeposedLeaderRefused},
 		)
 	} else {
 		cases = append(cases,
@@ -261,9 +265,14 @@ func jobMasterComponentOf(job jobgraph.JobID) component {
 
 func sharedOneLeads(ss *sharedSuite, comp component) {
 	a, b := ss.client("a"), ss.client("b")
-	winner, loser, _ := ss.race(comp, a, b)
+	winner, loser, session := ss.race(comp, a, b)
+	// A process started later learns the confirmed leader when its retrieval starts.
+	l := newListener()
+	ss.client("c").follow(comp, l)
+	assert.Equal(ss.t, leader{winner.address, session}, ss.awaitLeader(l), "c's retrieval started after the confirmation")
 	ss.noErrors(winner.ct, winner.l)
 	ss.noErrors(loser.ct, loser.l)
+	quiet(ss.waiter, l.errs, "LeaderRetrievalListener.HandleError")
 }
 
 // The leading process stops: its contender is revoked, the other client's is granted with a new
@@ -650,4 +659,77 @@ func sharedEveryClientWrites(ss *sharedSuite) {
 	require.NoError(t, b.s.ExecutionPlanStore().Remove(ctx, job))
 	_, err = a.s.ExecutionPlanStore().Get(ctx, job)
 	assert.ErrorIs(t, err, ha.ErrNotFound)
+}
+
+// The global cleanup of a terminated job on the leader discards its checkpoints and counter
+// (Shutdown(true)): a later leader, or any client, finds the job empty and counting from
+// checkpoint.InitialCheckpointID.
+func sharedCheckpointDiscard(ss *sharedSuite) {
+	t := ss.t
+	job := jobgraph.NewJobID()
+	a, b := ss.client("a"), ss.client("b")
+	a.lead()
+	store, counter := openStore(t, a.s, job, 2), openCounter(t, a.s, job)
+	takeIDs(t, counter, checkpoint.InitialCheckpointID, 2)
+	addAll(t, store, job, 1, 2)
+	assert.Equal(t, samples(job, 1, 2), openStore(t, b.s, job, 2).All(), "b reads a's checkpoints")
+	require.NoError(t, store.Shutdown(true))
+	require.NoError(t, counter.Shutdown(true))
+	for _, c := range []*client{a, b, ss.client("c")} {
+		assert.Empty(t, openStore(t, c.s, job, 2).All(), "%s: the discarded checkpoints", c.name)
+		assert.Equal(t, checkpoint.InitialCheckpointID, nextID(t, openCounter(t, c.s, job)), "%s: the discarded counter", c.name)
+	}
+}
+
+// With one leader per client: a leads and opens a job's checkpoint store and counter; its
+// Dispatcher election is closed (a deposed leader that still runs), b takes over. Every write a
+// still tries — through the store and counter it opened while it led, too — is refused with
+// ha.ErrNotLeader and changes nothing; b's writes are taken.
+func sharedDeposedLeaderRefused(ss *sharedSuite) {
+	t, ctx := ss.t, ss.t.Context()
+	a, b := ss.client("a"), ss.client("b")
+	ct := newContender()
+	e := dispatcherComponent().election(a.s)
+	require.NoError(t, e.Start(ct))
+	ss.awaitGrant(ct)
+	g := sampleGraph("deposed leader's")
+	job := g.JobID
+	kept, _, _ := sampleResults()
+	require.NoError(t, a.s.ExecutionPlanStore().Put(ctx, g))
+	require.NoError(t, a.s.JobResultStore().CreateDirty(ctx, kept))
+	store, counter := openStore(t, a.s, job, 2), openCounter(t, a.s, job)
+	takeIDs(t, counter, checkpoint.InitialCheckpointID, 1)
+	addAll(t, store, job, 1)
+	standby := b.standby()
+
+	require.NoError(t, e.Close())
+	ss.awaitRevoke(ct)
+	ss.awaitGrant(standby)
+
+	assert.ErrorIs(t, a.s.ExecutionPlanStore().Put(ctx, sampleGraph("late")), ha.ErrNotLeader, "the deposed leader's Put")
+	assert.ErrorIs(t, a.s.ExecutionPlanStore().Remove(ctx, job), ha.ErrNotLeader, "the deposed leader's Remove")
+	late := jobgraph.JobResult{JobID: jobgraph.NewJobID(), Name: "late", Status: jobgraph.JobStatusFinished}
+	assert.ErrorIs(t, a.s.JobResultStore().CreateDirty(ctx, late), ha.ErrNotLeader, "the deposed leader's CreateDirty")
+	assert.ErrorIs(t, a.s.JobResultStore().MarkClean(ctx, kept.JobID), ha.ErrNotLeader, "the deposed leader's MarkClean")
+	_, err := store.Add(sampleCheckpoint(job, 2))
+	assert.ErrorIs(t, err, ha.ErrNotLeader, "Add to the store opened while leading")
+	_, err = counter.GetAndIncrement()
+	assert.ErrorIs(t, err, ha.ErrNotLeader, "GetAndIncrement of the counter opened while leading")
+
+	ids, err := b.s.ExecutionPlanStore().JobIDs(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []jobgraph.JobID{job}, ids)
+	entry, err := b.s.JobResultStore().Get(ctx, kept.JobID)
+	require.NoError(t, err)
+	assert.Equal(t, ha.JobResultEntry{Result: kept}, entry)
+	_, err = b.s.JobResultStore().Get(ctx, late.JobID)
+	assert.ErrorIs(t, err, ha.ErrNotFound)
+	recovered := openStore(t, b.s, job, 2)
+	assert.Equal(t, samples(job, 1), recovered.All(), "the new leader recovers checkpoint 1 only")
+	next := openCounter(t, b.s, job)
+	assert.Equal(t, checkpoint.CheckpointID(2), nextID(t, next))
+	takeIDs(t, next, 2, 1)
+	addAll(t, recovered, job, 2)
+	require.NoError(t, b.s.JobResultStore().MarkClean(ctx, kept.JobID), "the new leader writes")
+	assert.Equal(t, samples(job, 1, 2), openStore(t, a.s, job, 2).All(), "the deposed leader reads the new leader's checkpoints")
 }
