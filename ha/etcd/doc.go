@@ -15,9 +15,11 @@
 // ResourceManager's, a job's JobMaster's), the client campaigns: a new lease of
 // Options.SessionTTL (a concurrency.Session), and concurrency.Election.Campaign on
 // <prefix>/leader/election with a new session ID (a UUID) as its value. Once elected, every
-// contender is granted that one session ID: the first started on each component (a later one on
-// the same component waits until the earlier leaves). Callbacks run on one goroutine of the
-// Services, in the order they were caused, so those of one contender never overlap.
+// contender is granted that one session ID, in the order the contenders were started: the first
+// started on each component (a later one on the same component waits until the earlier leaves).
+// Callbacks run on one goroutine of the Services, in the order they were caused, so those of one
+// contender never overlap. A campaign request that fails (etcd unreachable) is tried again
+// after 500 ms; it is not reported to the contenders.
 //
 // The leadership (a term) ends when the lease is lost — it expired, it was revoked, or the
 // election key was deleted (the client watches its key, so a revocation is noticed at once, not
@@ -52,7 +54,9 @@
 // and the leader information. A refused fence, or a client that does not lead, is an error
 // wrapping ha.ErrNotLeader, and nothing changed. The key exists only while its lease does and is
 // the oldest campaign key only while its client leads, so a deposed leader that still runs — its
-// lease expired during a pause, say — can change nothing.
+// lease expired during a pause, say — can change nothing. The fence is the client's, not a
+// contender's: a JobMaster revoked in one term whose write reaches etcd after the same client
+// leads again passes it; its own session (the JobMasterID it is fenced by) covers that case.
 //
 // Reads (Get, JobIDs, DirtyResults, the factory's recovery) are linearizable etcd reads and are
 // not fenced. Plan and result calls take the caller's context; the checkpoint store's and

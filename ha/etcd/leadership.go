@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ type election struct {
 
 	contender ha.LeaderContender
 	started   bool
+	seq       uint64 // order of Start among the client's elections: grants go out in it
 	// granted is the session the contender was granted and not yet revoked; zero otherwise.
 	granted ha.SessionID
 	// confirmed: the contender confirmed granted, so its leader information was written.
@@ -51,6 +53,8 @@ func (e *election) Start(contender ha.LeaderContender) error {
 		return fmt.Errorf("ha/etcd: the %s election was started twice", e.component)
 	}
 	e.started, e.contender = true, contender
+	s.starts++
+	e.seq = s.starts
 	queue := append(s.contenders[e.component], e)
 	s.contenders[e.component] = queue
 	s.count++
@@ -141,14 +145,25 @@ func (s *Services) revokeLocked(e *election) {
 	s.callbacks.Execute(e.contender.RevokeLeadership)
 }
 
+// headsLocked returns the first election of each component, in the order they were started:
+// the order a term grants them (the Dispatcher before the jobs it recovers, say).
+func (s *Services) headsLocked() []*election {
+	heads := make([]*election, 0, len(s.contenders))
+	for _, queue := range s.contenders {
+		heads = append(heads, queue[0])
+	}
+	slices.SortFunc(heads, func(a, b *election) int { return cmp.Compare(a.seq, b.seq) })
+	return heads
+}
+
 // endTermLocked ends the current term, if any: every granted contender is revoked, the
 // leader information writes not yet made are dropped (the keys go with the term's lease).
 func (s *Services) endTermLocked() {
 	if s.term == nil {
 		return
 	}
-	for _, queue := range s.contenders {
-		if e := queue[0]; e.granted != (ha.SessionID{}) {
+	for _, e := range s.headsLocked() {
+		if e.granted != (ha.SessionID{}) {
 			s.revokeLocked(e)
 		}
 	}
@@ -229,8 +244,8 @@ func (s *Services) attempt(ctx context.Context) error {
 		return nil
 	}
 	s.term = t
-	for _, queue := range s.contenders {
-		s.grantLocked(queue[0])
+	for _, e := range s.headsLocked() {
+		s.grantLocked(e)
 	}
 	s.mu.Unlock()
 

@@ -525,3 +525,48 @@ func TestConfirmThenCloseLeavesNoInformation(t *testing.T) {
 	assert.Equal(t, published{}, l.await(t))
 	require.NoError(t, r.Stop())
 }
+
+// recorder is a contender that appends its name to a shared log on each callback (callbacks run
+// one at a time, so the log is their order).
+type recorder struct {
+	name string
+	log  chan string
+}
+
+func (r *recorder) GrantLeadership(ha.SessionID) { r.log <- "grant " + r.name }
+func (r *recorder) RevokeLeadership()            { r.log <- "revoke " + r.name }
+func (r *recorder) HandleError(error)            {}
+
+// TestTermGrantsInStartOrder: when a client's term starts, its contenders are granted in the
+// order they were started, and revoked in it when the term ends.
+func TestTermGrantsInStartOrder(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	b := closing(t, srv, prefix)
+	lead(t, b)
+	a := closing(t, srv, prefix)
+	log := make(chan string, 16)
+	names := []string{"dispatcher", "resourcemanager", "jobmaster-2", "jobmaster-1"}
+	elections := []ha.LeaderElection{a.DispatcherLeaderElection(), a.ResourceManagerLeaderElection(),
+		a.JobMasterLeaderElection(jobgraph.NewJobID()), a.JobMasterLeaderElection(jobgraph.NewJobID())}
+	for i, e := range elections {
+		require.NoError(t, e.Start(&recorder{names[i], log}))
+	}
+	require.NoError(t, b.Close()) // a's term starts
+	next := func() string {
+		select {
+		case s := <-log:
+			return s
+		case <-time.After(wait):
+			require.FailNow(t, "no callback")
+		}
+		return ""
+	}
+	for _, n := range names {
+		assert.Equal(t, "grant "+n, next())
+	}
+	require.NoError(t, a.Close())
+	for _, n := range names {
+		assert.Equal(t, "revoke "+n, next())
+	}
+}

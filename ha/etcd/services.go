@@ -93,6 +93,7 @@ type Services struct {
 	// contender is registered).
 	contenders map[string][]*election
 	count      int
+	starts     uint64 // elections started so far (election.seq)
 	// term is the current leadership, nil while the client does not lead.
 	term *term
 	// stopAttempt ends the current campaign attempt or term (nil when none runs).
