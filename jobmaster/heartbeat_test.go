@@ -193,11 +193,13 @@ type hbRM struct {
 func (r *hbRM) RegisterTaskExecutor(context.Context, rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
 	return jobgraph.ResourceManagerID{}, nil
 }
-func (r *hbRM) SendSlotReport(context.Context, jobgraph.ResourceID, rpc.SlotReport) error { return nil }
-func (r *hbRM) NotifySlotAvailable(context.Context, jobgraph.ResourceID, rpc.SlotID, jobgraph.AllocationID) error {
+func (r *hbRM) SendSlotReport(context.Context, jobgraph.ResourceManagerID, jobgraph.ResourceID, rpc.SlotReport) error {
 	return nil
 }
-func (r *hbRM) DisconnectTaskExecutor(context.Context, jobgraph.ResourceID, *jobgraph.ErrorInfo) error {
+func (r *hbRM) NotifySlotAvailable(context.Context, jobgraph.ResourceManagerID, jobgraph.ResourceID, rpc.SlotID, jobgraph.AllocationID) error {
+	return nil
+}
+func (r *hbRM) DisconnectTaskExecutor(context.Context, jobgraph.ResourceManagerID, jobgraph.ResourceID, *jobgraph.ErrorInfo) error {
 	return nil
 }
 func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm jobgraph.ResourceID, _ string, _ jobgraph.JobID) (jobgraph.ResourceManagerID, error) {
@@ -206,19 +208,19 @@ func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm j
 	r.registered = append(r.registered, jm)
 	return r.id, nil
 }
-func (r *hbRM) DeclareRequiredResources(_ context.Context, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
+func (r *hbRM) DeclareRequiredResources(_ context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.declared = append(r.declared, reqs.Requirements)
 	return nil
 }
-func (r *hbRM) DisconnectJobMaster(context.Context, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
+func (r *hbRM) DisconnectJobMaster(context.Context, jobgraph.ResourceManagerID, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
 	return nil
 }
-func (r *hbRM) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceID, rpc.SlotReport) error {
+func (r *hbRM) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceManagerID, jobgraph.ResourceID, rpc.SlotReport) error {
 	return nil
 }
-func (r *hbRM) HeartbeatFromJobMaster(_ context.Context, jm jobgraph.ResourceID) error {
+func (r *hbRM) HeartbeatFromJobMaster(_ context.Context, rm jobgraph.ResourceManagerID, jm jobgraph.ResourceID) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.heartbeats = append(r.heartbeats, jm)

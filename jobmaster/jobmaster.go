@@ -267,6 +267,7 @@ type DefaultJobMaster struct {
 	declareMu     sync.Mutex
 	declareLatest []rpc.ResourceRequirement
 	declareTo     rpc.ResourceManagerGateway
+	declareRMID   jobgraph.ResourceManagerID // the token declareTo's registration answered
 	declareQueued bool
 
 	done      chan struct{}
@@ -620,7 +621,7 @@ func (jm *DefaultJobMaster) sendDeploys(b *deployBatch) {
 // one call with the newest list, as Flink's DeclareResourceRequirementServiceConnectionManager does.
 func (jm *DefaultJobMaster) declareRequirements(reqs []rpc.ResourceRequirement) {
 	jm.declareMu.Lock()
-	jm.declareLatest, jm.declareTo = reqs, jm.rm
+	jm.declareLatest, jm.declareTo, jm.declareRMID = reqs, jm.rm, jm.rmID
 	queued := jm.declareQueued
 	jm.declareQueued = true
 	jm.declareMu.Unlock()
@@ -629,14 +630,14 @@ func (jm *DefaultJobMaster) declareRequirements(reqs []rpc.ResourceRequirement) 
 	}
 	jm.send(func(ctx context.Context) error {
 		jm.declareMu.Lock()
-		reqs, rm := jm.declareLatest, jm.declareTo
+		reqs, rm, rmID := jm.declareLatest, jm.declareTo, jm.declareRMID
 		jm.declareQueued = false
 		jm.declareMu.Unlock()
 		if rm == nil {
 			return nil // not registered: the registration declares them
 		}
 		msg := rpc.ResourceRequirements{JobID: jm.job, TargetAddress: jm.address, Requirements: reqs}
-		return rm.DeclareRequiredResources(ctx, jm.token, msg)
+		return rm.DeclareRequiredResources(ctx, rmID, jm.token, msg)
 	}, func(err error) { jm.log.Warn("declaring resource requirements failed", "err", err) })
 }
 
@@ -949,8 +950,8 @@ func (jm *DefaultJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm
 			return jm.closedErr
 		}
 		if gw := jm.rm; gw != nil {
-			from := jm.resourceID
-			jm.sendAside(func(ctx context.Context) error { return gw.HeartbeatFromJobMaster(ctx, from) }, nil)
+			from, rmID := jm.resourceID, jm.rmID
+			jm.sendAside(func(ctx context.Context) error { return gw.HeartbeatFromJobMaster(ctx, rmID, from) }, nil)
 		}
 		return nil
 	})
@@ -1031,8 +1032,8 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 			for _, te := range jm.taskExecutors {
 				jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, token, job, cause) }, nil)
 			}
-			if rm := jm.rm; rm != nil {
-				jm.send(func(ctx context.Context) error { return rm.DisconnectJobMaster(ctx, token, job, cause) }, nil)
+			if rm, rmID := jm.rm, jm.rmID; rm != nil {
+				jm.send(func(ctx context.Context) error { return rm.DisconnectJobMaster(ctx, rmID, token, job, cause) }, nil)
 			}
 			return nil
 		})

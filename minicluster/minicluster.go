@@ -482,7 +482,14 @@ func (mc *MiniCluster) RemoveTaskExecutor(ctx context.Context, id jobgraph.Resou
 	defer mc.closing.Done()
 	te.Close()
 	cause := jobgraph.NewErrorInfo(fmt.Errorf("%s: %w", id, ErrTaskExecutorRemoved), time.Now())
-	errs := []error{mc.rm.DisconnectTaskExecutor(ctx, id, cause)}
+	// The ResourceManager's current session: the TaskExecutor is closed, so no registration with
+	// a later one comes. Refused as fenced or not leading, the session it registered with ended,
+	// and that ResourceManager forgot it with it.
+	errs := []error{}
+	if err := mc.rm.DisconnectTaskExecutor(ctx, mc.rm.ResourceManagerID(), id, cause); err != nil &&
+		!errors.Is(err, rpc.ErrFencingTokenMismatch) && !errors.Is(err, ha.ErrNotLeader) {
+		errs = append(errs, err)
+	}
 	for _, jm := range mc.runningJobMasters() {
 		err := jm.Gateway().DisconnectTaskExecutor(ctx, jm.token, id, cause)
 		if err != nil && !errors.Is(err, ctx.Err()) {

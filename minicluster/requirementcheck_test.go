@@ -135,7 +135,7 @@ func taskExecutorLossWithAFreeTaskExecutor(t *testing.T, configured time.Duratio
 			}
 		}
 		require.Len(t, held.Slots, 1)
-		require.NoError(t, mc.ResourceManager().HeartbeatFromTaskExecutor(ctx, "taskexecutor-0", held))
+		require.NoError(t, mc.ResourceManager().HeartbeatFromTaskExecutor(ctx, mc.ResourceManager().ResourceManagerID(), "taskexecutor-0", held))
 		at(begin, 2700*time.Millisecond)
 		mc.TaskExecutors()[0].Kill()
 

@@ -24,6 +24,7 @@ type hbTaskExecutor struct {
 	*fakeTaskExecutor
 	id    jobgraph.ResourceID
 	rm    rpc.ResourceManagerGateway
+	rmID  jobgraph.ResourceManagerID
 	start time.Time
 
 	hmu      sync.Mutex
@@ -40,7 +41,7 @@ func (f *hbTaskExecutor) HeartbeatFromResourceManager(ctx context.Context, rm jo
 	if silent {
 		return errors.New("no answer")
 	}
-	return f.rm.HeartbeatFromTaskExecutor(ctx, f.id, r)
+	return f.rm.HeartbeatFromTaskExecutor(ctx, f.rmID, f.id, r)
 }
 
 func (f *hbTaskExecutor) beat(t *testing.T) {
@@ -48,7 +49,7 @@ func (f *hbTaskExecutor) beat(t *testing.T) {
 	f.hmu.Lock()
 	r := f.report
 	f.hmu.Unlock()
-	require.NoError(t, f.rm.HeartbeatFromTaskExecutor(t.Context(), f.id, r))
+	require.NoError(t, f.rm.HeartbeatFromTaskExecutor(t.Context(), f.rmID, f.id, r))
 }
 
 func (f *hbTaskExecutor) set(fn func(*hbTaskExecutor)) {
@@ -68,6 +69,7 @@ func (f *hbTaskExecutor) requestTimes() []time.Duration {
 type hbJobMaster struct {
 	id    jobgraph.ResourceID
 	rm    rpc.ResourceManagerGateway
+	rmID  jobgraph.ResourceManagerID
 	start time.Time
 
 	mu          sync.Mutex
@@ -115,7 +117,7 @@ func (f *hbJobMaster) HeartbeatFromResourceManager(ctx context.Context, _ jobgra
 	if silent {
 		return errors.New("no answer")
 	}
-	return f.rm.HeartbeatFromJobMaster(ctx, f.id)
+	return f.rm.HeartbeatFromJobMaster(ctx, f.rmID, f.id)
 }
 
 func (f *hbJobMaster) AcknowledgeCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.JobID, checkpoint.AcknowledgeCheckpoint) error {
@@ -141,7 +143,7 @@ func heartbeats1s5s(c *Config) { c.HeartbeatInterval, c.HeartbeatTimeout = time.
 // profile; it answers heartbeats with that report.
 func (e *env) addAnsweringTaskExecutor(id jobgraph.ResourceID, start time.Time, profiles ...jobgraph.ResourceProfile) *hbTaskExecutor {
 	e.t.Helper()
-	te := &hbTaskExecutor{fakeTaskExecutor: &fakeTaskExecutor{}, id: id, rm: e.gw, start: start, report: report(id, profiles...)}
+	te := &hbTaskExecutor{fakeTaskExecutor: &fakeTaskExecutor{}, id: id, rm: e.gw, rmID: e.rm.ResourceManagerID(), start: start, report: report(id, profiles...)}
 	addr := "te/" + string(id)
 	require.NoError(e.t, e.svc.Register(addr, te))
 	_, err := e.gw.RegisterTaskExecutor(e.ctx, rpc.TaskExecutorRegistration{ResourceID: id, Address: addr, SlotReport: te.report})
@@ -152,7 +154,7 @@ func (e *env) addAnsweringTaskExecutor(id jobgraph.ResourceID, start time.Time, 
 // addAnsweringJob registers a fake JobMaster at address for a new job.
 func (e *env) addAnsweringJob(address string, start time.Time) (*hbJobMaster, jobgraph.JobID, jobgraph.JobMasterID) {
 	e.t.Helper()
-	jm := &hbJobMaster{id: jobgraph.ResourceID("jm-" + address), rm: e.gw, start: start}
+	jm := &hbJobMaster{id: jobgraph.ResourceID("jm-" + address), rm: e.gw, rmID: e.rm.ResourceManagerID(), start: start}
 	require.NoError(e.t, e.svc.Register(address, jm))
 	job, token := e.addJob(address)
 	return jm, job, token
@@ -235,7 +237,7 @@ func TestTaskExecutorHeartbeatCarriesItsSlotReport(t *testing.T) {
 		assert.Equal(t, SlotInfo{SlotID: sid("te-1", 1), Profile: cpu(1), State: SlotAllocated, Job: other, Allocation: alloc}, e.rm.Slots()[1])
 
 		// Heartbeats from TaskExecutors the ResourceManager does not know change nothing.
-		require.NoError(t, e.gw.HeartbeatFromTaskExecutor(e.ctx, "te-x", report("te-x", cpu(1))))
+		require.NoError(t, e.gw.HeartbeatFromTaskExecutor(e.ctx, e.rm.ResourceManagerID(), "te-x", report("te-x", cpu(1))))
 		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors())
 		assert.Equal(t, 2, e.rm.NumRegisteredSlots())
 	})
@@ -251,7 +253,7 @@ func TestSilentJobMasterIsDisconnectedAfterExactlyTheHeartbeatTimeout(t *testing
 		synctest.Wait()
 
 		advance(2500 * time.Millisecond)
-		require.NoError(t, e.gw.HeartbeatFromJobMaster(e.ctx, "jm-jm-1"))
+		require.NoError(t, e.gw.HeartbeatFromJobMaster(e.ctx, e.rm.ResourceManagerID(), "jm-jm-1"))
 		jm.mu.Lock()
 		jm.silent = true
 		jm.mu.Unlock()
@@ -300,10 +302,10 @@ func TestDisconnectedOrReplacedJobMasterIsNoLongerMonitored(t *testing.T) {
 		advance(1500 * time.Millisecond)
 
 		// A new leader of job 1 registers under another ResourceID; job 2 is disconnected.
-		next := &hbJobMaster{id: "jm-jm-3", rm: e.gw, start: start}
+		next := &hbJobMaster{id: "jm-jm-3", rm: e.gw, rmID: e.rm.ResourceManagerID(), start: start}
 		require.NoError(t, e.svc.Register("jm-3", next))
 		require.NoError(t, second(e.gw.RegisterJobMaster(e.ctx, jobgraph.NewJobMasterID(), "jm-jm-3", "jm-3", job)))
-		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, token2, job2, rpc.Failure(errors.New("job done"))))
+		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, e.rm.ResourceManagerID(), token2, job2, rpc.Failure(errors.New("job done"))))
 		old.mu.Lock()
 		old.silent = true
 		old.mu.Unlock()

@@ -98,7 +98,7 @@ func TestRegisterJobMasterRefusesStaleSessions(t *testing.T) {
 		assert.Equal(t, token2, calls[1].JobMasterID)
 
 		// Once the leader disconnects, the job is no longer followed (its retrieval stops).
-		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, token2, job, rpc.Failure(errors.New("done"))))
+		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, e.rm.ResourceManagerID(), token2, job, rpc.Failure(errors.New("done"))))
 		synctest.Wait()
 		_, ok = jobMasterOf(e, job)
 		assert.False(t, ok)

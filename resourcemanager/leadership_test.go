@@ -91,16 +91,16 @@ func TestResourceManagerWithoutLeadershipRefusesEverything(t *testing.T) {
 		for name, err := range map[string]error{
 			"RegisterTaskExecutor":     second(e.gw.RegisterTaskExecutor(e.ctx, registration)),
 			"RegisterJobMaster":        second(e.gw.RegisterJobMaster(e.ctx, token, "jm-1", "jm-1", job)),
-			"SendSlotReport":           e.gw.SendSlotReport(e.ctx, "te-1", report("te-1", cpu(1))),
-			"NotifySlotAvailable":      e.gw.NotifySlotAvailable(e.ctx, "te-1", sid("te-1", 0), jobgraph.NewAllocationID()),
-			"DisconnectTaskExecutor":   e.gw.DisconnectTaskExecutor(e.ctx, "te-1", nil),
+			"SendSlotReport":           e.gw.SendSlotReport(e.ctx, e.rm.ResourceManagerID(), "te-1", report("te-1", cpu(1))),
+			"NotifySlotAvailable":      e.gw.NotifySlotAvailable(e.ctx, e.rm.ResourceManagerID(), "te-1", sid("te-1", 0), jobgraph.NewAllocationID()),
+			"DisconnectTaskExecutor":   e.gw.DisconnectTaskExecutor(e.ctx, e.rm.ResourceManagerID(), "te-1", nil),
 			"DeclareRequiredResources": e.declare(job, token, req(unknown, 1)),
-			"DisconnectJobMaster":      e.gw.DisconnectJobMaster(e.ctx, token, job, nil),
+			"DisconnectJobMaster":      e.gw.DisconnectJobMaster(e.ctx, e.rm.ResourceManagerID(), token, job, nil),
 		} {
 			assert.ErrorIs(t, err, ha.ErrNotLeader, name)
 		}
-		assert.NoError(t, e.gw.HeartbeatFromTaskExecutor(e.ctx, "te-1", report("te-1", cpu(1))), "a heartbeat is dropped")
-		assert.NoError(t, e.gw.HeartbeatFromJobMaster(e.ctx, "jm-1"))
+		assert.NoError(t, e.gw.HeartbeatFromTaskExecutor(e.ctx, e.rm.ResourceManagerID(), "te-1", report("te-1", cpu(1))), "a heartbeat is dropped")
+		assert.NoError(t, e.gw.HeartbeatFromJobMaster(e.ctx, e.rm.ResourceManagerID(), "jm-1"))
 		assert.Equal(t, 0, e.rm.NumRegisteredTaskExecutors())
 		assert.Empty(t, election.confirmations())
 
@@ -160,7 +160,7 @@ func TestRevokeDropsTheSessionsRegistrations(t *testing.T) {
 		_, ok := e.rm.JobMaster(job)
 		assert.False(t, ok, "the JobMaster's registration was dropped")
 		assert.Nil(t, e.rm.Requirements(job))
-		assert.ErrorIs(t, e.gw.SendSlotReport(e.ctx, "te-1", report("te-1", cpu(1), cpu(1))), ErrTaskExecutorNotRegistered)
+		assert.ErrorIs(t, e.gw.SendSlotReport(e.ctx, e.rm.ResourceManagerID(), "te-1", report("te-1", cpu(1), cpu(1))), ErrTaskExecutorNotRegistered)
 		assert.ErrorIs(t, e.declare(job, token, req(unknown, 1)), ErrJobNotRegistered)
 
 		// The TaskExecutor registers with the new session and reports the job's slot.
@@ -181,5 +181,39 @@ func TestRevokeDropsTheSessionsRegistrations(t *testing.T) {
 		synctest.Wait()
 		assert.Empty(t, te.Take(), "the job's requirement is met by the slot it holds")
 		assert.Nil(t, e.rm.MissingResources(job))
+
+		// Calls under the first session's ResourceManagerID are refused and change nothing,
+		// although the TaskExecutor and the JobMaster are registered with the second.
+		fenced := func(name string, err error) {
+			t.Helper()
+			require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch, name)
+			var fe *rpc.FencingError
+			require.ErrorAs(t, err, &fe, name)
+			assert.Equal(t, id2.String(), fe.Expected, name)
+			assert.Equal(t, id1.String(), fe.Got, name)
+		}
+		free := report("te-1", cpu(1), cpu(1))
+		fenced("SendSlotReport", e.gw.SendSlotReport(e.ctx, id1, "te-1", free))
+		fenced("HeartbeatFromTaskExecutor", e.gw.HeartbeatFromTaskExecutor(e.ctx, id1, "te-1", free))
+		fenced("NotifySlotAvailable", e.gw.NotifySlotAvailable(e.ctx, id1, "te-1", calls[0].Slot, calls[0].Allocation))
+		fenced("DisconnectTaskExecutor", e.gw.DisconnectTaskExecutor(e.ctx, id1, "te-1", nil))
+		fenced("DeclareRequiredResources", e.gw.DeclareRequiredResources(e.ctx, id1, token, rpc.ResourceRequirements{JobID: job, Requirements: []rpc.ResourceRequirement{req(unknown, 2)}}))
+		fenced("HeartbeatFromJobMaster", e.gw.HeartbeatFromJobMaster(e.ctx, id1, "jm-jm-1"))
+		fenced("DisconnectJobMaster", e.gw.DisconnectJobMaster(e.ctx, id1, token, job, nil))
+		synctest.Wait()
+		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors())
+		assert.Equal(t, 1, e.rm.NumAllocatedSlots(), "the old session's free report and notice freed nothing")
+		assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, e.rm.Requirements(job), "nor changed the requirements")
+		_, ok = e.rm.JobMaster(job)
+		assert.True(t, ok)
+		assert.Empty(t, te.Take())
+		// The same report under the current ResourceManagerID is applied: the job lost its slot,
+		// and a slot is requested for it again, under the second session.
+		require.NoError(t, e.gw.SendSlotReport(e.ctx, id2, "te-1", free))
+		synctest.Wait()
+		again := te.Take()
+		require.Len(t, again, 1)
+		assert.Equal(t, id2, again[0].RM)
+		assert.Equal(t, job, again[0].Job)
 	})
 }

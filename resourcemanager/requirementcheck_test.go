@@ -190,7 +190,9 @@ func newDecliningTaskExecutor(e *env, id jobgraph.ResourceID, start time.Time, l
 		d.at = append(d.at, time.Since(d.start))
 		d.mu.Unlock()
 		if n <= limit {
-			go func() { _ = e.gw.NotifySlotAvailable(context.Background(), id, c.Slot, c.Allocation) }()
+			go func() {
+				_ = e.gw.NotifySlotAvailable(context.Background(), e.rm.ResourceManagerID(), id, c.Slot, c.Allocation)
+			}()
 		}
 		return nil
 	}}

@@ -495,6 +495,19 @@ func (rm *ResourceManager) checkRunning() error {
 	return nil
 }
 
+// fenced is checkRunning, then the fencing check of a call that carries the ResourceManagerID
+// its caller's registration was answered with: another one than the current leader session's
+// (a registration of an earlier session) is a *rpc.FencingError. On the loop.
+func (rm *ResourceManager) fenced(token jobgraph.ResourceManagerID) error {
+	if err := rm.checkRunning(); err != nil {
+		return err
+	}
+	if token != rm.id {
+		return &rpc.FencingError{Endpoint: "ResourceManager " + rm.cfg.Address, Expected: rm.id.String(), Got: token.String()}
+	}
+	return nil
+}
+
 // ---------------------------------------------------------------------------------------------
 // TaskExecutors
 
@@ -533,10 +546,12 @@ func (rm *ResourceManager) RegisterTaskExecutor(ctx context.Context, registratio
 }
 
 // SendSlotReport replaces what the ResourceManager knows of the TaskExecutor's slots (see
-// SlotManager.ReportSlotStatus). Fails with ErrTaskExecutorNotRegistered for an unknown one.
-func (rm *ResourceManager) SendSlotReport(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
+// SlotManager.ReportSlotStatus). Fails with ErrTaskExecutorNotRegistered for an unknown one, and
+// with an *rpc.FencingError when token is not the current ResourceManagerID (a report of a
+// registration with an earlier leader session).
+func (rm *ResourceManager) SendSlotReport(ctx context.Context, token jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
 	return rm.call(ctx, func() error {
-		if err := rm.checkRunning(); err != nil {
+		if err := rm.fenced(token); err != nil {
 			return err
 		}
 		if !rm.sm.ReportSlotStatus(taskExecutor, report) {
@@ -549,10 +564,11 @@ func (rm *ResourceManager) SendSlotReport(ctx context.Context, taskExecutor jobg
 // NotifySlotAvailable marks the slot free again if it is still held by allocation, and matches
 // waiting requirements with it (a job that lost the slot less than Config.RequirementCheckDelay
 // after it was sent it waits for the rest of that delay). A notice for a slot that moved on to another allocation is
-// ignored. Fails with ErrTaskExecutorNotRegistered for an unknown TaskExecutor.
-func (rm *ResourceManager) NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot rpc.SlotID, allocation jobgraph.AllocationID) error {
+// ignored. Fails with ErrTaskExecutorNotRegistered for an unknown TaskExecutor, and with an
+// *rpc.FencingError for a token of an earlier leader session, as SendSlotReport.
+func (rm *ResourceManager) NotifySlotAvailable(ctx context.Context, token jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, slot rpc.SlotID, allocation jobgraph.AllocationID) error {
 	return rm.call(ctx, func() error {
-		if err := rm.checkRunning(); err != nil {
+		if err := rm.fenced(token); err != nil {
 			return err
 		}
 		if _, ok := rm.taskExecutors[taskExecutor]; !ok {
@@ -568,10 +584,11 @@ func (rm *ResourceManager) NotifySlotAvailable(ctx context.Context, taskExecutor
 }
 
 // DisconnectTaskExecutor drops the TaskExecutor and its slots; the requirements they served are
-// matched elsewhere. Unknown TaskExecutors are ignored.
-func (rm *ResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
+// matched elsewhere. Unknown TaskExecutors are ignored. Fenced by token as SendSlotReport, so
+// the disconnect of an earlier session's registration cannot drop the current one.
+func (rm *ResourceManager) DisconnectTaskExecutor(ctx context.Context, token jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
 	return rm.call(ctx, func() error {
-		if err := rm.checkRunning(); err != nil {
+		if err := rm.fenced(token); err != nil {
 			return err
 		}
 		if _, ok := rm.taskExecutors[taskExecutor]; !ok {
@@ -665,11 +682,12 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 
 // DeclareRequiredResources replaces the job's requirements and matches them. It fails with
 // ErrJobNotRegistered when no JobMaster is registered for the job, with a *rpc.FencingError
-// (errors.Is rpc.ErrFencingTokenMismatch) when token is not the registered JobMaster's, and with
-// ErrInvalidRequirements for a negative count.
-func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
+// (errors.Is rpc.ErrFencingTokenMismatch) when token is not the registered JobMaster's or rmToken
+// is not the current ResourceManagerID (a declaration of a registration with an earlier leader
+// session), and with ErrInvalidRequirements for a negative count.
+func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
 	return rm.call(ctx, func() error {
-		if err := rm.checkRunning(); err != nil {
+		if err := rm.fenced(rmToken); err != nil {
 			return err
 		}
 		job := requirements.JobID
@@ -690,11 +708,12 @@ func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, token j
 
 // DisconnectJobMaster clears the job's requirements and forgets its JobMaster. Slots allocated to
 // the job stay so until their TaskExecutors free them. Unknown jobs are ignored. Fenced: when the
-// job's registered JobMaster has another JobMasterID than token (a newer session registered), it
-// fails with an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and changes nothing.
-func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
+// job's registered JobMaster has another JobMasterID than token (a newer session registered), or
+// rmToken is not the current ResourceManagerID, it fails with an *rpc.FencingError
+// (rpc.ErrFencingTokenMismatch) and changes nothing.
+func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
 	return rm.call(ctx, func() error {
-		if err := rm.checkRunning(); err != nil {
+		if err := rm.fenced(rmToken); err != nil {
 			return err
 		}
 		jm, ok := rm.sm.JobMaster(job)
@@ -769,11 +788,16 @@ func (rm *ResourceManager) forgetJobMaster(jobMaster jobgraph.ResourceID) {
 // HeartbeatFromResourceManager): its heartbeat timeout starts over and its slot report replaces
 // what the ResourceManager knows of its slots, as SendSlotReport does (Flink:
 // ResourceManager.TaskManagerHeartbeatListener.reportPayload). A heartbeat is a one-way message:
-// one from an unknown TaskExecutor, or to a ResourceManager that is not running, is dropped and
-// nil returned; only a closed ResourceManager answers ErrClosed.
-func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
-	return closedOnly(rm.call(ctx, func() error {
-		if rm.leading && rm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
+// one from an unknown TaskExecutor, or to a ResourceManager that is not running or does not
+// lead, is dropped and nil returned; one whose token is not the current ResourceManagerID (of a
+// registration with an earlier leader session) is not applied and fails with an
+// *rpc.FencingError; a closed ResourceManager answers ErrClosed.
+func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, token jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
+	return heartbeatErr(rm.call(ctx, func() error {
+		if err := rm.fenced(token); err != nil {
+			return err
+		}
+		if rm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
 			rm.sm.ReportSlotStatus(taskExecutor, report)
 		}
 		return nil
@@ -782,19 +806,22 @@ func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskEx
 
 // HeartbeatFromJobMaster takes a registered JobMaster's heartbeat (its answer to
 // HeartbeatFromResourceManager): its heartbeat timeout starts over. Like HeartbeatFromTaskExecutor,
-// it drops what it cannot use and returns nil, or ErrClosed once closed.
-func (rm *ResourceManager) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
-	return closedOnly(rm.call(ctx, func() error {
-		if rm.leading {
-			rm.jmHeartbeats.ReceiveHeartbeat(jobMaster)
+// it drops what it cannot use and returns nil, fails with an *rpc.FencingError for a token of an
+// earlier leader session, and with ErrClosed once closed.
+func (rm *ResourceManager) HeartbeatFromJobMaster(ctx context.Context, token jobgraph.ResourceManagerID, jobMaster jobgraph.ResourceID) error {
+	return heartbeatErr(rm.call(ctx, func() error {
+		if err := rm.fenced(token); err != nil {
+			return err
 		}
+		rm.jmHeartbeats.ReceiveHeartbeat(jobMaster)
 		return nil
 	}))
 }
 
-// closedOnly keeps ErrClosed and drops every other error of a one-way message.
-func closedOnly(err error) error {
-	if errors.Is(err, ErrClosed) {
+// heartbeatErr keeps ErrClosed and fencing errors and drops every other error of a one-way
+// message (ErrNotRunning, not leading).
+func heartbeatErr(err error) error {
+	if errors.Is(err, ErrClosed) || errors.Is(err, rpc.ErrFencingTokenMismatch) {
 		return err
 	}
 	return nil

@@ -151,7 +151,7 @@ func (e *env) addJob(address string) (jobgraph.JobID, jobgraph.JobMasterID) {
 }
 
 func (e *env) declare(job jobgraph.JobID, token jobgraph.JobMasterID, reqs ...rpc.ResourceRequirement) error {
-	return e.gw.DeclareRequiredResources(e.ctx, token, rpc.ResourceRequirements{JobID: job, Requirements: reqs})
+	return e.gw.DeclareRequiredResources(e.ctx, e.rm.ResourceManagerID(), token, rpc.ResourceRequirements{JobID: job, Requirements: reqs})
 }
 
 func TestRequestsSlotsForDeclaredRequirements(t *testing.T) {
@@ -216,19 +216,19 @@ func TestJobsShareTaskExecutors(t *testing.T) {
 		assert.Equal(t, []rpc.ResourceRequirement{req(unknown, 1)}, e.rm.MissingResources(jobC))
 
 		// Job A finishes: its JobMaster goes away, but the slot stays until the TaskExecutor frees it.
-		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, tokenA, jobA, rpc.Failure(errors.New("finished"))))
+		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, e.rm.ResourceManagerID(), tokenA, jobA, rpc.Failure(errors.New("finished"))))
 		synctest.Wait()
 		assert.Len(t, te.Calls(), 2)
 		assert.Nil(t, e.rm.Requirements(jobA))
 		assert.Equal(t, 2, e.rm.NumAllocatedSlots())
 
 		// A stale notice (another allocation) frees nothing.
-		require.NoError(t, e.gw.NotifySlotAvailable(e.ctx, "te-1", calls[0].Slot, jobgraph.NewAllocationID()))
+		require.NoError(t, e.gw.NotifySlotAvailable(e.ctx, e.rm.ResourceManagerID(), "te-1", calls[0].Slot, jobgraph.NewAllocationID()))
 		synctest.Wait()
 		assert.Len(t, te.Calls(), 2)
 
 		te.Take()
-		require.NoError(t, e.gw.NotifySlotAvailable(e.ctx, "te-1", calls[0].Slot, calls[0].Allocation))
+		require.NoError(t, e.gw.NotifySlotAvailable(e.ctx, e.rm.ResourceManagerID(), "te-1", calls[0].Slot, calls[0].Allocation))
 		synctest.Wait()
 		calls = te.Take()
 		require.Len(t, calls, 1)
@@ -290,7 +290,7 @@ func TestDeclareRequiredResourcesIsFenced(t *testing.T) {
 		assert.Equal(t, "jm-2", calls[0].JobMasterAddress)
 
 		// The old leader's disconnect is refused and drops nothing of the new one.
-		err = e.gw.DisconnectJobMaster(e.ctx, token, job, rpc.Failure(errors.New("old leader closing")))
+		err = e.gw.DisconnectJobMaster(e.ctx, e.rm.ResourceManagerID(), token, job, rpc.Failure(errors.New("old leader closing")))
 		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
 		require.ErrorAs(t, err, &fe)
 		assert.Equal(t, newToken.String(), fe.Expected)
@@ -301,7 +301,7 @@ func TestDeclareRequiredResourcesIsFenced(t *testing.T) {
 		// Unregistered job, disconnected job, negative count.
 		assert.ErrorIs(t, e.declare(jobgraph.NewJobID(), token, req(unknown, 1)), ErrJobNotRegistered)
 		assert.ErrorIs(t, e.declare(job, newToken, req(unknown, -1)), ErrInvalidRequirements)
-		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, newToken, job, nil))
+		require.NoError(t, e.gw.DisconnectJobMaster(e.ctx, e.rm.ResourceManagerID(), newToken, job, nil))
 		assert.ErrorIs(t, e.declare(job, newToken, req(unknown, 1)), ErrJobNotRegistered)
 	})
 }
@@ -417,7 +417,7 @@ func TestDisconnectTaskExecutorRemovesItsSlots(t *testing.T) {
 		assert.Empty(t, te2.Calls())
 		assert.Equal(t, 3, e.rm.NumRegisteredSlots())
 
-		require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, "te-1", rpc.Failure(errors.New("lost"))))
+		require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, e.rm.ResourceManagerID(), "te-1", rpc.Failure(errors.New("lost"))))
 		synctest.Wait()
 		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors())
 		assert.Equal(t, 1, e.rm.NumRegisteredSlots())
@@ -440,9 +440,9 @@ func TestDisconnectTaskExecutorRemovesItsSlots(t *testing.T) {
 		assert.Equal(t, 0, e.rm.NumFreeSlots())
 
 		// Calls about the gone TaskExecutor fail, disconnecting it again is harmless.
-		assert.ErrorIs(t, e.gw.SendSlotReport(e.ctx, "te-1", report("te-1", cpu(1))), ErrTaskExecutorNotRegistered)
-		assert.ErrorIs(t, e.gw.NotifySlotAvailable(e.ctx, "te-1", sid("te-1", 0), jobgraph.NewAllocationID()), ErrTaskExecutorNotRegistered)
-		require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, "te-1", nil))
+		assert.ErrorIs(t, e.gw.SendSlotReport(e.ctx, e.rm.ResourceManagerID(), "te-1", report("te-1", cpu(1))), ErrTaskExecutorNotRegistered)
+		assert.ErrorIs(t, e.gw.NotifySlotAvailable(e.ctx, e.rm.ResourceManagerID(), "te-1", sid("te-1", 0), jobgraph.NewAllocationID()), ErrTaskExecutorNotRegistered)
+		require.NoError(t, e.gw.DisconnectTaskExecutor(e.ctx, e.rm.ResourceManagerID(), "te-1", nil))
 		assert.Len(t, te1.Calls(), 2)
 	})
 }
@@ -459,7 +459,7 @@ func TestSendSlotReportReplacesView(t *testing.T) {
 			{SlotID: sid("te-1", 0), ResourceProfile: cpu(1), JobID: other, AllocationID: jobgraph.NewAllocationID()},
 			{SlotID: sid("te-1", 2), ResourceProfile: cpu(2)},
 		}}
-		require.NoError(t, e.gw.SendSlotReport(e.ctx, "te-1", rep))
+		require.NoError(t, e.gw.SendSlotReport(e.ctx, e.rm.ResourceManagerID(), "te-1", rep))
 		assert.Equal(t, 2, e.rm.NumRegisteredSlots())
 		assert.Equal(t, 1, e.rm.NumFreeSlots())
 		assert.Equal(t, 1, e.rm.NumAllocatedSlots())
@@ -474,7 +474,7 @@ func TestSendSlotReportReplacesView(t *testing.T) {
 		te.Take()
 		rep.Slots[0].JobID, rep.Slots[0].AllocationID = jobgraph.JobID{}, jobgraph.AllocationID{}
 		rep.Slots[1].JobID, rep.Slots[1].AllocationID = job, calls[0].Allocation
-		require.NoError(t, e.gw.SendSlotReport(e.ctx, "te-1", rep))
+		require.NoError(t, e.gw.SendSlotReport(e.ctx, e.rm.ResourceManagerID(), "te-1", rep))
 		synctest.Wait()
 		calls = te.Take()
 		require.Len(t, calls, 1)
@@ -531,7 +531,7 @@ func TestLifecycle(t *testing.T) {
 		assert.True(t, rm.ResourceManagerID().IsZero())
 		_, err = svc.Lookup(t.Context(), "rm")
 		assert.ErrorIs(t, err, rpc.ErrUnknownAddress, "not registered before Start")
-		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), jobgraph.NewJobMasterID(), jobgraph.NewJobID(), nil), ErrNotRunning, "before Start")
+		assert.ErrorIs(t, rm.DisconnectJobMaster(t.Context(), rm.ResourceManagerID(), jobgraph.NewJobMasterID(), jobgraph.NewJobID(), nil), ErrNotRunning, "before Start")
 
 		require.NoError(t, rm.Start(t.Context()))
 		assert.Error(t, rm.Start(t.Context()), "second Start")
@@ -550,7 +550,7 @@ func TestLifecycle(t *testing.T) {
 		require.NoError(t, err)
 		job, token := jobgraph.NewJobID(), jobgraph.NewJobMasterID()
 		require.NoError(t, second(rm.RegisterJobMaster(t.Context(), token, "jm", "jm", job)))
-		require.NoError(t, rm.DeclareRequiredResources(t.Context(), token, rpc.ResourceRequirements{JobID: job, Requirements: []rpc.ResourceRequirement{req(unknown, 1)}}))
+		require.NoError(t, rm.DeclareRequiredResources(t.Context(), rm.ResourceManagerID(), token, rpc.ResourceRequirements{JobID: job, Requirements: []rpc.ResourceRequirement{req(unknown, 1)}}))
 		synctest.Wait()
 		require.Len(t, te.Calls(), 1)
 		start := time.Now()
@@ -579,14 +579,14 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 		for name, err := range map[string]error{
 			"Start":                     e.rm.Start(ctx),
 			"RegisterTaskExecutor":      regTE,
-			"SendSlotReport":            e.rm.SendSlotReport(ctx, "te-1", rpc.SlotReport{}),
-			"NotifySlotAvailable":       e.rm.NotifySlotAvailable(ctx, "te-1", sid("te-1", 0), jobgraph.NewAllocationID()),
-			"DisconnectTaskExecutor":    e.rm.DisconnectTaskExecutor(ctx, "te-1", nil),
+			"SendSlotReport":            e.rm.SendSlotReport(ctx, e.rm.ResourceManagerID(), "te-1", rpc.SlotReport{}),
+			"NotifySlotAvailable":       e.rm.NotifySlotAvailable(ctx, e.rm.ResourceManagerID(), "te-1", sid("te-1", 0), jobgraph.NewAllocationID()),
+			"DisconnectTaskExecutor":    e.rm.DisconnectTaskExecutor(ctx, e.rm.ResourceManagerID(), "te-1", nil),
 			"RegisterJobMaster":         regJM,
 			"DeclareRequiredResources":  e.declare(job, token, req(unknown, 1)),
-			"DisconnectJobMaster":       e.rm.DisconnectJobMaster(ctx, token, job, nil),
-			"HeartbeatFromTaskExecutor": e.rm.HeartbeatFromTaskExecutor(ctx, "te-1", rpc.SlotReport{}),
-			"HeartbeatFromJobMaster":    e.rm.HeartbeatFromJobMaster(ctx, "jm-jm"),
+			"DisconnectJobMaster":       e.rm.DisconnectJobMaster(ctx, e.rm.ResourceManagerID(), token, job, nil),
+			"HeartbeatFromTaskExecutor": e.rm.HeartbeatFromTaskExecutor(ctx, e.rm.ResourceManagerID(), "te-1", rpc.SlotReport{}),
+			"HeartbeatFromJobMaster":    e.rm.HeartbeatFromJobMaster(ctx, e.rm.ResourceManagerID(), "jm-jm"),
 		} {
 			assert.ErrorIs(t, err, ErrClosed, name)
 			assert.ErrorIs(t, err, rpc.ErrClosed, name)

@@ -105,31 +105,36 @@ type JobMasterGateway interface {
 	DeclineCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, decline checkpoint.DeclineCheckpoint) error
 }
 
-// ResourceManagerGateway is how TaskExecutors and JobMasters reach the ResourceManager.
-// Flink: ResourceManagerGateway.
+// ResourceManagerGateway is how TaskExecutors and JobMasters reach the ResourceManager. Both
+// registrations answer the ResourceManager's fencing token, its ResourceManagerID (under leader
+// election: the leader session); every other call carries it as rm, the token the caller's
+// registration was answered with, and one whose rm is not the ResourceManager's current
+// ResourceManagerID (a call of a registration with an earlier leader session) fails with
+// ErrFencingTokenMismatch and changes nothing. Flink: ResourceManagerGateway, a
+// FencedRpcGateway<ResourceManagerId> whose calls carry the token implicitly.
 type ResourceManagerGateway interface {
 	// RegisterTaskExecutor registers a TaskExecutor and its slots; it returns the
 	// ResourceManager's fencing token.
 	RegisterTaskExecutor(ctx context.Context, registration TaskExecutorRegistration) (jobgraph.ResourceManagerID, error)
 	// SendSlotReport replaces what the ResourceManager knows of a TaskExecutor's slots.
-	SendSlotReport(ctx context.Context, taskExecutor jobgraph.ResourceID, report SlotReport) error
+	SendSlotReport(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, report SlotReport) error
 	// NotifySlotAvailable tells the ResourceManager that a slot was freed.
-	NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot SlotID, allocation jobgraph.AllocationID) error
+	NotifySlotAvailable(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, slot SlotID, allocation jobgraph.AllocationID) error
 	// DisconnectTaskExecutor drops a TaskExecutor and its slots.
-	DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error
+	DisconnectTaskExecutor(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error
 	// RegisterJobMaster connects a job's JobMaster (at address, fenced by token) and returns the
 	// ResourceManager's fencing token, which the JobMaster checks DisconnectResourceManager
 	// against. Flink: JobMasterRegistrationSuccess carries the ResourceManagerId.
 	RegisterJobMaster(ctx context.Context, token jobgraph.JobMasterID, jobMaster jobgraph.ResourceID, address string, job jobgraph.JobID) (jobgraph.ResourceManagerID, error)
 	// DeclareRequiredResources replaces the job's declared requirements.
-	DeclareRequiredResources(ctx context.Context, token jobgraph.JobMasterID, requirements ResourceRequirements) error
+	DeclareRequiredResources(ctx context.Context, rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements ResourceRequirements) error
 	// DisconnectJobMaster drops the job's JobMaster; its requirements are cleared. Fenced by the
 	// JobMasterID the job's JobMaster registered with: the disconnect of an earlier session fails
 	// with ErrFencingTokenMismatch and leaves the current one registered.
-	DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error
+	DisconnectJobMaster(ctx context.Context, rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error
 	// HeartbeatFromTaskExecutor and HeartbeatFromJobMaster carry heartbeats.
-	HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report SlotReport) error
-	HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error
+	HeartbeatFromTaskExecutor(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, report SlotReport) error
+	HeartbeatFromJobMaster(ctx context.Context, rm jobgraph.ResourceManagerID, jobMaster jobgraph.ResourceID) error
 }
 
 // TaskExecutorGateway is how the ResourceManager and JobMasters reach a TaskExecutor. An

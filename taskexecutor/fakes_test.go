@@ -253,18 +253,21 @@ func (f *fakeResourceManager) RegisterTaskExecutor(ctx context.Context, registra
 	return f.id, nil
 }
 
-func (f *fakeResourceManager) SendSlotReport(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
+func (f *fakeResourceManager) SendSlotReport(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
 	return nil
 }
 
-func (f *fakeResourceManager) NotifySlotAvailable(ctx context.Context, taskExecutor jobgraph.ResourceID, slot rpc.SlotID, allocation jobgraph.AllocationID) error {
+func (f *fakeResourceManager) NotifySlotAvailable(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, slot rpc.SlotID, allocation jobgraph.AllocationID) error {
+	if rm != f.id {
+		return &rpc.FencingError{Endpoint: "fake ResourceManager", Expected: f.id.String(), Got: rm.String()}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notified = append(f.notified, notifyCall{taskExecutor, slot, allocation})
 	return nil
 }
 
-func (f *fakeResourceManager) DisconnectTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
+func (f *fakeResourceManager) DisconnectTaskExecutor(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
 	return nil
 }
 
@@ -272,19 +275,19 @@ func (f *fakeResourceManager) RegisterJobMaster(ctx context.Context, token jobgr
 	return f.id, nil
 }
 
-func (f *fakeResourceManager) DeclareRequiredResources(ctx context.Context, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
+func (f *fakeResourceManager) DeclareRequiredResources(ctx context.Context, rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
 	return nil
 }
 
-func (f *fakeResourceManager) DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
+func (f *fakeResourceManager) DisconnectJobMaster(ctx context.Context, rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
 	return nil
 }
 
-func (f *fakeResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
+func (f *fakeResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, rm jobgraph.ResourceManagerID, taskExecutor jobgraph.ResourceID, report rpc.SlotReport) error {
 	return nil
 }
 
-func (f *fakeResourceManager) HeartbeatFromJobMaster(ctx context.Context, jobMaster jobgraph.ResourceID) error {
+func (f *fakeResourceManager) HeartbeatFromJobMaster(ctx context.Context, rm jobgraph.ResourceManagerID, jobMaster jobgraph.ResourceID) error {
 	return nil
 }
 

@@ -59,7 +59,10 @@ type hbResourceManager struct {
 	beats []hbBeat
 }
 
-func (f *hbResourceManager) HeartbeatFromTaskExecutor(_ context.Context, te jobgraph.ResourceID, report rpc.SlotReport) error {
+func (f *hbResourceManager) HeartbeatFromTaskExecutor(_ context.Context, rm jobgraph.ResourceManagerID, te jobgraph.ResourceID, report rpc.SlotReport) error {
+	if rm != f.id {
+		return &rpc.FencingError{Endpoint: "fake ResourceManager", Expected: f.id.String(), Got: rm.String()}
+	}
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
 	f.beats = append(f.beats, hbBeat{At: time.Since(f.start), From: te, Report: report})

@@ -846,10 +846,10 @@ func (te *TaskExecutor) freeSlot(n int, why *stopReason) {
 	if jc := te.jobs[job]; jc != nil && !jc.offering && !te.hasSlotsOf(job) {
 		te.forgetJob(job)
 	}
-	if rm := te.rm; rm != nil && !te.killed.Load() {
+	if rm, rmID := te.rm, te.rmID; rm != nil && !te.killed.Load() {
 		slotID := rpc.SlotID{ResourceID: te.id, SlotNumber: n}
 		te.spawn(func() {
-			if err := rm.NotifySlotAvailable(te.ctx, te.id, slotID, allocation); err != nil && te.ctx.Err() == nil {
+			if err := rm.NotifySlotAvailable(te.ctx, rmID, te.id, slotID, allocation); err != nil && te.ctx.Err() == nil {
 				te.log.Warn("telling the ResourceManager about a free slot failed", "slot", n, "error", err)
 			}
 		})
@@ -1123,9 +1123,9 @@ func (te *TaskExecutor) HeartbeatFromResourceManager(ctx context.Context, rm job
 			return nil
 		}
 		te.rmAnswering = true
-		report, timeout := te.slotReport(), te.rmHeartbeats.Timeout()
+		report, timeout, rmID := te.slotReport(), te.rmHeartbeats.Timeout(), te.rmID
 		te.callAside(timeout, func(ctx context.Context) error {
-			return gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
+			return gw.HeartbeatFromTaskExecutor(ctx, rmID, te.id, report)
 		}, func(err error) {
 			te.rmAnswering = false
 			if err != nil && te.ctx.Err() == nil {

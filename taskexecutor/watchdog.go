@@ -177,7 +177,7 @@ func (te *TaskExecutor) failFatally(t *task, timeout time.Duration) {
 			jobMasters = append(jobMasters, goodbye{jc.gateway, jc.token})
 		}
 	}
-	rm, timeoutRPC := te.rm, te.rmHeartbeats.Timeout()
+	rm, rmID, timeoutRPC := te.rm, te.rmID, te.rmHeartbeats.Timeout()
 	if !te.die(&stopReason{kind: stopSilent, err: fmt.Errorf("%w: %w", ErrFailed, cause)}) {
 		return
 	}
@@ -190,7 +190,7 @@ func (te *TaskExecutor) failFatally(t *task, timeout time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeoutRPC)
 		defer cancel()
 		if rm != nil {
-			if err := rm.DisconnectTaskExecutor(ctx, te.id, info); err != nil {
+			if err := rm.DisconnectTaskExecutor(ctx, rmID, te.id, info); err != nil {
 				te.log.Warn("telling the ResourceManager that the TaskExecutor failed", "error", err)
 			}
 		}

@@ -74,7 +74,10 @@ type goodbyeResourceManager struct {
 	got   []disconnect
 }
 
-func (f *goodbyeResourceManager) DisconnectTaskExecutor(_ context.Context, te jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
+func (f *goodbyeResourceManager) DisconnectTaskExecutor(_ context.Context, rm jobgraph.ResourceManagerID, te jobgraph.ResourceID, cause *jobgraph.ErrorInfo) error {
+	if rm != f.id {
+		return &rpc.FencingError{Endpoint: "fake ResourceManager", Expected: f.id.String(), Got: rm.String()}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, disconnect{At: time.Since(f.start), TaskExecutor: te, Cause: cause.Err()})

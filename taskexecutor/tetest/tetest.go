@@ -518,16 +518,20 @@ func (f *fakeResourceManager) RegisterTaskExecutor(_ context.Context, r rpc.Task
 	return f.id, nil
 }
 
-func (f *fakeResourceManager) SendSlotReport(context.Context, jobgraph.ResourceID, rpc.SlotReport) error {
+func (f *fakeResourceManager) SendSlotReport(context.Context, jobgraph.ResourceManagerID, jobgraph.ResourceID, rpc.SlotReport) error {
 	return nil
 }
 
-func (f *fakeResourceManager) NotifySlotAvailable(_ context.Context, _ jobgraph.ResourceID, slot rpc.SlotID, a jobgraph.AllocationID) error {
+func (f *fakeResourceManager) NotifySlotAvailable(_ context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.ResourceID, slot rpc.SlotID, a jobgraph.AllocationID) error {
+	if rm != f.id {
+		// The suite checks that a TaskExecutor's calls carry the token its registration got.
+		return &rpc.FencingError{Endpoint: "tetest ResourceManager", Expected: f.id.String(), Got: rm.String()}
+	}
 	f.record(func() { f.frees = append(f.frees, freedSlot{slot, a}) })
 	return nil
 }
 
-func (f *fakeResourceManager) DisconnectTaskExecutor(context.Context, jobgraph.ResourceID, *jobgraph.ErrorInfo) error {
+func (f *fakeResourceManager) DisconnectTaskExecutor(context.Context, jobgraph.ResourceManagerID, jobgraph.ResourceID, *jobgraph.ErrorInfo) error {
 	return nil
 }
 
@@ -535,20 +539,24 @@ func (f *fakeResourceManager) RegisterJobMaster(context.Context, jobgraph.JobMas
 	return f.id, nil
 }
 
-func (f *fakeResourceManager) DeclareRequiredResources(context.Context, jobgraph.JobMasterID, rpc.ResourceRequirements) error {
+func (f *fakeResourceManager) DeclareRequiredResources(context.Context, jobgraph.ResourceManagerID, jobgraph.JobMasterID, rpc.ResourceRequirements) error {
 	return nil
 }
 
-func (f *fakeResourceManager) DisconnectJobMaster(context.Context, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
+func (f *fakeResourceManager) DisconnectJobMaster(context.Context, jobgraph.ResourceManagerID, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
 	return nil
 }
 
-func (f *fakeResourceManager) HeartbeatFromTaskExecutor(_ context.Context, _ jobgraph.ResourceID, report rpc.SlotReport) error {
+func (f *fakeResourceManager) HeartbeatFromTaskExecutor(_ context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.ResourceID, report rpc.SlotReport) error {
+	if rm != f.id {
+		// The suite checks that a TaskExecutor's calls carry the token its registration got.
+		return &rpc.FencingError{Endpoint: "tetest ResourceManager", Expected: f.id.String(), Got: rm.String()}
+	}
 	f.record(func() { f.heartbeats = append(f.heartbeats, report) })
 	return nil
 }
 
-func (f *fakeResourceManager) HeartbeatFromJobMaster(context.Context, jobgraph.ResourceID) error {
+func (f *fakeResourceManager) HeartbeatFromJobMaster(context.Context, jobgraph.ResourceManagerID, jobgraph.ResourceID) error {
 	return nil
 }
 
