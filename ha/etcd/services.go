@@ -122,8 +122,8 @@ type term struct {
 }
 
 // New returns Services over the etcd cluster o names. It does not wait for the cluster: the
-// client connects in the background (clientv3.New), and a client whose endpoints never answer
-// fails its first requests. Errors: both or neither of Endpoints and Client, a bad Prefix,
+// client connects in the background (clientv3.New), and requests made before it is connected
+// wait for it, each up to its context's deadline or RequestTimeout. Errors: both or neither of Endpoints and Client, a bad Prefix,
 // SessionTTL or RequestTimeout (named in the error), clientv3.New's error.
 func New(o Options) (*Services, error) {
 	if (len(o.Endpoints) == 0) == (o.Client == nil) {
