@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -206,6 +207,54 @@ func TestStandaloneCheckpointRecoveryFactoryKeepsCheckpointsAfterShutdownWithout
 	next, err = c3.Get()
 	require.NoError(t, err)
 	assert.Equal(t, checkpoint.InitialCheckpointID, next)
+}
+
+// A job whose store and counter were both discarded (its global cleanup) is forgotten: the
+// factory holds nothing of it, so a long-running process does not grow per finished job.
+// Discarding a store or counter that was already handed over changes nothing; shutting down
+// without discard forgets nothing; a refused Create keeps nothing either.
+func TestStandaloneCheckpointRecoveryFactoryForgetsADiscardedJob(t *testing.T) {
+	f := checkpoint.NewStandaloneCheckpointRecoveryFactory()
+	job, other := jobgraph.NewJobID(), jobgraph.NewJobID()
+	if bytes.Compare(job[:], other[:]) > 0 {
+		job, other = other, job
+	}
+	assert.Empty(t, f.Jobs())
+	s1, err := f.CreateRecoveredCompletedCheckpointStore(job, 2)
+	require.NoError(t, err)
+	c1, err := f.CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	_, err = s1.Add(checkpoint.CompletedCheckpoint{JobID: job, CheckpointID: 1})
+	require.NoError(t, err)
+	_, err = f.CreateCheckpointIDCounter(other)
+	require.NoError(t, err)
+	assert.Equal(t, []jobgraph.JobID{job, other}, f.Jobs(), "ascending")
+
+	require.NoError(t, s1.Shutdown(false))
+	require.NoError(t, c1.Shutdown(false))
+	assert.Equal(t, []jobgraph.JobID{job, other}, f.Jobs(), "kept for the next JobMaster and the cleanup")
+	s2, err := f.CreateRecoveredCompletedCheckpointStore(job, 2)
+	require.NoError(t, err)
+	c2, err := f.CreateCheckpointIDCounter(job)
+	require.NoError(t, err)
+	require.NoError(t, s1.Shutdown(true))
+	require.NoError(t, c1.Shutdown(true))
+	assert.Len(t, s2.All(), 1, "discarding the handed-over store changes nothing")
+	assert.Equal(t, []jobgraph.JobID{job, other}, f.Jobs())
+
+	require.NoError(t, s2.Shutdown(true))
+	assert.Equal(t, []jobgraph.JobID{job, other}, f.Jobs(), "the counter is still held")
+	require.NoError(t, c2.Shutdown(true))
+	assert.Equal(t, []jobgraph.JobID{other}, f.Jobs(), "nothing of the discarded job is kept")
+
+	_, err = f.CreateRecoveredCompletedCheckpointStore(job, -1)
+	require.ErrorIs(t, err, checkpoint.ErrInvalidConfig)
+	assert.Equal(t, []jobgraph.JobID{other}, f.Jobs(), "a refused Create keeps nothing")
+	s3, err := f.CreateRecoveredCompletedCheckpointStore(job, 2)
+	require.NoError(t, err)
+	assert.Empty(t, s3.All(), "after the discard, a fresh store")
+	require.NoError(t, s3.Shutdown(true))
+	assert.Equal(t, []jobgraph.JobID{other}, f.Jobs())
 }
 
 func TestFileCheckpointRecoveryFactoryRecoversFromItsDirectory(t *testing.T) {

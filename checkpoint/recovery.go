@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -35,8 +36,11 @@ type CheckpointRecoveryFactory interface {
 // that was shut down is replaced on the next call: after Shutdown(false) (a JobMaster that lost
 // leadership, a suspended job) by one over the same checkpoints, with the same retention, or one
 // that goes on counting from the same next ID; after Shutdown(true) (a globally terminal job's
-// cleanup) by an empty store, or a counter starting at InitialCheckpointID again. The zero value
-// is ready to use.
+// cleanup, which finds the job's checkpoints here to discard them) by an empty store, or a
+// counter starting at InitialCheckpointID again. A store or counter shut down with discard is
+// forgotten at once, and once both of a job's are, the factory holds nothing of the job (Jobs),
+// so a long-running process does not grow per finished job. The zero value is ready to use;
+// safe for concurrent use.
 type StandaloneCheckpointRecoveryFactory struct {
 	mu   sync.Mutex
 	jobs map[jobgraph.JobID]*standaloneJob
@@ -76,14 +80,21 @@ func (f *StandaloneCheckpointRecoveryFactory) CreateRecoveredCompletedCheckpoint
 	j := f.job(job)
 	if j.store != nil {
 		if kept, ok := j.store.reopen(); ok {
-			j.store = kept
+			if kept != j.store { // handed over: not shared yet
+				kept.forget = func() { f.forget(job, kept, nil) }
+				j.store = kept
+			}
 			return kept, nil
 		}
 	}
 	s, err := NewStandaloneCompletedCheckpointStore(maxRetained)
 	if err != nil {
+		if j.store == nil && j.counter == nil {
+			delete(f.jobs, job)
+		}
 		return nil, err
 	}
+	s.forget = func() { f.forget(job, s, nil) }
 	j.store = s
 	return s, nil
 }
@@ -97,12 +108,49 @@ func (f *StandaloneCheckpointRecoveryFactory) CreateCheckpointIDCounter(job jobg
 	j := f.job(job)
 	if j.counter != nil {
 		if kept, ok := j.counter.reopen(); ok {
-			j.counter = kept
+			if kept != j.counter { // handed over: not shared yet
+				kept.forget = func() { f.forget(job, nil, kept) }
+				j.counter = kept
+			}
 			return kept, nil
 		}
 	}
-	j.counter = NewStandaloneCheckpointIDCounter()
-	return j.counter, nil
+	c := NewStandaloneCheckpointIDCounter()
+	c.forget = func() { f.forget(job, nil, c) }
+	j.counter = c
+	return c, nil
+}
+
+// forget drops the discarded store or counter of job if it is still the job's newest (an older
+// one discarded late changes nothing), and the job once the factory holds neither. Called by
+// Shutdown(true) with no store or counter lock held (the factory's Create methods take f.mu and
+// then a store's or counter's mu).
+func (f *StandaloneCheckpointRecoveryFactory) forget(job jobgraph.JobID, s *StandaloneCompletedCheckpointStore, c *StandaloneCheckpointIDCounter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.jobs[job]
+	if j == nil {
+		return
+	}
+	if s != nil && j.store == s {
+		j.store = nil
+	}
+	if c != nil && j.counter == c {
+		j.counter = nil
+	}
+	if j.store == nil && j.counter == nil {
+		delete(f.jobs, job)
+	}
+}
+
+// Jobs lists, in ascending order, the jobs whose store or counter the factory holds (opened and
+// not discarded): what it keeps in memory.
+func (f *StandaloneCheckpointRecoveryFactory) Jobs() []jobgraph.JobID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := slices.Collect(maps.Keys(f.jobs))
+	slices.SortFunc(ids, func(a, b jobgraph.JobID) int { return slices.Compare(a[:], b[:]) })
+	return ids
 }
 
 // reopen returns s itself while it runs, a new store over its checkpoints (and retention) once it

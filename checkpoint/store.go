@@ -62,6 +62,9 @@ type CheckpointIDCounter interface {
 type StandaloneCompletedCheckpointStore struct {
 	retained
 	discarded bool // shut down with discard (guarded by mu)
+	// forget, set by a StandaloneCheckpointRecoveryFactory, is called after Shutdown(true) with
+	// no lock held: the factory drops the store.
+	forget func()
 }
 
 // NewStandaloneCompletedCheckpointStore keeps maxRetained snapshots; 0 means DefaultNumRetained.
@@ -104,10 +107,14 @@ func (s *StandaloneCompletedCheckpointStore) Add(cp CompletedCheckpoint) ([]Comp
 // Shutdown implements CompletedCheckpointStore.
 func (s *StandaloneCompletedCheckpointStore) Shutdown(discard bool) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.shutdown = true
 	if discard {
 		s.cps, s.discarded = nil, true
+	}
+	forget := s.forget
+	s.mu.Unlock()
+	if discard && forget != nil {
+		forget()
 	}
 	return nil
 }
@@ -129,6 +136,9 @@ func cloneCompleted(cp CompletedCheckpoint) CompletedCheckpoint {
 type StandaloneCheckpointIDCounter struct {
 	idCounter
 	discarded bool // shut down with discard (guarded by mu)
+	// forget, set by a StandaloneCheckpointRecoveryFactory, is called after Shutdown(true) with
+	// no lock held: the factory drops the counter.
+	forget func()
 }
 
 // NewStandaloneCheckpointIDCounter returns a counter whose first ID is InitialCheckpointID.
@@ -193,12 +203,17 @@ func (c *idCounter) SetCount(next CheckpointID) error {
 	return nil
 }
 
-// Shutdown implements CheckpointIDCounter.
+// Shutdown implements CheckpointIDCounter. The in-memory counter has no storage to remove;
+// discard makes a StandaloneCheckpointRecoveryFactory forget it.
 func (c *StandaloneCheckpointIDCounter) Shutdown(discard bool) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.shutdown = true
 	c.discarded = c.discarded || discard
+	forget := c.forget
+	c.mu.Unlock()
+	if discard && forget != nil {
+		forget()
+	}
 	return nil
 }
 

@@ -150,6 +150,19 @@ type Config struct {
 	// New starts each job's global cleanup (never the job); the job is answered from the
 	// JobResultStore meanwhile and afterwards. Flink: Dispatcher's recoveredDirtyJobs.
 	RecoveredDirtyResults []jobgraph.JobResult
+
+	// The retry strategy of a globally terminated job's dirty JobResult write and of each of its
+	// global cleanup steps (see StandaloneDispatcher, "Cleanup"), Flink's cleanup-strategy
+	// exponential-delay: the first retry after CleanupExponentialDelayInitialBackoff
+	// (cleanup-strategy.exponential-delay.initial-backoff, default 1 s; 0 means the default),
+	// each next delay doubled up to CleanupExponentialDelayMaxBackoff
+	// (cleanup-strategy.exponential-delay.max-backoff, default 1 h; 0 means the default), at
+	// most CleanupExponentialDelayAttempts retries (cleanup-strategy.exponential-delay.attempts,
+	// default infinite; 0 means infinite). Negative values, and a max below the initial backoff,
+	// are ErrInvalidConfig. Flink's other strategies (fixed-delay, none) are not offered.
+	CleanupExponentialDelayInitialBackoff time.Duration
+	CleanupExponentialDelayMaxBackoff     time.Duration
+	CleanupExponentialDelayAttempts       int
 }
 
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
@@ -168,7 +181,7 @@ const DefaultJobStoreExpiration = time.Hour
 // first (Flink's Guava cache evicts roughly the least recently used; this is exact and FIFO).
 // Two kinds of archived jobs are kept until the Dispatcher closes, outside both bounds, because
 // the JobResultStore cannot answer for them: SUSPENDED jobs (suspended by Close) and jobs whose
-// result could not be written to the JobResultStore.
+// result was not written to the JobResultStore (its retries ran out, or Close stopped them).
 //
 // Once a job has left the archive the Dispatcher answers from the JobResultStore (as it does for a
 // job that ended under an earlier Dispatcher): RequestJobStatus and RequestJobResult return the
@@ -177,6 +190,28 @@ const DefaultJobStoreExpiration = time.Hour
 // *DuplicateJobSubmissionError with GloballyTerminated set, and RequestJob returns an error
 // wrapping ErrJobNotFound saying the archive expired. ListJobs lists only jobs that are running
 // or still archived. Flink answers all but the resubmission with FlinkJobNotFoundException.
+//
+// # Cleanup
+//
+// When a job reaches a globally terminal state (FINISHED, FAILED, CANCELED) its runner is closed
+// (the local cleanup) and its dirty JobResult is written to the JobResultStore, retried until it
+// succeeds; then its global cleanup runs: the job's checkpoints and checkpoint ID counter discarded
+// through HA.CheckpointRecoveryFactory() (kept when CheckpointingSettings.RetainOnCancellation
+// holds and the job did not finish), its plan removed from the ExecutionPlanStore,
+// HA.CleanupJobData; only once each of those succeeded is the entry marked clean, and then the job
+// is archived (RequestJobResult answers from there; RequestJobStatus answers the final status all
+// along). Nothing of HA is cleaned before the dirty entry exists, so a crash anywhere leaves the
+// job either unrecorded with everything a new leader needs to run it again, or recorded dirty for
+// the new leader to finish cleaning; a job with an entry never runs again. The dirty write and each
+// step are retried on their own under Flink's cleanup-strategy exponential-delay
+// (Config.CleanupExponentialDelayInitialBackoff, …MaxBackoff, …Attempts: 1 s doubling to 1 h,
+// unlimited), on the job's watcher goroutine, never on the Dispatcher's loop. A SUSPENDED job is
+// cleaned up locally only (nothing of HA), and so is every job of a closing Dispatcher: Close stops
+// a cleanup under way, leaving its entry dirty (the job is archived then as recorded). A rejected
+// submission removes only what it wrote itself, and a duplicate writes nothing. Flink: Dispatcher
+// with DispatcherResourceCleanerFactory's ResourceCleaners (DefaultResourceCleaner,
+// CheckpointResourcesCleanup); Flink runs the global steps concurrently, we run them in the order
+// above so that the plan, which says what happens to the checkpoints, outlives that decision.
 //
 // # Memory
 //
@@ -191,6 +226,8 @@ type StandaloneDispatcher struct {
 	loop       *mainloop.Loop
 	expiration time.Duration // < 0: never
 	capacity   int           // 0: unlimited
+	// retryStrategy is the cleanup-strategy of the dirty write and the global cleanup steps.
+	retryStrategy cleanupRetry
 
 	// Owned by loop.
 	jobs    map[jobgraph.JobID]*job
@@ -208,6 +245,7 @@ type StandaloneDispatcher struct {
 
 type job struct {
 	name      string
+	plan      *jobgraph.JobGraph // the Dispatcher's copy: its global cleanup reads the checkpoint settings
 	submitted time.Time
 	runner    jobmaster.JobManagerRunner // nil while the graph is being persisted
 	archived  chan struct{}              // closed once the job is in the archive
@@ -270,6 +308,9 @@ func (cfg *Config) validate() error {
 	case cfg.JobStoreMaxCapacity < 0:
 		return fmt.Errorf("%w: JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative (0 means unlimited)", ErrInvalidConfig, cfg.JobStoreMaxCapacity)
 	}
+	if _, err := resolveCleanupRetry(*cfg); err != nil {
+		return err
+	}
 	seen := make(map[jobgraph.JobID]bool, len(cfg.RecoveredJobs))
 	for i, g := range cfg.RecoveredJobs {
 		if g == nil {
@@ -287,6 +328,7 @@ func (cfg *Config) validate() error {
 }
 
 func newDispatcher(cfg Config) *StandaloneDispatcher {
+	retryStrategy, _ := resolveCleanupRetry(cfg) // validate checked it
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -307,6 +349,8 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 		jobs:       make(map[jobgraph.JobID]*job),
 		archive:    make(map[jobgraph.JobID]*archivedJob),
 		bounded:    list.New(),
+
+		retryStrategy: retryStrategy,
 	}
 }
 
@@ -328,7 +372,7 @@ func (d *StandaloneDispatcher) recover() error {
 		// cleanup; Close waits for the cleanup, and cancels its store calls.
 		d.watchers.Go(func() {
 			d.log.Info("recovered the dirty result of a job: cleaning it up", "job", r.JobID, "status", r.Status)
-			d.cleanUpGlobally(r.JobID, &r)
+			d.cleanUpGlobally(&r, nil) // the plan, if still stored, says what happens to the checkpoints
 		})
 	}
 	for _, g := range d.cfg.RecoveredJobs {
@@ -364,7 +408,7 @@ func (d *StandaloneDispatcher) runRecovered(g *jobgraph.JobGraph) error {
 		runner.Close()
 		return fmt.Errorf("dispatcher: recovered job %s: starting its runner: %w", id, err)
 	}
-	entry := &job{name: g.Name, submitted: time.Now(), archived: make(chan struct{})}
+	entry := &job{name: g.Name, plan: g, submitted: time.Now(), archived: make(chan struct{})}
 	return d.loop.Call(context.Background(), func() error {
 		entry.runner = runner
 		d.jobs[id] = entry
@@ -398,7 +442,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 	}
 	id := g.JobID
 	// Reserve the JobID on the loop: of concurrent submissions exactly one gets here.
-	entry := &job{name: g.Name, submitted: time.Now(), archived: make(chan struct{})}
+	entry := &job{name: g.Name, plan: g, submitted: time.Now(), archived: make(chan struct{})}
 	if err := d.loop.Call(ctx, func() error {
 		if d.closing {
 			return ErrClosed
@@ -491,8 +535,8 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 	})
 }
 
-// watch waits for the runner's result, records it, cleans up, and archives the job. It runs on
-// a goroutine of its own: the store calls of the cleanup never hold up the loop.
+// watch waits for the runner's result, records it, cleans the job up and archives it. It runs on
+// a goroutine of its own: the store calls and retries of the cleanup never hold up the loop.
 func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobmaster.JobManagerRunner) {
 	res := runner.Result()
 	a := withInitializing(res.Archived, entry.submitted)
@@ -513,10 +557,16 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 		entry.ended = &archivedJob{result: result, graph: a, submitted: entry.submitted}
 		return nil
 	})
-	runner.Close()
-	recorded := false
-	if a.Status.IsGloballyTerminal() {
-		recorded = d.cleanUpGlobally(id, result)
+	runner.Close() // the local cleanup
+	// Dirty first, then the global cleanup, then clean: a crash in between leaves a dirty entry
+	// that the next leader's recovery cleans up, and the job never runs again. SUSPENDED (and a
+	// closing Dispatcher) cleans nothing of HA.
+	recorded := a.Status.IsGloballyTerminal() && d.recordGloballyTerminated(result)
+	if a.Status.IsGloballyTerminal() && !recorded {
+		d.log.Error("the job result was not written to the JobResultStore; the job stays archived until the Dispatcher closes and nothing of it is cleaned", "job", id, "status", result.Status)
+	}
+	if recorded {
+		d.cleanUpGlobally(result, entry.plan) // until it succeeded, gave up or Close stopped it
 	}
 	entry.final = &archivedJob{result: result, graph: a, recorded: recorded, submitted: entry.submitted}
 	d.loop.Execute(func() {
@@ -543,25 +593,6 @@ func withInitializing(a *executiongraph.ArchivedExecutionGraph, submitted time.T
 	}
 	cp.StatusTimestamps[jobgraph.JobStatusInitializing] = submitted
 	return &cp
-}
-
-// cleanUpGlobally records the result of a globally terminated job and removes its HA data. It
-// reports whether the JobResultStore has the job's result.
-func (d *StandaloneDispatcher) cleanUpGlobally(id jobgraph.JobID, result *jobgraph.JobResult) (recorded bool) {
-	// Close cancels what is left: a dirty entry stays for recovery, as after a crash.
-	ctx := d.stopped
-	// Dirty first, then global cleanup, then clean: a crash in between leaves a dirty entry
-	// that recovery finishes cleaning, and the job is never run again.
-	if err := d.cfg.HA.JobResultStore().CreateDirty(ctx, *result); err != nil && !errors.Is(err, ha.ErrAlreadyExists) {
-		d.log.Error("writing the job result failed; the job stays archived until the Dispatcher closes", "job", id, "err", err)
-		return false
-	}
-	if err := d.cfg.HA.ExecutionPlanStore().Remove(ctx, id); err != nil {
-		d.log.Error("removing the job graph failed", "job", id, "err", err)
-	} else if err := d.cfg.HA.JobResultStore().MarkClean(ctx, id); err != nil {
-		d.log.Error("marking the job result clean failed", "job", id, "err", err)
-	}
-	return true
 }
 
 // store archives a job; on the loop. A job the JobResultStore answers for once it is gone is
@@ -741,7 +772,10 @@ func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID
 }
 
 // RequestJobResult waits until the job has ended and been archived, or ctx ends, and returns
-// its result; ErrJobNotFound for an unknown JobID. Jobs still running when the Dispatcher closes
+// its result; ErrJobNotFound for an unknown JobID. A globally terminated job is archived once its
+// global cleanup ended (see "Cleanup"): a cleanup that retries keeps RequestJobResult waiting,
+// as the seed design's "marks it clean, archives the ExecutionGraph" says; Flink answers as soon
+// as the job ended. Jobs still running when the Dispatcher closes
 // end SUSPENDED. A job no longer archived is answered from the JobResultStore: the result as
 // stored, without RootCause.
 func (d *StandaloneDispatcher) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
@@ -816,7 +850,8 @@ func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMes
 // RequestJobResult calls return that — and waits for everything the Dispatcher started.
 // Persisted graphs of suspended jobs stay in the ExecutionPlanStore for recovery. Store calls
 // still in flight see their context canceled: a submission waiting on the store fails with
-// ErrClosed, and a cleanup leaves the job's JobResultStore entry dirty for recovery.
+// ErrClosed, and a cleanup (one waiting between retries too) stops and leaves the job's
+// JobResultStore entry dirty for recovery. Close does not wait for a retry's backoff.
 func (d *StandaloneDispatcher) Close() error {
 	var runners []jobmaster.JobManagerRunner
 	_ = d.loop.Call(context.Background(), func() error {

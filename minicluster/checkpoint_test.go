@@ -167,3 +167,78 @@ func TestCheckpointsRestoreARegionAndCommitTheFinalCheckpoint(t *testing.T) {
 		assert.Equal(t, checkpoint.CheckpointID(srcID), st.Latest.Restored.ID)
 	})
 }
+
+// The JobMasters and the Dispatcher's global cleanup share HA.CheckpointRecoveryFactory(): a
+// checkpointing job's completed checkpoints are there while it runs, and once it is CANCELED the
+// cleanup discards them, so the factory holds nothing of the job; with
+// RetainOnCancellation (externalized-checkpoint-retention RETAIN_ON_CANCELLATION) they stay, the
+// latest one and the counter going on from it, for the host to restore from.
+func TestGlobalCleanupDiscardsTheCheckpointsUnlessRetained(t *testing.T) {
+	for _, retain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retain=%t", retain), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reg := taskexecutor.NewRegistry()
+				// The tasks take their snapshots inside their reads and writes: the source emits
+				// one record a millisecond until canceled, the sink reads them.
+				reg.Register("src", func(ctx context.Context, env taskexecutor.Environment) error {
+					var n int64
+					env.SetCheckpointHandler(counter{&n})
+					for {
+						time.Sleep(time.Millisecond)
+						if err := env.Output(0).Emit(ctx, 0, n); err != nil {
+							return err
+						}
+						n++
+					}
+				})
+				reg.Register("sink", func(ctx context.Context, env taskexecutor.Environment) error {
+					var n int64
+					env.SetCheckpointHandler(counter{&n})
+					for {
+						if _, err := env.Input(0).Next(ctx); err != nil {
+							return err
+						}
+						n++
+					}
+				})
+				mc := start(t, minicluster.Config{Registry: reg})
+				ctx := context.Background()
+				g := jobgraph.New("checkpointed", jobgraph.Streaming)
+				g.Connect(g.AddVertex("src", "src", 1), g.AddVertex("sink", "sink", 1), jobgraph.Pointwise, jobgraph.PipelinedBounded)
+				g.Checkpointing = jobgraph.CheckpointingSettings{Interval: 100 * time.Millisecond, RetainOnCancellation: retain}
+				require.NoError(t, mc.SubmitJob(ctx, g))
+				time.Sleep(350 * time.Millisecond)
+				synctest.Wait()
+				factory := mc.HA().CheckpointRecoveryFactory().(*checkpoint.StandaloneCheckpointRecoveryFactory)
+				store, err := factory.CreateRecoveredCompletedCheckpointStore(g.JobID, 0)
+				require.NoError(t, err)
+				latest, ok := store.Latest()
+				require.True(t, ok, "checkpoints completed while the job ran")
+				assert.Equal(t, checkpoint.CheckpointID(3), latest.CheckpointID, "at 100, 200 and 300 ms")
+
+				require.NoError(t, mc.CancelJob(ctx, g.JobID))
+				res, err := mc.RequestJobResult(ctx, g.JobID)
+				require.NoError(t, err)
+				require.Equal(t, jobgraph.JobStatusCanceled, res.Status)
+				entry, err := mc.HA().JobResultStore().Get(ctx, g.JobID)
+				require.NoError(t, err)
+				assert.True(t, entry.Clean)
+				if !retain {
+					assert.Empty(t, factory.Jobs(), "discarded: nothing of the job is kept")
+					return
+				}
+				assert.Equal(t, []jobgraph.JobID{g.JobID}, factory.Jobs())
+				store, err = factory.CreateRecoveredCompletedCheckpointStore(g.JobID, 0)
+				require.NoError(t, err)
+				latest, ok = store.Latest()
+				require.True(t, ok)
+				assert.Equal(t, checkpoint.CheckpointID(3), latest.CheckpointID)
+				ids, err := factory.CreateCheckpointIDCounter(g.JobID)
+				require.NoError(t, err)
+				next, err := ids.Get()
+				require.NoError(t, err)
+				assert.Equal(t, checkpoint.CheckpointID(4), next)
+			})
+		})
+	}
+}

@@ -55,8 +55,9 @@ type Config struct {
 	// ResourceManagerAddress, TaskExecutors under "taskexecutor-<n>" and JobMasters under
 	// "jobmaster/<job>/<session>", so two clusters must not share one Service.
 	RPC rpc.Service
-	// HA provides leader election and the plan and result stores; default a fresh
-	// embedded.New(). The cluster closes HA services it created, never the host's.
+	// HA provides leader election, the plan and result stores and the checkpoints (its
+	// CheckpointRecoveryFactory is every JobMaster's and the Dispatcher's global cleanup's);
+	// default a fresh embedded.New(). The cluster closes HA services it created, never the host's.
 	HA ha.Services
 	// SlotRequestTimeout: slot.request.timeout, default 300 s. A job that waits this long for a
 	// slot fails with slotpool.ErrNoResourceAvailable, also when the slots are busy with other
@@ -213,6 +214,8 @@ func New(cfg Config) (*MiniCluster, error) {
 		HeartbeatInterval:        cfg.HeartbeatInterval,
 		HeartbeatTimeout:         cfg.HeartbeatTimeout,
 		SavepointDirectory:       cfg.SavepointDirectory,
+		// The JobMasters and the Dispatcher's global cleanup see the same checkpoints.
+		CheckpointRecoveryFactory: mc.ha.CheckpointRecoveryFactory(),
 	}
 	d, err := dispatcher.New(dispatcher.Config{
 		HA:                  mc.ha,

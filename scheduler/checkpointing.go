@@ -77,7 +77,6 @@ type checkpointing struct {
 	exec      checkpoint.IOExecutor
 	messenger CheckpointDeployer // nil: the Deployer carries no checkpoint RPCs
 	interval  time.Duration
-	retain    bool // execution.checkpointing.externalized-checkpoint-retention = RETAIN_ON_CANCELLATION
 	// restore[i] is what vertex i's next deployment restores (nil: a fresh start).
 	restore []*rpc.TaskRestore
 	// failJobs are the coordinator's FailJob calls, carried out as global failures when the
@@ -192,7 +191,7 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 		exec = checkpoint.InlineExecutor{}
 	}
 	ck := &checkpointing{store: store, counter: counter, exec: exec, interval: settings.Interval,
-		retain: settings.RetainOnCancellation, restore: make([]*rpc.TaskRestore, s.graph.NumVertices())}
+		restore: make([]*rpc.TaskRestore, s.graph.NumVertices())}
 	if m, ok := s.deployer.(CheckpointDeployer); ok {
 		ck.messenger = m
 	} else {
@@ -408,8 +407,13 @@ func (s *DefaultScheduler) checkpointsOnTaskFailure(attempt jobgraph.ExecutionAt
 }
 
 // checkpointsOnTerminal shuts the coordinator down; for a globally terminal job also the store
-// and counter, discarding the checkpoints unless RetainOnCancellation keeps them for a job that
-// did not finish. suspended leaves store and counter as they are, for the next JobMaster.
+// and counter, without discarding anything: the job's checkpoints stay until the Dispatcher's
+// global cleanup, which discards them (unless RetainOnCancellation keeps them for a job that did
+// not finish) only after the job's dirty JobResult is written, so a crash in between never leaves
+// a finished job without its result and without its checkpoints (Flink 1.15+:
+// CheckpointResourcesCleanup). Shut down, the store refuses this JobMaster's late Adds; a
+// CheckpointRecoveryFactory hands the checkpoints to whoever opens the job's store next.
+// suspended leaves store and counter as they are, for the next JobMaster.
 func (s *DefaultScheduler) checkpointsOnTerminal(st jobgraph.JobStatus) {
 	ck := s.ck
 	if ck == nil {
@@ -419,15 +423,14 @@ func (s *DefaultScheduler) checkpointsOnTerminal(st jobgraph.JobStatus) {
 	if st == jobgraph.JobStatusSuspended {
 		return
 	}
-	discard := !(ck.retain && st != jobgraph.JobStatusFinished)
 	store, counter, log := ck.store, ck.counter, s.log
 	var storeErr, counterErr error
 	ck.exec.Execute(func() {
-		storeErr = store.Shutdown(discard)
-		counterErr = counter.Shutdown(discard)
+		storeErr = store.Shutdown(false)
+		counterErr = counter.Shutdown(false)
 	}, func() {
 		if err := errors.Join(storeErr, counterErr); err != nil {
-			log.Warn("shutting down the checkpoint store failed", "discard", discard, "error", err)
+			log.Warn("shutting down the checkpoint store failed", "error", err)
 		}
 	})
 }

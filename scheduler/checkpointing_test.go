@@ -513,9 +513,11 @@ func TestNoCheckpointingWithoutAnInterval(t *testing.T) {
 	require.NotNil(t, streaming.s.Archive().CheckpointStatistics)
 }
 
-// The archive carries the coordinator's statistics, and a globally terminal job discards its
-// checkpoints (no externalized retention).
-func TestArchiveCarriesCheckpointStatisticsAndTheEndDiscardsCheckpoints(t *testing.T) {
+// The archive carries the coordinator's statistics, and a globally terminal job shuts its store
+// and counter down without discarding anything (no externalized retention, still): the
+// Dispatcher's global cleanup discards the checkpoints once the job's dirty JobResult is written,
+// and finds them through the factory, with the counter going on.
+func TestArchiveCarriesCheckpointStatisticsAndTheEndKeepsCheckpointsForTheCleanup(t *testing.T) {
 	factory := checkpoint.NewStandaloneCheckpointRecoveryFactory()
 	g := pointwise(jobgraph.CheckpointingSettings{Interval: 10 * time.Millisecond})
 	h := newCkHarness(t, g, Config{CheckpointRecoveryFactory: factory})
@@ -539,9 +541,18 @@ func TestArchiveCarriesCheckpointStatisticsAndTheEndDiscardsCheckpoints(t *testi
 	require.Len(t, h.terminal, 1)
 	require.NotNil(t, h.terminal[0].archived.CheckpointStatistics)
 	assert.Equal(t, int64(1), h.terminal[0].archived.CheckpointStatistics.Counts.Completed)
-	assert.Empty(t, store.All(), "discarded")
+	require.Len(t, store.All(), 1, "not discarded by the scheduler")
 	_, err = store.Add(stateOf(g, 2, checkpoint.CheckpointProperties{}))
-	require.ErrorIs(t, err, checkpoint.ErrShutdown)
+	require.ErrorIs(t, err, checkpoint.ErrShutdown, "shut down")
+	cleanup, err := factory.CreateRecoveredCompletedCheckpointStore(g.JobID, 1)
+	require.NoError(t, err)
+	require.Len(t, cleanup.All(), 1, "the cleanup finds checkpoint 1")
+	assert.Equal(t, checkpoint.CheckpointID(1), cleanup.All()[0].CheckpointID)
+	counter, err := factory.CreateCheckpointIDCounter(g.JobID)
+	require.NoError(t, err)
+	next, err := counter.Get()
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.CheckpointID(2), next)
 }
 
 // A savepoint of a keyed vertex at parallelism 4 (max parallelism 128) restored at 2: each new

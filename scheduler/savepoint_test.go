@@ -115,7 +115,8 @@ func TestStopWithSavepointDeclinedKeepsTheJobRunning(t *testing.T) {
 
 // Stop-with-savepoint: the periodic scheduler stops, the synchronous savepoint completes and is
 // confirmed, and done gets its path only when the last task FINISHED and the job with it. The
-// savepoint outlives the job's checkpoints (discarded when the job FINISHED).
+// savepoint outlives the job's checkpoints (which the Dispatcher's cleanup discards once the job
+// FINISHED).
 func TestStopWithSavepointReturnsThePathOnceTheJobFinished(t *testing.T) {
 	g := srcMapSink(jobgraph.CheckpointingSettings{Interval: 10 * time.Millisecond})
 	h := newCkHarness(t, g, Config{})
@@ -198,7 +199,7 @@ func TestSavepointExpiresAtExactlyItsTimeout(t *testing.T) {
 
 // A savepoint between checkpoints is never subsumed by them: with one checkpoint retained,
 // checkpoints 3 and 4 replace 1 in the store, and savepoint 2's files stay, also after the job
-// was canceled and its checkpoints discarded.
+// was canceled and its checkpoints discarded (as the Dispatcher's global cleanup does).
 func TestSavepointIsNeverSubsumedByLaterCheckpoints(t *testing.T) {
 	g := srcMapSink(jobgraph.CheckpointingSettings{Interval: 10 * time.Millisecond, NumRetained: 1})
 	h := newCkHarness(t, g, Config{SavepointDirectory: t.TempDir()})
@@ -224,6 +225,7 @@ func TestSavepointIsNeverSubsumedByLaterCheckpoints(t *testing.T) {
 	h.s.Cancel()
 	h.reportCanceled()
 	assert.Equal(t, jobgraph.JobStatusCanceled, h.s.JobStatus())
+	require.NoError(t, h.s.ck.store.Shutdown(true))
 	sp, err := checkpoint.LoadSavepoint(got[0].path)
 	require.NoError(t, err)
 	assert.Equal(t, checkpoint.CheckpointID(2), sp.CheckpointID)
