@@ -209,6 +209,9 @@ func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm j
 	return r.id, nil
 }
 func (r *hbRM) DeclareRequiredResources(_ context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
+	if rm != r.id {
+		return &rpc.FencingError{Endpoint: "fake ResourceManager", Expected: r.id.String(), Got: rm.String()}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.declared = append(r.declared, reqs.Requirements)
@@ -221,6 +224,9 @@ func (r *hbRM) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceManag
 	return nil
 }
 func (r *hbRM) HeartbeatFromJobMaster(_ context.Context, rm jobgraph.ResourceManagerID, jm jobgraph.ResourceID) error {
+	if rm != r.id {
+		return &rpc.FencingError{Endpoint: "fake ResourceManager", Expected: r.id.String(), Got: rm.String()}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.heartbeats = append(r.heartbeats, jm)

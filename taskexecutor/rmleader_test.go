@@ -1,0 +1,169 @@
+package taskexecutor
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// handRetrieval is an ha.LeaderRetrieval the test announces leaders on.
+type handRetrieval struct {
+	mu       sync.Mutex
+	listener ha.LeaderRetrievalListener
+	stopped  bool
+}
+
+func (h *handRetrieval) Start(l ha.LeaderRetrievalListener) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listener = l
+	return nil
+}
+
+func (h *handRetrieval) Stop() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	return nil
+}
+
+func (h *handRetrieval) announce(address string, s ha.SessionID) {
+	h.mu.Lock()
+	l := h.listener
+	h.mu.Unlock()
+	l.NotifyLeaderAddress(address, s)
+}
+
+// leaderRM is a ResourceManager leader of one session: its RegisterTaskExecutor waits for gate
+// (when set) and answers the session; it records the tokens of the heartbeats it gets.
+type leaderRM struct {
+	*fakeResourceManager
+	gate chan struct{}
+
+	hmu        sync.Mutex
+	heartbeats []jobgraph.ResourceManagerID
+}
+
+func (r *leaderRM) RegisterTaskExecutor(ctx context.Context, reg rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
+	if r.gate != nil {
+		select {
+		case <-r.gate:
+		case <-ctx.Done():
+			return jobgraph.ResourceManagerID{}, ctx.Err()
+		}
+	}
+	return r.fakeResourceManager.RegisterTaskExecutor(ctx, reg)
+}
+
+func (r *leaderRM) HeartbeatFromTaskExecutor(_ context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.ResourceID, _ rpc.SlotReport) error {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	r.heartbeats = append(r.heartbeats, rm)
+	return nil
+}
+
+func (r *leaderRM) beats() []jobgraph.ResourceManagerID {
+	r.hmu.Lock()
+	defer r.hmu.Unlock()
+	return append([]jobgraph.ResourceManagerID(nil), r.heartbeats...)
+}
+
+func (r *leaderRM) numRegistrations() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.registers)
+}
+
+// A TaskExecutor with a ResourceManager leader retrieval registers with each leader it is told
+// of: the answer of a registration with an earlier leader that comes back after the leader
+// changed is dropped (the TaskExecutor stays with the newer one, its heartbeats go there under
+// the newer token); RequestSlot is fenced by the retrieved leader's session, and refused while
+// no leader is known; a leader silent for heartbeat.timeout is registered with again; Close
+// stops the retrieval.
+func TestTaskExecutorFollowsTheResourceManagerLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := newCluster(t)
+		s1, s2 := ha.SessionID(rmToken(1)), ha.SessionID(rmToken(2))
+		rmA := &leaderRM{fakeResourceManager: &fakeResourceManager{id: rmToken(1)}, gate: make(chan struct{})}
+		rmB := &leaderRM{fakeResourceManager: &fakeResourceManager{id: rmToken(2)}}
+		require.NoError(t, c.svc.Register("rm-a", rmA))
+		require.NoError(t, c.svc.Register("rm-b", rmB))
+		retrieval := &handRetrieval{}
+		te, err := New(Config{ResourceID: "te-1", NumSlots: 2, Registry: c.reg, RPC: c.svc,
+			ResourceManagerRetrieval: retrieval, Shuffle: c.shuffle, Logger: discard,
+			HeartbeatInterval: time.Second, HeartbeatTimeout: 5 * time.Second})
+		require.NoError(t, err)
+		require.NoError(t, te.Start(ctx))
+		slot := rpc.SlotID{ResourceID: "te-1", SlotNumber: 0}
+		request := func(rm jobgraph.ResourceManagerID, a jobgraph.AllocationID) error {
+			return te.RequestSlot(ctx, slot, jobID(1), a, jobgraph.ResourceProfile{CPUCores: 0.5}, jmAddr, jmToken(1), rm)
+		}
+		fencing := func(err error, expected string, got jobgraph.ResourceManagerID) {
+			t.Helper()
+			require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+			var fe *rpc.FencingError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, expected, fe.Expected)
+			assert.Equal(t, got.String(), fe.Got)
+		}
+
+		fencing(request(rmToken(1), jobgraph.NewAllocationID()), "none (no ResourceManager leader known)", rmToken(1))
+
+		// Leader A: its registration hangs; the leader moves to B, which answers at once.
+		retrieval.announce("rm-a", s1)
+		synctest.Wait()
+		fencing(request(rmToken(2), jobgraph.NewAllocationID()), rmToken(1).String(), rmToken(2))
+		retrieval.announce("rm-b", s2)
+		id, err := te.WaitRegistered(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, rmToken(2), id)
+
+		// A's answer comes now, for the earlier leader: dropped.
+		close(rmA.gate)
+		synctest.Wait()
+		assert.Equal(t, 1, rmA.numRegistrations(), "A registered the TaskExecutor, too late")
+		id, err = te.WaitRegistered(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, rmToken(2), id, "the TaskExecutor stays with B")
+		require.NoError(t, te.HeartbeatFromResourceManager(ctx, "rm"))
+		synctest.Wait()
+		assert.Empty(t, rmA.beats())
+		assert.Equal(t, []jobgraph.ResourceManagerID{rmToken(2)}, rmB.beats(), "heartbeats go to B under B's token")
+
+		// RequestSlot: A's token is refused, B's allocates.
+		fencing(request(rmToken(1), jobgraph.NewAllocationID()), rmToken(2).String(), rmToken(1))
+		require.NoError(t, request(rmToken(2), jobgraph.NewAllocationID()))
+		report, err := te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, jobID(1), report.Slots[0].JobID)
+
+		// B falls silent: 5 s after its last heartbeat request the TaskExecutor registers with
+		// it again, its slot report listing the allocated slot.
+		// (The JobMaster takes a heartbeat meanwhile, so the job keeps its slot.)
+		require.Equal(t, 1, rmB.numRegistrations())
+		time.Sleep(2500 * time.Millisecond)
+		require.NoError(t, te.HeartbeatFromJobMaster(ctx, "jm"))
+		synctest.Wait()
+		assert.Equal(t, 1, rmB.numRegistrations())
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 2, rmB.numRegistrations())
+		rmB.mu.Lock()
+		again := rmB.registers[1].SlotReport
+		rmB.mu.Unlock()
+		assert.Equal(t, report, again)
+
+		require.NoError(t, te.Close())
+		assert.True(t, retrieval.stopped, "Close stops the retrieval")
+	})
+}
