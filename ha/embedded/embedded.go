@@ -127,14 +127,18 @@ func (b *backend) post(fn func()) {
 	}
 }
 
-// JobMasterLeaderElection returns this client's handle of the job's election (the same one for
-// every call until it is closed).
+// JobMasterLeaderElection returns a new handle of the job's election for one contender (one
+// JobMaster runner): it leads if nobody does, and the handle's Close removes only that
+// contender, so the runner of the next leader session of the job (a Dispatcher that lost and
+// regained leadership, a standby client's) started while the old one still closes is granted
+// once the old one left. A closed handle takes no contender.
 func (s *Services) JobMasterLeaderElection(job jobgraph.JobID) ha.LeaderElection {
-	return s.JobMasterElection(job)
+	return &Election{client: s, kind: jobMasterKind, job: job, single: true}
 }
 
-// JobMasterElection is JobMasterLeaderElection with the concrete type, for tests that revoke
-// or re-grant leadership.
+// JobMasterElection is this client's handle of the job's election with the concrete type (the
+// same one every call until it is closed), for tests that revoke or re-grant leadership or
+// start contenders themselves; its Close removes every contender started through it.
 func (s *Services) JobMasterElection(job jobgraph.JobID) *Election {
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
@@ -257,8 +261,9 @@ func (b *backend) electionLocked(kind electionKind, job jobgraph.JobID, create b
 // first contender is granted leadership at once with a new session; later contenders, of any
 // client, wait in the order they started. Close removes the contenders started through this
 // handle only, so a contender started after Close — or another handle's — leads next. The
-// handles DispatcherLeaderElection and ResourceManagerLeaderElection return take one contender
-// and none after Close.
+// handles DispatcherLeaderElection, ResourceManagerLeaderElection and JobMasterLeaderElection
+// return take one contender and none after Close; the test hooks' (DispatcherElection,
+// ResourceManagerElection, JobMasterElection) take several.
 type Election struct {
 	client *Services
 	kind   electionKind
@@ -307,8 +312,8 @@ func (e *Election) Start(contender ha.LeaderContender) error {
 	}
 	st.contenders = append(st.contenders, contenderEntry{e, contender})
 	e.started = true
-	if e.kind == jobMasterKind && e.client.jobs[e.job] == nil {
-		e.client.jobs[e.job] = e // a handle started again after its Close
+	if e.kind == jobMasterKind && !e.single && e.client.jobs[e.job] == nil {
+		e.client.jobs[e.job] = e // a test hook's handle started again after its Close
 	}
 	if st.leader == nil {
 		st.grantLocked(b)

@@ -139,8 +139,52 @@ func TestElectionIsOnePerJob(t *testing.T) {
 		job := jobgraph.NewJobID()
 		e := s.JobMasterElection(job)
 		assert.Same(t, e, s.JobMasterElection(job))
-		assert.Same(t, e, s.JobMasterLeaderElection(job).(*embedded.Election))
 		assert.NotSame(t, e, s.JobMasterElection(jobgraph.NewJobID()))
+
+		// JobMasterLeaderElection hands out one handle per contender, all of the same election.
+		h1, h2 := s.JobMasterLeaderElection(job), s.JobMasterLeaderElection(job)
+		assert.NotSame(t, h1, h2)
+		c1, c2 := newContender(), newContender()
+		require.NoError(t, h1.Start(c1))
+		require.NoError(t, h2.Start(c2))
+		synctest.Wait()
+		granted := drain(c1.events)
+		require.Len(t, granted, 1)
+		assert.Empty(t, drain(c2.events), "one election: the second contender waits")
+		assert.True(t, e.HasLeadership(granted[0].session))
+		require.NoError(t, h1.Close())
+		require.NoError(t, h2.Close())
+	})
+}
+
+// Two runners of one job in one process (the old leader session's still closing while the next
+// one's starts): closing the old runner's election handle removes only its contender, and the new
+// runner's is granted. One handle per job removed both, and the job then had no leader.
+func TestClosingAJobMasterElectionHandleRemovesOnlyItsContender(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := embedded.New()
+		defer s.Close()
+		job := jobgraph.NewJobID()
+		old, next := newContender(), newContender()
+		e1, e2 := s.JobMasterLeaderElection(job), s.JobMasterLeaderElection(job)
+		require.NoError(t, e1.Start(old))
+		require.NoError(t, e2.Start(next))
+		assert.EqualError(t, e1.Start(newContender()), "ha/embedded: a second contender started on one election handle")
+		synctest.Wait()
+		first := drain(old.events)
+		require.Len(t, first, 1)
+		require.True(t, first[0].granted)
+
+		require.NoError(t, e1.Close())
+		synctest.Wait()
+		assert.Equal(t, []event{{}}, drain(old.events), "the old runner is revoked")
+		granted := drain(next.events)
+		require.Len(t, granted, 1, "the new runner is granted")
+		assert.True(t, granted[0].granted)
+		assert.NotEqual(t, first[0].session, granted[0].session)
+		assert.True(t, e2.HasLeadership(granted[0].session))
+		assert.EqualError(t, e1.Start(old), "ha/embedded: Start on a closed election")
+		require.NoError(t, e2.Close())
 	})
 }
 
