@@ -116,7 +116,11 @@ type Config struct {
 const DefaultRunCancelTimeout = 60 * time.Second
 
 // ResourceManagerAddress is where the cluster's ResourceManager is registered on its rpc.Service:
-// a host's own TaskExecutor (taskexecutor.Config.ResourceManagerAddress) registers there.
+// a host's own TaskExecutor registers there (taskexecutor.Config.ResourceManagerAddress), or,
+// better, follows HA().ResourceManagerLeaderRetrieval() (taskexecutor.Config.ResourceManagerRetrieval),
+// which names this address with the leader session: at a fixed address a TaskExecutor registers
+// with a new ResourceManager leader only once the old one's heartbeats stopped for
+// heartbeat.timeout.
 const ResourceManagerAddress = "resourcemanager"
 
 var (

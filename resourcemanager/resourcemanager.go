@@ -6,6 +6,12 @@
 //
 // The ResourceManager is an endpoint: its state lives on one main loop; its gateway methods post
 // to that loop and wait. SlotManager, the matching core, is a plain struct driven from the loop.
+//
+// Under a leader election (Config.LeaderElection) it serves only while it leads, fenced by its
+// ResourceManagerID, the leader session: TaskExecutors and JobMasters find it through the
+// election's leader retrieval, register with each new leader, and carry the ResourceManagerID
+// their registration was answered with on every later call, so calls of an earlier session are
+// refused (rpc.ResourceManagerGateway).
 package resourcemanager
 
 import (
