@@ -55,10 +55,13 @@
 //
 // Leader retrieval reads the component's leader file every PollInterval and reports its address
 // only while its session is the latch's and a client holds the lock (a shared flock probe that
-// succeeds means nobody leads): a dead leader's file is reported as no leader, and never again
-// once another client took the lock. The window between a new leader's flock and its write of the
-// session (microseconds: the write is a pwrite of 46 bytes, synced after) is the only one in
-// which the dead leader's address could be reported again.
+// succeeds means nobody leads): a dead leader's file is reported as no leader, and once a
+// retrieval has said so, never again — a session the latch named while nobody held the lock is
+// over for good, as is the client's own once it stopped leading, since every leadership draws a
+// new one. The only way a dead leader's address is reported after another client took the lock
+// is a retrieval whose first read falls between the new leader's flock and its write of the
+// session (microseconds: a pwrite of 46 bytes, synced after); it reports no leader at its next
+// poll.
 //
 // # Fencing
 //
@@ -136,7 +139,10 @@ type Services struct {
 	// leading and session are written holding fence (write-locked) and mu; read under either.
 	leading bool
 	session ha.SessionID
-	closed  bool
+	// former is the session of the client's last leadership once it ended (zero before), so
+	// its own retrievals never report it again.
+	former ha.SessionID
+	closed bool
 	// campaignStop is non-nil while the client takes part in the election (campaigning or
 	// leading): from the first contender's Start until the last contender left or Close. It is
 	// closed to stop the campaign goroutine, which campaigns counts.
@@ -232,15 +238,43 @@ func (s *Services) ExecutionPlanStore() ha.ExecutionPlanStore { return s.plans }
 func (s *Services) JobResultStore() ha.JobResultStore { return s.results }
 
 // CleanupJobData implements ha.Services: it removes the job's JobMaster leader file, and the
-// job's checkpoint directories if the checkpoint store and counter left them empty. Fenced: an
-// error wrapping ha.ErrNotLeader unless the client leads; otherwise the I/O error.
+// job's checkpoint directories if the checkpoint store and counter left them empty. It runs on
+// the client's I/O goroutine, after the leader-file writes and removals queued before it (a
+// JobMaster's confirmation still on its way is not written after the cleanup), and waits for
+// it, or for ctx. With nothing of the job there it returns nil, leading or not; otherwise it is
+// fenced: an error wrapping ha.ErrNotLeader unless the client leads, else the I/O error.
 func (s *Services) CleanupJobData(ctx context.Context, job jobgraph.JobID) error {
+	done := make(chan error, 1)
+	if !s.io.post(func() { done <- s.cleanupJobData(job) }) {
+		return s.cleanupJobData(job) // closed: nothing is queued any more
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("ha/file: cleaning up job %s: %w", job, ctx.Err())
+	}
+}
+
+func (s *Services) cleanupJobData(job jobgraph.JobID) error {
+	leaderFile := s.leaderFile(job.String())
+	jobDir := filepath.Join(s.dir, checkpointsDir, job.String())
+	hasLeaderFile, err := exists(leaderFile)
+	if err != nil {
+		return fmt.Errorf("ha/file: cleaning up job %s: %w", job, err)
+	}
+	hasJobDir, err := exists(jobDir)
+	if err != nil {
+		return fmt.Errorf("ha/file: cleaning up job %s: %w", job, err)
+	}
+	if !hasLeaderFile && !hasJobDir {
+		return nil
+	}
 	return s.fenced("cleaning up the HA data of job "+job.String(), func() error {
-		if err := durable.Remove(s.leaderFile(job.String())); err != nil {
+		if err := durable.Remove(leaderFile); err != nil {
 			return fmt.Errorf("ha/file: cleaning up job %s: %w", job, err)
 		}
 		// Empty after the store's and counter's Shutdown(true); left alone otherwise.
-		jobDir := filepath.Join(s.dir, checkpointsDir, job.String())
 		_ = os.Remove(filepath.Join(jobDir, "checkpoints"))
 		_ = os.Remove(jobDir)
 		return nil
@@ -276,6 +310,9 @@ func (s *Services) Close() error {
 	s.fence.Lock()
 	s.mu.Lock()
 	wasLeading := s.leading
+	if wasLeading {
+		s.former = s.session
+	}
 	s.leading, s.session = false, ha.SessionID{}
 	s.mu.Unlock()
 	s.fence.Unlock()

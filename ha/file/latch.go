@@ -193,6 +193,7 @@ func (s *Services) resignIfUnused() error {
 	if !s.leading {
 		return nil
 	}
+	s.former = s.session
 	s.leading, s.session = false, ha.SessionID{}
 	return unlock(s.latch)
 }

@@ -116,6 +116,12 @@ type watcher struct {
 	stop, done chan struct{}
 	// latchSession is the last session read from the latch intact (a torn read keeps it).
 	latchSession ha.SessionID
+	// over is a session known to have ended: the latch's while a probe found the lock free, or
+	// the client's own after it gave its leadership up. A session is never taken up again (each
+	// leadership draws a new one), so while the latch still names it, a client that holds the
+	// lock has not written its own yet, and nobody is reported: the ended leader's file is never
+	// reported again once a retrieval said no leader.
+	over ha.SessionID
 }
 
 func newWatcher(s *Services) (*watcher, error) {
@@ -170,22 +176,33 @@ func (w *watcher) pollOnce() {
 	for r := range w.retrievals {
 		rs = append(rs, r)
 	}
-	session, held := s.session, s.leading
+	session, held, former := s.session, s.leading, s.former
 	s.mu.Unlock()
 	if len(rs) == 0 {
 		return
 	}
 	var latchErr error
 	if !held {
+		if former != (ha.SessionID{}) {
+			w.over = former
+		}
 		held, latchErr = lockHeld(w.probe)
-		if latchErr == nil && held {
-			var ok bool
-			var read ha.SessionID
-			read, ok, latchErr = readLatch(w.probe)
-			if ok {
+		if latchErr == nil {
+			read, ok, err := readLatch(w.probe)
+			switch {
+			case err != nil:
+				latchErr = err
+			case ok:
 				w.latchSession = read
 			}
-			session = w.latchSession
+		}
+		if latchErr == nil && !held {
+			// Nobody holds the lock, so nobody writes the latch: what it names is over.
+			w.over = w.latchSession
+		}
+		session = w.latchSession
+		if session == w.over {
+			held = false
 		}
 	}
 	for _, r := range rs {
