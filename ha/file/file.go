@@ -155,6 +155,9 @@ type Services struct {
 	// afterAttempt, when set (by tests, before the first contender starts), is called after each
 	// try of the lock with whether it was taken.
 	afterAttempt func(got bool)
+	// afterPoll, when set (by tests, before the first retrieval starts), is called after each
+	// poll of the retrievals' watcher.
+	afterPoll func()
 }
 
 var _ ha.Services = (*Services)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -450,4 +451,53 @@ func TestOneSessionForEveryComponentAndResignWithTheLast(t *testing.T) {
 	again := awaitGrant(t, next)
 	assert.NotEqual(t, session, again, "leading again means a new session")
 	require.NoError(t, ed.Close())
+}
+
+// A leader dies leaving its leader file; a standby's retrieval says no leader. Another process
+// then takes the lock but has not written its session yet (the latch still names the dead
+// leader's): the dead leader's address is not reported again. Once the latch names the new
+// session and its leader file is there, that leader is reported.
+func TestRetrievalNeverReportsAnEndedSessionAgain(t *testing.T) {
+	dir := t.TempDir()
+	dead := ha.NewSessionID()
+	writeFile := func(name string, data []byte) {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+	}
+	leaderFile := func(address string, s ha.SessionID) []byte {
+		return []byte(`{"address":"` + address + `","session":"` + s.String() + `"}`)
+	}
+	writeFile("leader/latch", file.LatchRecord(dead)) // what the dead leader left
+	writeFile("leader/dispatcher.json", leaderFile("dispatcher/dead", dead))
+
+	s := open(t, dir)
+	polls := make(chan struct{}, 1024)
+	s.SetAfterPoll(func() { polls <- struct{}{} })
+	l := newListener()
+	r := s.DispatcherLeaderRetrieval()
+	require.NoError(t, r.Start(l))
+	t.Cleanup(func() { assert.NoError(t, r.Stop()) })
+	await(t, polls, "a poll")
+	assert.Empty(t, l.leaders, "nobody holds the lock: no leader, and nothing was reported yet")
+
+	// Another process's client has the lock and has not written its session yet.
+	other, err := os.OpenFile(filepath.Join(dir, "leader", "latch"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	require.NoError(t, syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	for range 3 {
+		await(t, polls, "a poll while the new holder has not written its session")
+	}
+	select {
+	case got := <-l.leaders:
+		t.Fatalf("reported %+v: the dead leader's session is over", got)
+	default:
+	}
+
+	next := ha.NewSessionID()
+	_, err = other.WriteAt(file.LatchRecord(next), 0)
+	require.NoError(t, err)
+	writeFile("leader/dispatcher.json", leaderFile("dispatcher/next", next))
+	assert.Equal(t, leader{"dispatcher/next", next}, await(t, l.leaders, "the new leader"))
+	assert.Empty(t, l.errs)
 }

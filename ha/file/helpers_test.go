@@ -40,3 +40,36 @@ func leadingServices(t *testing.T, dir string) (*file.Services, ha.SessionID) {
 		panic("unreachable")
 	}
 }
+
+// newClient opens a client over dir with the tests' poll interval.
+func newClient(t *testing.T, dir string) ha.Services {
+	t.Helper()
+	s, err := file.New(file.Options{Dir: dir, PollInterval: testPoll})
+	require.NoError(t, err)
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	hatest.TestServices(t, func(t *testing.T) ha.Services { return newClient(t, t.TempDir()) })
+}
+
+// The suite also runs with each case in a synctest bubble, although ha/file does real file I/O:
+// none of it blocks for long (every flock is non-blocking, and a file write or fsync returns on
+// its own), and every goroutine of a client waits on a channel or a ticker otherwise, so the
+// bubble's clock advances only when they are all idle, and Close ends them all.
+func TestConformanceInBubble(t *testing.T) {
+	hatest.TestServicesInBubble(t, func(t *testing.T) ha.Services { return newClient(t, t.TempDir()) })
+}
+
+func sharedBackend(t *testing.T) func(t *testing.T) ha.Services {
+	dir := t.TempDir()
+	return func(t *testing.T) ha.Services { return newClient(t, dir) }
+}
+
+func TestSharedConformance(t *testing.T) {
+	hatest.TestSharedServices(t, hatest.SharedOptions{OneLeaderPerClient: true}, sharedBackend)
+}
+
+func TestSharedConformanceInBubble(t *testing.T) {
+	hatest.TestSharedServicesInBubble(t, hatest.SharedOptions{OneLeaderPerClient: true}, sharedBackend)
+}

@@ -75,16 +75,6 @@ func tryLock(f *os.File) (bool, error) {
 	return flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
 }
 
-// lockHeld probes whether anyone holds the exclusive lock of the latch, through f (an open file
-// description of its own): a shared lock that it gets means nobody does, and is released at once.
-func lockHeld(f *os.File) (bool, error) {
-	got, err := flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
-	if err != nil || !got {
-		return !got, err
-	}
-	return false, unlock(f)
-}
-
 func flock(f *os.File, how int) (bool, error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), how)

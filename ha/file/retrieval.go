@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/jobgraph/jobgraph"
@@ -116,8 +117,8 @@ type watcher struct {
 	stop, done chan struct{}
 	// latchSession is the last session read from the latch intact (a torn read keeps it).
 	latchSession ha.SessionID
-	// over is a session known to have ended: the latch's while a probe found the lock free, or
-	// the client's own after it gave its leadership up. A session is never taken up again (each
+	// over is a session known to have ended: the latch's while a probe found the lock free (the
+	// client's own last one, once it gave its leadership up, is Services.former). A session is never taken up again (each
 	// leadership draws a new one), so while the latch still names it, a client that holds the
 	// lock has not written its own yet, and nobody is reported: the ended leader's file is never
 	// reported again once a retrieval said no leader.
@@ -164,7 +165,34 @@ func (w *watcher) run() {
 		case <-w.kick:
 		}
 		w.pollOnce()
+		if w.s.afterPoll != nil {
+			w.s.afterPoll()
+		}
 	}
+}
+
+// readLatch learns whether a client holds the lock and, if the latch reads intact, its session
+// (into latchSession). A shared lock the probe gets means nobody holds it, and keeps anybody
+// from taking it while the latch is read: the session read then is over for good.
+func (w *watcher) readLatch() (held bool, err error) {
+	free, err := flock(w.probe, syscall.LOCK_SH|syscall.LOCK_NB)
+	if err != nil {
+		return false, err
+	}
+	session, ok, err := readLatch(w.probe)
+	if ok && err == nil {
+		w.latchSession = session
+	}
+	if !free {
+		return true, err
+	}
+	if ok && err == nil {
+		w.over = session // nobody writes the latch while the probe holds its shared lock
+	}
+	if uerr := unlock(w.probe); err == nil {
+		err = uerr
+	}
+	return false, err
 }
 
 // pollOnce reads the current leader session and every retrieval's leader file, and notifies the
@@ -183,26 +211,10 @@ func (w *watcher) pollOnce() {
 	}
 	var latchErr error
 	if !held {
-		if former != (ha.SessionID{}) {
-			w.over = former
-		}
-		held, latchErr = lockHeld(w.probe)
-		if latchErr == nil {
-			read, ok, err := readLatch(w.probe)
-			switch {
-			case err != nil:
-				latchErr = err
-			case ok:
-				w.latchSession = read
-			}
-		}
-		if latchErr == nil && !held {
-			// Nobody holds the lock, so nobody writes the latch: what it names is over.
-			w.over = w.latchSession
-		}
+		held, latchErr = w.readLatch()
 		session = w.latchSession
-		if session == w.over {
-			held = false
+		if session == w.over || session == former {
+			held = false // a holder that has not written its session yet
 		}
 	}
 	for _, r := range rs {
