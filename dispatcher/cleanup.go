@@ -48,14 +48,14 @@ func resolveCleanupRetry(cfg Config) (cleanupRetry, error) {
 	return r, nil
 }
 
-// retry runs step until it succeeds, reporting true; false once the Dispatcher closes (Close
-// cancels the ctx step gets and ends a wait between tries) or the configured retries are used
-// up, or a step fails with an error matching ha.ErrNotLeader (the Dispatcher's leader session is
-// over: the next leader recovers the job and its dirty entry). After the n-th failure (n = 1, 2, …) it waits initial·2^(n-1), at most max, before trying
-// again: with the defaults the tries are 0 s, 1 s, 3 s, 7 s, … after the first. Flink:
-// FutureUtils.retryWithDelay with the ExponentialBackoffRetryStrategy of cleanup-strategy
-// exponential-delay (no jitter). Called off the Dispatcher's loop, on a goroutine the Dispatcher
-// waits for in Close.
+// retry runs step until it succeeds, reporting true. It reports false, trying no more, once the
+// Dispatcher closes (Close cancels the ctx step gets and ends a wait between tries), once the
+// configured retries are used up, and after a failure matching ha.ErrNotLeader (the Dispatcher's
+// leader session is over: the next leader recovers the job and its dirty entry). After the n-th
+// failure (n = 1, 2, …) it waits initial·2^(n-1), at most max, before trying again: with the
+// defaults the tries are at 0 s, 1 s, 3 s, 7 s, … Flink: FutureUtils.retryWithDelay with the
+// ExponentialBackoffRetryStrategy of cleanup-strategy exponential-delay (no jitter). Called off
+// the Dispatcher's loop, on a goroutine the Dispatcher waits for in Close.
 func (d *StandaloneDispatcher) retry(id jobgraph.JobID, label string, step func(ctx context.Context) error) bool {
 	delay := d.retryStrategy.initial
 	for retries := 0; ; retries++ {
@@ -95,9 +95,10 @@ func (d *StandaloneDispatcher) retry(id jobgraph.JobID, label string, step func(
 
 // recordGloballyTerminated writes the dirty JobResult of a job that reached a globally terminal
 // state, retried as a cleanup step (an entry already there counts as written). It reports whether
-// the JobResultStore has the result; false if the Dispatcher closed first or the retries ran out
-// (nothing of the job is cleaned then: the job's plan and checkpoints stay for the next leader,
-// which runs the job again, never losing it). Flink: Dispatcher.registerGloballyTerminatedJobInJobResultStore.
+// the JobResultStore has the result; false if the Dispatcher closed first, the retries ran out or
+// the write was refused as not the leader's (nothing of the job is cleaned then: the job's plan
+// and checkpoints stay for the next leader, which runs the job again, never losing it). Flink:
+// Dispatcher.registerGloballyTerminatedJobInJobResultStore.
 func (d *StandaloneDispatcher) recordGloballyTerminated(result *jobgraph.JobResult) bool {
 	return d.retry(result.JobID, "JobResultStore.CreateDirty", func(ctx context.Context) error {
 		if err := d.cfg.HA.JobResultStore().CreateDirty(ctx, *result); err != nil && !errors.Is(err, ha.ErrAlreadyExists) {
@@ -125,8 +126,9 @@ func (d *StandaloneDispatcher) recordGloballyTerminated(result *jobgraph.JobResu
 // recovered with no JobMaster) reads it from the ExecutionPlanStore in step 1 (retried too). A
 // plan that is gone there means an earlier cleanup of the job got past step 1 (the plan goes
 // only after it), so step 1 does nothing. A closing Dispatcher starts no step (and ends the one
-// under way, its ctx canceled): the entry stays dirty for the next leader, which cleans it up
-// again; every step may run again after it succeeded (removing what is gone is no error).
+// under way, its ctx canceled), nor does one whose step was refused with ha.ErrNotLeader: the
+// entry stays dirty for the next leader, which cleans it up again; every step may run again
+// after it succeeded (removing what is gone is no error).
 //
 // It blocks until done; call it off the Dispatcher's loop on a goroutine that Close waits for
 // (d.watchers). Flink: DispatcherResourceCleanerFactory's global ResourceCleaner (a
