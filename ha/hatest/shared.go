@@ -266,6 +266,13 @@ func jobMasterComponentOf(job jobgraph.JobID) component {
 func sharedOneLeads(ss *sharedSuite, comp component) {
 	a, b := ss.client("a"), ss.client("b")
 	winner, loser, session := ss.race(comp, a, b)
+	if ss.opts.OneLeaderPerClient {
+		// The session is a's alone: b's election neither claims nor publishes it.
+		assert.False(ss.t, loser.e.HasLeadership(session), "%s: HasLeadership of the other client's session", loser.c.name)
+		loser.e.ConfirmLeadership(session, loser.address+"/forged")
+		quiet(ss.waiter, winner.l.leaders, winner.c.name+"'s notification after the other client's confirmation")
+		quiet(ss.waiter, loser.l.leaders, loser.c.name+"'s notification after its own confirmation of the other client's session")
+	}
 	// A process started later learns the confirmed leader when its retrieval starts.
 	l := newListener()
 	ss.client("c").follow(comp, l)
