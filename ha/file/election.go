@@ -24,126 +24,134 @@ type leaderInfo struct {
 	Session string `json:"session"`
 }
 
-// DispatcherLeaderElection returns the client's Dispatcher election (the same one every call).
+// DispatcherLeaderElection returns a new handle of the client's Dispatcher election, for one
+// contender.
 func (s *Services) DispatcherLeaderElection() ha.LeaderElection {
-	return s.election(dispatcherName)
+	return &Election{s: s, name: dispatcherName}
 }
 
-// ResourceManagerLeaderElection returns the client's ResourceManager election (the same one
-// every call).
+// ResourceManagerLeaderElection returns a new handle of the client's ResourceManager election,
+// for one contender.
 func (s *Services) ResourceManagerLeaderElection() ha.LeaderElection {
-	return s.election(resourceMgrName)
+	return &Election{s: s, name: resourceMgrName}
 }
 
-// JobMasterLeaderElection returns the client's election of job's JobMaster (the same one while
-// it is in use; a new one once every contender of it was closed).
+// JobMasterLeaderElection returns a new handle of the client's election of job's JobMaster, for
+// one contender (one JobMaster runner): the runner of the job's next leader session, started
+// while the previous one still closes, waits on its own handle and is granted once the previous
+// one's handle is closed.
 func (s *Services) JobMasterLeaderElection(job jobgraph.JobID) ha.LeaderElection {
-	return s.election(job.String())
+	return &Election{s: s, name: job.String()}
 }
 
-func (s *Services) election(component string) *Election {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.byComponent[component]
-	if e == nil {
-		e = &Election{s: s, component: component}
-		s.byComponent[component] = e
-	}
-	return e
-}
-
-// Election is one component's election within a client. Its first contender is granted with the
-// client's session while the client leads; later contenders wait until the election is closed.
-// Safe for concurrent use.
-type Election struct {
-	s         *Services
-	component string // dispatcher, resource_manager or a JobID
-
-	// Guarded by s.mu.
-	contenders []ha.LeaderContender
-	leader     ha.LeaderContender // the granted contender; nil when none is
-	confirmed  bool               // the leader file holds (or is queued to hold) the leader's address
+// component is one component's election within a client: the handles started on it, in the
+// order started; the first is granted (with the client's session) while the client leads, the
+// others wait until the ones before them are closed. Guarded by Services.mu.
+type component struct {
+	name      string
+	queue     []*Election
+	leader    *Election // the granted handle; nil when none is
+	confirmed bool      // the leader file holds (or is queued to hold) the leader's address
 	// grants counts grants and revocations, so a queued leader-file write of an earlier grant
 	// is skipped.
 	grants uint64
 }
 
+// Election is a handle of one component's election within a client, for one contender.
+// Safe for concurrent use.
+type Election struct {
+	s    *Services
+	name string // dispatcher, resource_manager or a JobID
+
+	// Guarded by s.mu.
+	contender       ha.LeaderContender
+	started, closed bool
+}
+
 // Start registers contender and makes the client campaign if it does not yet. The contender is
-// granted with the client's session at once if the client leads and nobody leads this election.
-// Errors: the contender was started before on this election, or the client is closed.
+// granted with the client's session at once if the client leads and no earlier handle of the
+// component is still open. Errors: a second Start on the handle, Start after the handle's Close
+// or after Services.Close.
 func (e *Election) Start(contender ha.LeaderContender) error {
 	s := e.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("ha/file: %s election: Start after Services.Close", e.component)
+	switch {
+	case s.closed:
+		return fmt.Errorf("ha/file: %s election: Start after Services.Close", e.name)
+	case e.closed:
+		return fmt.Errorf("ha/file: %s election: Start on a closed election handle", e.name)
+	case e.started:
+		return fmt.Errorf("ha/file: %s election: a second contender started on one election handle", e.name)
 	}
-	if slices.Contains(e.contenders, contender) {
-		return fmt.Errorf("ha/file: %s election: contender started twice", e.component)
+	e.started, e.contender = true, contender
+	c := s.components[e.name]
+	if c == nil {
+		c = &component{name: e.name}
+		s.components[e.name] = c
 	}
-	e.contenders = append(e.contenders, contender)
-	s.elections[e] = struct{}{}
-	if s.byComponent[e.component] == nil {
-		s.byComponent[e.component] = e
-	}
+	c.queue = append(c.queue, e)
 	if s.leading {
-		e.grantLocked()
+		c.grantLocked(s)
 	}
 	s.startCampaignLocked()
 	return nil
 }
 
-// grantLocked grants the first contender if nobody leads the election (s.mu held, s leading).
-func (e *Election) grantLocked() {
-	if e.leader != nil || len(e.contenders) == 0 {
+// grantLocked grants the first handle if none is granted (s.mu held, s leading).
+func (c *component) grantLocked(s *Services) {
+	if c.leader != nil || len(c.queue) == 0 {
 		return
 	}
-	e.leader = e.contenders[0]
-	e.grants++
-	e.confirmed = false
-	c, session := e.leader, e.s.session
-	e.s.callbacks.Execute(func() { c.GrantLeadership(session) })
+	c.leader = c.queue[0]
+	c.grants++
+	c.confirmed = false
+	ct, session := c.leader.contender, s.session
+	s.callbacks.Execute(func() { ct.GrantLeadership(session) })
 }
 
-// revokeLocked revokes the leader, if any, and queues the removal of its leader file (s.mu held).
-func (e *Election) revokeLocked() {
-	if e.leader == nil {
+// revokeLocked revokes the granted handle, if any, and queues the removal of its leader file
+// (s.mu held).
+func (c *component) revokeLocked(s *Services) {
+	if c.leader == nil {
 		return
 	}
-	c := e.leader
-	e.leader = nil
-	e.grants++
-	e.s.callbacks.Execute(c.RevokeLeadership)
-	if e.confirmed {
-		e.confirmed = false
-		s, path := e.s, e.s.leaderFile(e.component)
+	ct := c.leader.contender
+	c.leader = nil
+	c.grants++
+	s.callbacks.Execute(ct.RevokeLeadership)
+	if c.confirmed {
+		c.confirmed = false
+		path := s.leaderFile(c.name)
 		s.io.post(func() {
-			_ = s.fenced("removing the leader file of "+e.component, func() error { return durable.Remove(path) })
+			_ = s.fenced("removing the leader file of "+c.name, func() error { return durable.Remove(path) })
 		})
 	}
 }
 
-// ConfirmLeadership publishes address as the component's leader if session is the granted one:
-// the leader file is written (atomically and durably) on the client's I/O goroutine, so this
-// returns at once; a failure goes to the contender's HandleError. A stale session is ignored.
+// ConfirmLeadership publishes address as the component's leader if the handle's contender is
+// granted and session is its session: the leader file is written (atomically and durably) on the
+// client's I/O goroutine, so this returns at once; a failure goes to the contender's
+// HandleError. A stale session is ignored.
 func (e *Election) ConfirmLeadership(session ha.SessionID, address string) {
 	s := e.s
 	s.mu.Lock()
-	if e.leader == nil || !s.leading || session != s.session {
+	c := s.components[e.name]
+	if c == nil || c.leader != e || !s.leading || session != s.session {
 		s.mu.Unlock()
 		return
 	}
-	e.confirmed = true
-	grant, c, path := e.grants, e.leader, s.leaderFile(e.component)
+	c.confirmed = true
+	grant, ct, path := c.grants, e.contender, s.leaderFile(e.name)
 	s.mu.Unlock()
 	s.io.post(func() {
 		s.mu.Lock()
-		current := e.grants == grant
+		current := c.grants == grant
 		s.mu.Unlock()
 		if !current {
 			return // revoked since: the revocation's removal is queued behind
 		}
-		err := s.fenced("writing the leader file of "+e.component, func() error {
+		err := s.fenced("writing the leader file of "+e.name, func() error {
 			data, err := json.Marshal(leaderInfo{Address: address, Session: session.String()})
 			if err != nil {
 				return err
@@ -151,38 +159,51 @@ func (e *Election) ConfirmLeadership(session ha.SessionID, address string) {
 			return durable.WriteFile(path, data)
 		})
 		if err != nil {
-			s.callbacks.Execute(func() { c.HandleError(err) })
+			s.callbacks.Execute(func() { ct.HandleError(err) })
 		}
 	})
 }
 
-// HasLeadership reports whether session is the session the election's contender was granted
-// and still holds.
+// HasLeadership reports whether session is the session the handle's contender was granted and
+// still holds.
 func (e *Election) HasLeadership(session ha.SessionID) bool {
 	s := e.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return e.leader != nil && s.leading && session == s.session
+	c := s.components[e.name]
+	return c != nil && c.leader == e && s.leading && session == s.session
 }
 
-// Close removes every contender of the election; the leader is revoked and its leader file
-// removed. A contender started afterwards leads next (with the client's session while it
-// leads).
+// Close removes the handle's contender; if it leads it is revoked, its leader file removed, and
+// the component's next handle, if any, granted. Closing twice is harmless.
 //
-// Closing the client's last election with a contender ends the client's part in the election:
-// it gives up its leadership (releasing the lock) or stops campaigning, as Flink's
+// Closing the client's last handle with a contender ends the client's part in the election: it
+// gives up its leadership (releasing the lock) or stops campaigning, as Flink's
 // DefaultLeaderElectionService does once its last contender is removed. Errors: the I/O error of
 // releasing the lock.
 func (e *Election) Close() error {
 	s := e.s
 	s.mu.Lock()
-	e.revokeLocked()
-	e.contenders = nil
-	delete(s.elections, e)
-	if s.byComponent[e.component] == e {
-		delete(s.byComponent, e.component)
+	if e.closed || !e.started {
+		e.closed = true
+		s.mu.Unlock()
+		return nil
 	}
-	last := len(s.elections) == 0
+	e.closed = true
+	c := s.components[e.name]
+	wasLeader := c.leader == e
+	if wasLeader {
+		c.revokeLocked(s)
+	}
+	if i := slices.Index(c.queue, e); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+	}
+	if len(c.queue) == 0 {
+		delete(s.components, e.name)
+	} else if wasLeader && s.leading {
+		c.grantLocked(s)
+	}
+	last := len(s.components) == 0
 	s.mu.Unlock()
 	if last {
 		return s.resignIfUnused()

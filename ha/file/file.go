@@ -50,8 +50,11 @@
 // ResourceManager, each job's JobMaster — with that one session; a contender started while it
 // leads is granted at once. Close revokes them and releases the lock; the kernel releases it when
 // the process dies. Two clients in one process exclude each other too (each opens the latch
-// itself, and flock locks conflict across open file descriptions). Within one client an election
-// grants its first contender; a later one waits until the election is closed.
+// itself, and flock locks conflict across open file descriptions). Each election accessor
+// returns a new handle for one contender; within a client a component's first open handle is
+// granted, later ones wait until those before them are closed (as ha/embedded's handles). A
+// client whose last contender leaves gives its leadership up, so another client may lead, and
+// draws a new session when it leads again.
 //
 // Leader retrieval reads the component's leader file every PollInterval and reports its address
 // only while its session is the latch's and a client holds the lock (a shared flock probe that
@@ -148,9 +151,8 @@ type Services struct {
 	// closed to stop the campaign goroutine, which campaigns counts.
 	campaignStop chan struct{}
 	campaigns    sync.WaitGroup
-	elections    map[*Election]struct{} // the elections with a contender
-	byComponent  map[string]*Election   // the election each accessor returns
-	watcher      *watcher               // polls for the retrievals; nil until the first
+	components   map[string]*component // the components' elections with a contender, by name
+	watcher      *watcher              // polls for the retrievals; nil until the first
 
 	// afterAttempt, when set (by tests, before the first contender starts), is called after each
 	// try of the lock with whether it was taken.
@@ -188,13 +190,12 @@ func New(o Options) (*Services, error) {
 		return nil, fmt.Errorf("ha/file: %w", err)
 	}
 	s := &Services{
-		dir:         o.Dir,
-		poll:        o.PollInterval,
-		latch:       latch,
-		callbacks:   mainloop.New("ha-file"),
-		io:          newWorker(),
-		elections:   make(map[*Election]struct{}),
-		byComponent: make(map[string]*Election),
+		dir:        o.Dir,
+		poll:       o.PollInterval,
+		latch:      latch,
+		callbacks:  mainloop.New("ha-file"),
+		io:         newWorker(),
+		components: make(map[string]*component),
 	}
 	s.plans = &planStore{s: s, dir: filepath.Join(o.Dir, plansDir)}
 	s.results = &resultStore{s: s, dir: filepath.Join(o.Dir, resultsDir)}
@@ -305,8 +306,8 @@ func (s *Services) Close() error {
 		w.close()
 	}
 	s.mu.Lock()
-	for e := range s.elections {
-		e.revokeLocked()
+	for _, c := range s.components {
+		c.revokeLocked(s)
 	}
 	s.mu.Unlock()
 	s.io.close() // the leader-file removals run while the client still leads

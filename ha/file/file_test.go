@@ -356,7 +356,7 @@ func TestHalfWrittenTempFilesAreIgnored(t *testing.T) {
 		"job-result-store/." + job.String() + "_DIRTY.json.tmp-99":                                 `{"result":{"jobId":"`,
 		"job-result-store/." + job.String() + ".json.tmp-98":                                       `{"res`,
 		"checkpoints/" + job.String() + "/checkpoints/.checkpoint-00000000000000000007.json.tmp-1": `{"jobId":`,
-		"leader/.dispatcher.json.tmp-5":                                                            `{"address":"jm`,
+		"leader/.resource_manager.json.tmp-5":                                                      `{"address":"jm`,
 	}
 	for name, content := range half {
 		path := filepath.Join(dir, name)
@@ -380,12 +380,16 @@ func TestHalfWrittenTempFilesAreIgnored(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, store.All())
 	l := newListener()
-	r := s.DispatcherLeaderRetrieval()
+	r := s.ResourceManagerLeaderRetrieval()
 	require.NoError(t, r.Start(l))
-	e := s.DispatcherLeaderElection()
-	e.ConfirmLeadership(session, "dispatcher/1") // the leading contender of leadingServices
-	assert.Equal(t, leader{"dispatcher/1", session}, await(t, l.leaders, "the leader"))
+	e := s.ResourceManagerLeaderElection()
+	c := newContender()
+	require.NoError(t, e.Start(c))
+	assert.Equal(t, session, awaitGrant(t, c))
+	e.ConfirmLeadership(session, "resourcemanager/1")
+	assert.Equal(t, leader{"resourcemanager/1", session}, await(t, l.leaders, "the leader"))
 	require.NoError(t, r.Stop())
+	require.NoError(t, e.Close())
 	assert.Empty(t, l.errs)
 
 	// Writes of the same entries work, and the temp files are still there.
@@ -447,10 +451,46 @@ func TestOneSessionForEveryComponentAndResignWithTheLast(t *testing.T) {
 	assert.ErrorIs(t, s.ExecutionPlanStore().Remove(context.Background(), jobgraph.NewJobID()), ha.ErrNotLeader)
 
 	next := newContender()
-	require.NoError(t, ed.Start(next))
-	again := awaitGrant(t, next)
-	assert.NotEqual(t, session, again, "leading again means a new session")
+	assert.EqualError(t, ed.Start(next), "ha/file: dispatcher election: Start on a closed election handle")
+	again := s.DispatcherLeaderElection()
+	require.NoError(t, again.Start(next))
+	nextSession := awaitGrant(t, next)
+	assert.NotEqual(t, session, nextSession, "leading again means a new session")
+	require.NoError(t, again.Close())
+}
+
+// Two runners of one job in one client (the previous leader session's still closing while the
+// next one's starts): each has its own election handle; closing the previous one's removes only
+// its contender, and the next one is granted.
+func TestClosingAJobMasterElectionHandleRemovesOnlyItsContender(t *testing.T) {
+	s := open(t, t.TempDir())
+	job := jobgraph.NewJobID()
+	keep := newContender() // the Dispatcher: the client goes on leading
+	ed := s.DispatcherLeaderElection()
+	require.NoError(t, ed.Start(keep))
+	session := awaitGrant(t, keep)
+
+	old, next := newContender(), newContender()
+	e1, e2 := s.JobMasterLeaderElection(job), s.JobMasterLeaderElection(job)
+	require.NoError(t, e1.Start(old))
+	require.NoError(t, e2.Start(next))
+	assert.EqualError(t, e1.Start(newContender()), "ha/file: "+job.String()+" election: a second contender started on one election handle")
+	assert.Equal(t, session, awaitGrant(t, old), "the first handle's contender leads")
+	assert.True(t, e1.HasLeadership(session))
+	assert.False(t, e2.HasLeadership(session), "the second handle's contender waits")
+
+	require.NoError(t, e1.Close())
+	awaitRevoke(t, old)
+	assert.Equal(t, session, awaitGrant(t, next), "the next runner is granted, with the client's one session")
+	assert.True(t, e2.HasLeadership(session))
+	assert.False(t, e1.HasLeadership(session), "the closed handle's contender does not lead")
+	require.NoError(t, e1.Close(), "closing twice is harmless")
+	require.NoError(t, e2.Close())
+	awaitRevoke(t, next)
 	require.NoError(t, ed.Close())
+	awaitRevoke(t, keep)
+	assert.Empty(t, old.events)
+	assert.Empty(t, next.events)
 }
 
 // A leader dies leaving its leader file; a standby's retrieval says no leader. Another process

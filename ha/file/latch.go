@@ -157,8 +157,8 @@ func (s *Services) tryLead(stop chan struct{}) (bool, error) {
 	default:
 	}
 	s.leading, s.session = true, session
-	for e := range s.elections {
-		e.grantLocked()
+	for _, c := range s.components {
+		c.grantLocked(s)
 	}
 	s.io.post(func() { s.removeStaleLeaderFiles(session) })
 	return true, nil
@@ -175,7 +175,7 @@ func (s *Services) resignIfUnused() error {
 	defer s.fence.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.elections) > 0 || s.closed || s.campaignStop == nil {
+	if len(s.components) > 0 || s.closed || s.campaignStop == nil {
 		return nil
 	}
 	close(s.campaignStop)
@@ -192,9 +192,10 @@ func (s *Services) resignIfUnused() error {
 func (s *Services) reportToContenders(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for e := range s.elections {
-		for _, c := range e.contenders {
-			s.callbacks.Execute(func() { c.HandleError(err) })
+	for _, c := range s.components {
+		for _, e := range c.queue {
+			ct := e.contender
+			s.callbacks.Execute(func() { ct.HandleError(err) })
 		}
 	}
 }
