@@ -38,7 +38,8 @@ type SharedOptions struct {
 //     closed, the other client's contender is granted with a new session, and the retrievals
 //     report it once confirmed. With OneLeaderPerClient a client gives up its leadership when
 //     its last contender leaves.
-//   - A retrieval started on a third client later learns the confirmed leader.
+//   - A retrieval started on a third client later learns the confirmed leader; the close of a
+//     client that does not lead changes nothing for the leader.
 //   - Every client reads what another wrote: plans, results, checkpoints and counters; the next
 //     leader's CheckpointRecoveryFactory recovers the previous leader's checkpoints and goes on
 //     counting; a discard (Shutdown(true)) is seen by every client.
@@ -90,6 +91,7 @@ func sharedCases(opts SharedOptions) []sharedCase {
 			sharedCase{comp.name + "/ExactlyOneOfTwoClientsLeads", func(ss *sharedSuite) { sharedOneLeads(ss, comp.make()) }},
 			sharedCase{comp.name + "/LeaderClientCloseHandsOver", func(ss *sharedSuite) { sharedClientCloseHandsOver(ss, comp.make()) }},
 			sharedCase{comp.name + "/LeaderElectionCloseHandsOver", func(ss *sharedSuite) { sharedElectionCloseHandsOver(ss, comp.make()) }},
+			sharedCase{comp.name + "/StandbyCloseChangesNothing", func(ss *sharedSuite) { sharedStandbyClose(ss, comp.make()) }},
 		)
 	}
 	cases = append(cases,
@@ -739,4 +741,19 @@ func sharedDeposedLeaderRefused(ss *sharedSuite) {
 	addAll(t, recovered, job, 2)
 	require.NoError(t, b.s.JobResultStore().MarkClean(ctx, kept.JobID), "the new leader writes")
 	assert.Equal(t, samples(job, 1, 2), openStore(t, a.s, job, 2).All(), "the deposed leader reads the new leader's checkpoints")
+}
+
+// The client that does not lead stops: the leader keeps its session, and neither it nor the
+// leader's retrieval hears anything.
+func sharedStandbyClose(ss *sharedSuite, comp component) {
+	a, b := ss.client("a"), ss.client("b")
+	winner, loser, session := ss.race(comp, a, b)
+	loser.c.close()
+	assert.True(ss.t, winner.e.HasLeadership(session), "%s still leads with its session", winner.c.name)
+	winner.e.ConfirmLeadership(session, winner.address+"/again")
+	assert.Equal(ss.t, leader{winner.address + "/again", session}, ss.awaitLeader(winner.l), "the leader confirms again")
+	quiet(ss.waiter, winner.ct.events, "leadership callback after the standby closed")
+	quiet(ss.waiter, winner.l.leaders, "leader notification")
+	quiet(ss.waiter, loser.ct.events, "callback to the closed standby")
+	ss.noErrors(winner.ct, winner.l)
 }
