@@ -95,6 +95,10 @@ type Runner struct {
 	changed chan struct{} // closed (and replaced) when current changes or gets its Dispatcher
 	ops     chan struct{} // closed when the last operation sequenced has finished
 	closed  bool
+	// closing is the Dispatcher of the session Close ended, while it closes: calls made during
+	// Close still reach it (a result waiter gets SUSPENDED), as StandaloneDispatcher answers
+	// during its own Close.
+	closing *StandaloneDispatcher
 
 	fatalMu sync.Mutex
 	fatal   error // the first error given to FatalErrorHandler
@@ -381,6 +385,8 @@ func (r *Runner) leader(ctx context.Context, await bool) (*StandaloneDispatcher,
 	for {
 		s, err := mainloop.Submit(ctx, r.loop, func() (snap, error) {
 			switch {
+			case r.closed && r.closing != nil:
+				return snap{d: r.closing}, nil
 			case r.closed:
 				return snap{}, ErrClosed
 			case r.current == nil && !await:
@@ -530,10 +536,11 @@ func (r *Runner) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (chec
 }
 
 // Close ends the current session as a revocation does (its jobs end SUSPENDED, and pending
-// RequestJobResult calls return that), waits until its Dispatcher has closed, then leaves the
-// election, so that the next leader (a standby in this process, say) starts only once this
-// one's JobMasters have stopped. It waits for everything the Runner started. Calls fail with
-// ErrClosed from then on. Closing twice returns nil.
+// RequestJobResult calls return that, as do those made while that Dispatcher closes), waits
+// until its Dispatcher has closed, then leaves the election, so that the next leader (a standby
+// in this process, say) starts only once this one's JobMasters have stopped. It waits for
+// everything the Runner started. Calls fail with ErrClosed once it returned. Closing twice
+// returns nil.
 func (r *Runner) Close() error {
 	var ops chan struct{}
 	_ = r.loop.Call(context.Background(), func() error {
@@ -541,6 +548,9 @@ func (r *Runner) Close() error {
 			return nil
 		}
 		r.closed = true
+		if s := r.current; s != nil {
+			r.closing = s.dispatcher
+		}
 		r.endSession()
 		r.notify()
 		ops = r.ops
@@ -550,6 +560,10 @@ func (r *Runner) Close() error {
 		return nil
 	}
 	<-ops
+	_ = r.loop.Call(context.Background(), func() error {
+		r.closing = nil
+		return nil
+	})
 	err := r.election.Close()
 	r.background.Wait()
 	r.loop.Close()

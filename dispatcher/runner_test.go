@@ -720,3 +720,49 @@ func TestRecoveryConfigIsChecked(t *testing.T) {
 		require.ErrorIs(t, err, dispatcher.ErrInvalidConfig, name)
 	}
 }
+
+// A call made while Close closes the session's Dispatcher still reaches that Dispatcher, as a
+// call during StandaloneDispatcher.Close does: a result asked for then is SUSPENDED. Once Close
+// returned, calls answer ErrClosed.
+func TestRunnerCallDuringCloseReachesTheClosingDispatcher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		services := embedded.New()
+		j := streaming("J")
+		stored(t, services, j)
+		var created atomic.Int32
+		alive := &aliveCount{alive: map[jobgraph.JobID]int{}, most: map[jobgraph.JobID]int{}}
+		gate := make(chan struct{})
+		jms := make(chan *gatedCloseJobMaster, 1)
+		r, err := dispatcher.NewRunner(dispatcher.RunnerConfig{Dispatcher: dispatcher.Config{HA: services,
+			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
+				return gatedCloseFactory{&fakeFactory{g: g, created: &created, last: make(chan *fakeJobMaster, 1)}, gate, alive, jms}, nil
+			})}})
+		require.NoError(t, err)
+		require.NoError(t, r.Start())
+		synctest.Wait()
+		<-jms
+		closed := make(chan error, 1)
+		go func() { closed <- r.Close() }()
+		synctest.Wait()
+		require.Empty(t, closed, "Close waits for J's JobMaster")
+		type answer struct {
+			res *jobgraph.JobResult
+			err error
+		}
+		asked := make(chan answer, 1)
+		go func() {
+			res, err := r.RequestJobResult(ctx, j.JobID)
+			asked <- answer{res, err}
+		}()
+		synctest.Wait()
+		close(gate)
+		require.NoError(t, <-closed)
+		a := <-asked
+		require.NoError(t, a.err)
+		assert.Equal(t, jobgraph.JobStatusSuspended, a.res.Status)
+		_, err = r.RequestJobResult(ctx, j.JobID)
+		require.ErrorIs(t, err, dispatcher.ErrClosed)
+		require.NoError(t, services.Close())
+	})
+}

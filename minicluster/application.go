@@ -24,6 +24,6 @@ func (mc *MiniCluster) RunApplication(ctx context.Context, jobs []*jobgraph.JobG
 	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	results, err := dispatcher.RunApplication(ctx, mc.dispatcher, jobs)
+	results, err := dispatcher.RunApplication(ctx, mc.leader, jobs)
 	return results, errors.Join(err, mc.Close())
 }

@@ -52,12 +52,16 @@ type Config struct {
 	Registry *taskexecutor.Registry
 	// RPC is the transport every endpoint registers on and finds the others through; default a
 	// fresh rpc.NewLocalService(). The cluster registers the ResourceManager under
-	// ResourceManagerAddress, TaskExecutors under "taskexecutor-<n>" and JobMasters under
-	// "jobmaster/<job>/<session>", so two clusters must not share one Service.
+	// ResourceManagerAddress, the leading Dispatcher under DispatcherAddress (while it leads),
+	// TaskExecutors under "taskexecutor-<n>" and JobMasters under "jobmaster/<job>/<session>",
+	// so two clusters must not share one Service.
 	RPC rpc.Service
 	// HA provides leader election, the plan and result stores and the checkpoints (its
 	// CheckpointRecoveryFactory is every JobMaster's and the Dispatcher's global cleanup's);
 	// default a fresh embedded.New(). The cluster closes HA services it created, never the host's.
+	// The cluster's Dispatcher runs under HA's Dispatcher leader election (see MiniCluster): with
+	// HA services other processes share (or a second cluster in this process), a cluster that
+	// does not lead starts as a standby and takes the jobs over when it is granted leadership.
 	HA ha.Services
 	// SlotRequestTimeout: slot.request.timeout, default 300 s. A job that waits this long for a
 	// slot fails with slotpool.ErrNoResourceAvailable, also when the slots are busy with other
@@ -123,6 +127,11 @@ const DefaultRunCancelTimeout = 60 * time.Second
 // heartbeat.timeout.
 const ResourceManagerAddress = "resourcemanager"
 
+// DispatcherAddress is where the cluster's Dispatcher is registered on its rpc.Service while it
+// leads (the leader session's dispatcher.StandaloneDispatcher, an rpc.DispatcherGateway), and the
+// address it confirms to the Dispatcher leader election.
+const DispatcherAddress = dispatcher.DefaultAddress
+
 var (
 	// ErrInvalidConfig is matched by New's errors for a Config it refuses; the message names the
 	// field and Flink's option key.
@@ -143,6 +152,23 @@ var (
 
 // MiniCluster is a cluster in one process. Create it with New and Start it (or both at once with
 // Start), Close it once; methods are safe for concurrent use.
+//
+// # Leadership
+//
+// The cluster's Dispatcher is a dispatcher.Runner in Config.HA's Dispatcher leader election
+// (Flink's DefaultDispatcherRunner): each leader session recovers the jobs of the HA stores and
+// runs them, and a revocation suspends them (see dispatcher.Runner). Every JobMaster takes its
+// checkpoint store and counter from HA's CheckpointRecoveryFactory, so the JobMaster of a new
+// session restores the job's latest checkpoint. The job methods (SubmitJob, Run, CancelJob,
+// RequestJobStatus, RequestJobResult, RequestJob, the savepoint and checkpoint triggers, and
+// RunApplication) wait, within their ctx, until this cluster's Dispatcher leads, and follow it
+// across a leader change: a call the deposed session could not answer is asked again of the
+// next one, so Run and RequestJobResult return the job's final result, not the SUSPENDED of a
+// session that ended, as Flink's MiniCluster waits for the leading Dispatcher's gateway. With
+// its own HA services (Config.HA unset) the cluster is the only contender, and Start returns
+// once its Dispatcher leads; a cluster over shared HA services starts as a standby, and its
+// job methods wait. Before Start the job methods fail with ErrNotStarted. Dispatcher() is the
+// Runner itself, which answers dispatcher.ErrNotLeader without leadership instead of waiting.
 type MiniCluster struct {
 	cfg        Config
 	log        *slog.Logger
@@ -152,7 +178,9 @@ type MiniCluster struct {
 	ownRPC     bool
 	shuffle    *taskexecutor.Shuffle
 	rm         *resourcemanager.ResourceManager
-	dispatcher dispatcher.Dispatcher
+	dispatcher *dispatcher.Runner
+	// leader is the Dispatcher the job methods use: the Runner's current leader, waited for.
+	leader dispatcher.Dispatcher
 
 	mu            sync.Mutex
 	state         clusterState
@@ -218,27 +246,33 @@ func New(cfg Config) (*MiniCluster, error) {
 		HeartbeatInterval:        cfg.HeartbeatInterval,
 		HeartbeatTimeout:         cfg.HeartbeatTimeout,
 		SavepointDirectory:       cfg.SavepointDirectory,
-		// The JobMasters and the Dispatcher's global cleanup see the same checkpoints.
+		// The JobMasters and the Dispatcher's global cleanup see the same checkpoints, and a new
+		// leader's JobMaster restores those of the one before it.
 		CheckpointRecoveryFactory: mc.ha.CheckpointRecoveryFactory(),
 	}
-	d, err := dispatcher.New(dispatcher.Config{
-		HA:                  mc.ha,
-		Logger:              log,
-		JobStoreExpiration:  cfg.JobStoreExpiration,
-		JobStoreMaxCapacity: cfg.JobStoreMaxCapacity,
-		JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
-			f, err := jobmaster.NewFactory(g, jmConfig)
-			if err != nil {
-				return nil, err
-			}
-			return trackingFactory{f, mc}, nil
-		}),
+	d, err := dispatcher.NewRunner(dispatcher.RunnerConfig{
+		Dispatcher: dispatcher.Config{
+			HA:                  mc.ha,
+			Logger:              log,
+			JobStoreExpiration:  cfg.JobStoreExpiration,
+			JobStoreMaxCapacity: cfg.JobStoreMaxCapacity,
+			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
+				f, err := jobmaster.NewFactory(g, jmConfig)
+				if err != nil {
+					return nil, err
+				}
+				return trackingFactory{f, mc}, nil
+			}),
+		},
+		Address: DispatcherAddress,
+		RPC:     mc.rpc,
 	})
 	if err != nil {
 		rm.Close()
 		return nil, mc.abandon(err)
 	}
 	mc.dispatcher = d
+	mc.leader = followLeader{d}
 	return mc, nil
 }
 
@@ -307,11 +341,13 @@ func Start(ctx context.Context, cfg Config) (*MiniCluster, error) {
 	return mc, nil
 }
 
-// Start starts the ResourceManager (under HA.ResourceManagerLeaderElection()) and
-// Config.TaskExecutors TaskExecutors, which register with the ResourceManager leader they
-// retrieve (HA.ResourceManagerLeaderRetrieval()); with ha/embedded it returns once each
-// registered (ctx bounds the wait). It may be called once; it fails with ErrClosed after Close.
-// Flink: MiniCluster.start.
+// Start starts the ResourceManager (under HA.ResourceManagerLeaderElection()), Config.TaskExecutors
+// TaskExecutors, which register with the ResourceManager leader they retrieve
+// (HA.ResourceManagerLeaderRetrieval(); with ha/embedded it waits until each registered), and the
+// Dispatcher's Runner, which joins HA.DispatcherLeaderElection(). With the cluster's own HA
+// services it returns once the Dispatcher leads and has recovered; over shared ones it does not
+// wait for that (see MiniCluster). ctx bounds the waits. It may be called once; it fails with
+// ErrClosed after Close. Flink: MiniCluster.start.
 func (mc *MiniCluster) Start(ctx context.Context) error {
 	mc.mu.Lock()
 	switch mc.state {
@@ -330,6 +366,14 @@ func (mc *MiniCluster) Start(ctx context.Context) error {
 	for range mc.cfg.TaskExecutors {
 		if _, err := mc.startTaskExecutor(ctx); err != nil {
 			return err
+		}
+	}
+	if err := mc.dispatcher.Start(); err != nil {
+		return fmt.Errorf("minicluster: starting the Dispatcher: %w", err)
+	}
+	if mc.ownHA {
+		if err := mc.dispatcher.AwaitLeadership(ctx); err != nil {
+			return fmt.Errorf("minicluster: waiting for the Dispatcher's leadership: %w", err)
 		}
 	}
 	mc.mu.Lock()
@@ -510,7 +554,9 @@ func (mc *MiniCluster) RemoveTaskExecutor(ctx context.Context, id jobgraph.Resou
 	return errors.Join(errs...)
 }
 
-// Dispatcher returns the cluster's Dispatcher.
+// Dispatcher returns the cluster's Dispatcher: its *dispatcher.Runner, whose calls go to the
+// current leader session's Dispatcher and fail with dispatcher.ErrNotLeader without leadership
+// (the cluster's own job methods wait for leadership instead; see MiniCluster).
 func (mc *MiniCluster) Dispatcher() dispatcher.Dispatcher { return mc.dispatcher }
 
 // ResourceManager returns the cluster's ResourceManager, registered at ResourceManagerAddress.
@@ -542,15 +588,15 @@ func (mc *MiniCluster) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) erro
 	if err := mc.usable(); err != nil {
 		return err
 	}
-	return mc.dispatcher.SubmitJob(ctx, g)
+	return mc.leader.SubmitJob(ctx, g)
 }
 
 // RequestJobResult waits for the job's result; see dispatcher.Dispatcher.RequestJobResult.
 func (mc *MiniCluster) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
-	if err := mc.closedErr(); err != nil {
+	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	return mc.dispatcher.RequestJobResult(ctx, id)
+	return mc.leader.RequestJobResult(ctx, id)
 }
 
 // RequestJob returns the job's ArchivedExecutionGraph: a snapshot of a running job, or the
@@ -559,26 +605,26 @@ func (mc *MiniCluster) RequestJobResult(ctx context.Context, id jobgraph.JobID) 
 // failed, restored and savepoint, history) in Flink's /jobs/:jobid/checkpoints shape; the
 // JobResult of Run does not carry them. Errors: ErrClosed, dispatcher.ErrJobNotFound, ctx's.
 func (mc *MiniCluster) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
-	if err := mc.closedErr(); err != nil {
+	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	return mc.dispatcher.RequestJob(ctx, id)
+	return mc.leader.RequestJob(ctx, id)
 }
 
 // CancelJob cancels the job; see dispatcher.Dispatcher.CancelJob.
 func (mc *MiniCluster) CancelJob(ctx context.Context, id jobgraph.JobID) error {
-	if err := mc.closedErr(); err != nil {
+	if err := mc.usable(); err != nil {
 		return err
 	}
-	return mc.dispatcher.CancelJob(ctx, id)
+	return mc.leader.CancelJob(ctx, id)
 }
 
 // RequestJobStatus returns the job's status.
 func (mc *MiniCluster) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
-	if err := mc.closedErr(); err != nil {
+	if err := mc.usable(); err != nil {
 		return 0, err
 	}
-	return mc.dispatcher.RequestJobStatus(ctx, id)
+	return mc.leader.RequestJobStatus(ctx, id)
 }
 
 // TriggerSavepoint takes a savepoint of the running job under targetDirectory ("" means
@@ -592,10 +638,10 @@ func (mc *MiniCluster) RequestJobStatus(ctx context.Context, id jobgraph.JobID) 
 // savepoint carries on). See dispatcher.StandaloneDispatcher.TriggerSavepoint. Flink:
 // MiniCluster.triggerSavepoint.
 func (mc *MiniCluster) TriggerSavepoint(ctx context.Context, id jobgraph.JobID, targetDirectory string) (string, error) {
-	if err := mc.closedErr(); err != nil {
+	if err := mc.usable(); err != nil {
 		return "", err
 	}
-	return mc.dispatcher.TriggerSavepoint(ctx, id, targetDirectory)
+	return mc.leader.TriggerSavepoint(ctx, id, targetDirectory)
 }
 
 // StopWithSavepoint stops the running job with a savepoint: the tasks take the synchronous
@@ -604,20 +650,20 @@ func (mc *MiniCluster) TriggerSavepoint(ctx context.Context, id jobgraph.JobID, 
 // are removed and the job keeps running. Errors otherwise as TriggerSavepoint's. Flink:
 // MiniCluster.stopWithSavepoint.
 func (mc *MiniCluster) StopWithSavepoint(ctx context.Context, id jobgraph.JobID, targetDirectory string) (string, error) {
-	if err := mc.closedErr(); err != nil {
+	if err := mc.usable(); err != nil {
 		return "", err
 	}
-	return mc.dispatcher.StopWithSavepoint(ctx, id, targetDirectory)
+	return mc.leader.StopWithSavepoint(ctx, id, targetDirectory)
 }
 
 // TriggerCheckpoint takes a checkpoint of the running job now, outside the periodic schedule,
 // and returns its ID once it completed. Errors as TriggerSavepoint's. Flink:
 // MiniCluster.triggerCheckpoint.
 func (mc *MiniCluster) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (checkpoint.CheckpointID, error) {
-	if err := mc.closedErr(); err != nil {
+	if err := mc.usable(); err != nil {
 		return 0, err
 	}
-	return mc.dispatcher.TriggerCheckpoint(ctx, id)
+	return mc.leader.TriggerCheckpoint(ctx, id)
 }
 
 // Run submits g and waits for its result. A job that ends other than FINISHED is not an error

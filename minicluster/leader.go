@@ -1,0 +1,80 @@
+package minicluster
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/dispatcher"
+	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// followLeader is the Dispatcher the cluster's job methods call: each call waits until the
+// Runner leads with a recovered Dispatcher, and is made again when the answer is that the
+// session ended meanwhile (dispatcher.ErrNotLeader), so it follows the leadership of this
+// cluster's Runner across revocations (Flink's MiniCluster waits on its leader gateway retriever
+// the same way). A retried SubmitJob is safe: a submission refused with ErrNotLeader kept nothing.
+type followLeader struct{ r *dispatcher.Runner }
+
+var _ dispatcher.Dispatcher = followLeader{}
+
+// follow runs call against the current leader until it answers something other than
+// ErrNotLeader; ctx bounds every wait.
+func follow[T any](ctx context.Context, r *dispatcher.Runner, call func() (T, error)) (T, error) {
+	for {
+		if err := r.AwaitLeadership(ctx); err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err := call()
+		if !errors.Is(err, dispatcher.ErrNotLeader) {
+			return v, err
+		}
+		// The Runner still led when asked, and its session's Dispatcher answered "not leader":
+		// the revocation is on its way to the Runner, and AwaitLeadership waits for the next
+		// session once it has arrived.
+	}
+}
+
+func (f followLeader) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
+	_, err := follow(ctx, f.r, func() (struct{}, error) { return struct{}{}, f.r.SubmitJob(ctx, g) })
+	return err
+}
+
+func (f followLeader) CancelJob(ctx context.Context, id jobgraph.JobID) error {
+	_, err := follow(ctx, f.r, func() (struct{}, error) { return struct{}{}, f.r.CancelJob(ctx, id) })
+	return err
+}
+
+func (f followLeader) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
+	return follow(ctx, f.r, func() (jobgraph.JobStatus, error) { return f.r.RequestJobStatus(ctx, id) })
+}
+
+func (f followLeader) RequestJobResult(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobResult, error) {
+	return follow(ctx, f.r, func() (*jobgraph.JobResult, error) { return f.r.RequestJobResult(ctx, id) })
+}
+
+func (f followLeader) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
+	return follow(ctx, f.r, func() (*executiongraph.ArchivedExecutionGraph, error) { return f.r.RequestJob(ctx, id) })
+}
+
+func (f followLeader) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, error) {
+	return follow(ctx, f.r, func() ([]rpc.JobStatusMessage, error) { return f.r.ListJobs(ctx) })
+}
+
+func (f followLeader) TriggerSavepoint(ctx context.Context, id jobgraph.JobID, dir string) (string, error) {
+	return follow(ctx, f.r, func() (string, error) { return f.r.TriggerSavepoint(ctx, id, dir) })
+}
+
+func (f followLeader) StopWithSavepoint(ctx context.Context, id jobgraph.JobID, dir string) (string, error) {
+	return follow(ctx, f.r, func() (string, error) { return f.r.StopWithSavepoint(ctx, id, dir) })
+}
+
+func (f followLeader) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (checkpoint.CheckpointID, error) {
+	return follow(ctx, f.r, func() (checkpoint.CheckpointID, error) { return f.r.TriggerCheckpoint(ctx, id) })
+}
+
+// Close is the cluster's business (MiniCluster.Close closes the Runner).
+func (f followLeader) Close() error { return nil }
