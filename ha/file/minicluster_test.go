@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha/file"
 	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
@@ -20,7 +21,10 @@ import (
 func TestMiniClusterRunsAJobOverTheDirectory(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, _ := leadingServices(t, dir)
+	// No contender of the test's holds the Dispatcher election: the cluster's Dispatcher is its
+	// contender, and Run waits until the client leads.
+	s, err := file.New(file.Options{Dir: dir, PollInterval: testPoll})
+	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 	reg := taskexecutor.NewRegistry()
 	reg.Register("noop", func(context.Context, taskexecutor.Environment) error { return nil })
