@@ -343,7 +343,7 @@ func Start(ctx context.Context, cfg Config) (*MiniCluster, error) {
 
 // Start starts the ResourceManager (under HA.ResourceManagerLeaderElection()), Config.TaskExecutors
 // TaskExecutors, which register with the ResourceManager leader they retrieve
-// (HA.ResourceManagerLeaderRetrieval(); with ha/embedded it waits until each registered), and the
+// (HA.ResourceManagerLeaderRetrieval(); with its own HA services it waits until each registered), and the
 // Dispatcher's Runner, which joins HA.DispatcherLeaderElection(). With the cluster's own HA
 // services it returns once the Dispatcher leads and has recovered; over shared ones it does not
 // wait for that (see MiniCluster). ctx bounds the waits. It may be called once; it fails with
@@ -419,10 +419,11 @@ func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.Tas
 	if err := te.Start(ctx); err != nil {
 		return nil, fmt.Errorf("minicluster: starting TaskExecutor %s: %w", te.ResourceID(), err)
 	}
-	if _, embeddedHA := mc.ha.(*embedded.Services); embeddedHA {
-		// Its ResourceManager election grants the cluster's ResourceManager leadership at once
-		// (and again after a revoke), so the TaskExecutor registers soon: wait for it. Another
-		// backend may keep this process's ResourceManager a standby for good.
+	if mc.ownHA {
+		// The cluster's own ha/embedded grants its ResourceManager, the only contender,
+		// leadership at once (and again after a revoke), so the TaskExecutor registers soon:
+		// wait for it. Shared HA services (another cluster's ha/embedded client, another
+		// backend) may keep this cluster's ResourceManager a standby for good.
 		if _, err := te.WaitRegistered(ctx); err != nil {
 			return nil, fmt.Errorf("minicluster: TaskExecutor %s registering with the ResourceManager: %w", te.ResourceID(), err)
 		}
@@ -456,8 +457,8 @@ func (mc *MiniCluster) usable() error {
 }
 
 // AddTaskExecutor starts one more TaskExecutor with Config.SlotsPerTaskExecutor slots of
-// Config.SlotProfile, registered with the ResourceManager (with ha/embedded; with another HA
-// backend it registers when its ResourceManager leader is known), and returns it; the cluster owns it
+// Config.SlotProfile, registered with the ResourceManager (with the cluster's own HA services; with
+// shared ones it registers when its ResourceManager leader is known), and returns it; the cluster owns it
 // and releases it on Close. Errors: ErrNotStarted, ErrClosed, or why the TaskExecutor did not
 // start (it is released at Close all the same). Flink: MiniCluster.startTaskManager.
 func (mc *MiniCluster) AddTaskExecutor(ctx context.Context) (*taskexecutor.TaskExecutor, error) {

@@ -13,7 +13,7 @@ import (
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
-// TestMiniClusterRunsAJobOverEtcd: a MiniCluster whose HA is a leading client runs a job to
+// TestMiniClusterRunsAJobOverEtcd: a MiniCluster whose HA client comes to lead runs a job to
 // FINISHED; afterwards another client reads its result marked clean, and no plan is left.
 func TestMiniClusterRunsAJobOverEtcd(t *testing.T) {
 	ctx := context.Background()
@@ -21,7 +21,8 @@ func TestMiniClusterRunsAJobOverEtcd(t *testing.T) {
 	prefix := newPrefix()
 	s := srv.open(t, prefix)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
-	lead(t, s)
+	// No contender of the test's holds the Dispatcher election: the cluster's Dispatcher is its
+	// contender, and Run waits until the client leads.
 	reg := taskexecutor.NewRegistry()
 	reg.Register("noop", func(context.Context, taskexecutor.Environment) error { return nil })
 	mc, err := minicluster.New(minicluster.Config{Registry: reg, HA: s})
