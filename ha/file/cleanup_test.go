@@ -46,7 +46,7 @@ func TestGlobalCleanupOverTheDirectory(t *testing.T) {
 		t.Run(fmt.Sprintf("retain=%t", retain), func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
-			s, _ := leadingServices(t, dir)
+			s := clusterServices(t, dir)
 			t.Cleanup(func() { assert.NoError(t, s.Close()) })
 			done := make(chan checkpoint.CheckpointID, 1)
 			reg := taskexecutor.NewRegistry()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/file"
 	"github.com/jobgraph/jobgraph/ha/hatest"
@@ -34,6 +35,27 @@ func leadingServices(t *testing.T, dir string) (*file.Services, ha.SessionID) {
 	select {
 	case session := <-g.granted:
 		return s, session
+	case <-time.After(hatest.Timeout):
+		_ = s.Close()
+		t.Fatalf("the only client over %s was not granted within %v", dir, hatest.Timeout)
+		panic("unreachable")
+	}
+}
+
+// clusterServices is leadingServices for a MiniCluster: its probe contends on the JobMaster
+// election of a job that never runs (the client's one session is what any of its elections is
+// granted), so the Dispatcher's and the ResourceManager's elections stay free for the cluster's
+// own contenders; a probe holding the Dispatcher election kept the cluster's Dispatcher from
+// ever leading.
+func clusterServices(t *testing.T, dir string) *file.Services {
+	t.Helper()
+	s, err := file.New(file.Options{Dir: dir, PollInterval: testPoll})
+	require.NoError(t, err)
+	g := newGrantSignal()
+	require.NoError(t, s.JobMasterLeaderElection(jobgraph.NewJobID()).Start(g))
+	select {
+	case <-g.granted:
+		return s
 	case <-time.After(hatest.Timeout):
 		_ = s.Close()
 		t.Fatalf("the only client over %s was not granted within %v", dir, hatest.Timeout)
