@@ -283,6 +283,7 @@ func (jm *jobManager) start(self string, args []string, t0 time.Time, events cha
 	}
 	jm.cmd = exec.Command(self, args...)
 	jm.cmd.Stdout, jm.cmd.Stderr = pw, pw
+	dieWithParent(jm.cmd)
 	if jm.stdin, err = jm.cmd.StdinPipe(); err != nil {
 		return errors.Join(err, pr.Close(), pw.Close())
 	}
