@@ -104,8 +104,8 @@ func runCluster(ctx context.Context, o options, stdout io.Writer) (clusterOutcom
 		backend = fmt.Sprintf("ha/etcd on the etcd server at %s (data in %s), leases of %v", srv.endpoint, srv.dir, o.etcdSessionTTL)
 	}
 	fmt.Fprintf(stdout, "hafailover: records 1..%d, %d keys, parallelism %d, checkpoints every %v, %v records/s; 2 JobManager processes over %s; "+
-		"SIGKILL the leader %d times, each after %d checkpoints under it\n",
-		o.records, o.keys, o.parallelism, o.checkpointInterval, o.rate, backend, o.kills, o.checkpoints)
+		"SIGKILL the leader %s, each after %s under it\n",
+		o.records, o.keys, o.parallelism, o.checkpointInterval, o.rate, backend, count(o.kills, "time"), count(o.checkpoints, "checkpoint"))
 
 	start := time.Now()
 	events := make(chan event)
