@@ -91,9 +91,9 @@ type Runner struct {
 	loop     *mainloop.Loop
 
 	// Owned by loop.
-	current *session      // the session now granted; nil when not leading
-	changed chan struct{} // closed (and replaced) when current changes or gets its Dispatcher
-	ops     chan struct{} // closed when the last operation sequenced has finished
+	current *session       // the session now granted; nil when not leading
+	changed chan struct{}  // closed (and replaced) when current changes or gets its Dispatcher
+	ops     mainloop.Chain // the sessions' operations, one after another
 	closed  bool
 	// closing is the Dispatcher of the session Close ended, while it closes: calls made during
 	// Close still reach it (a result waiter gets SUSPENDED), as StandaloneDispatcher answers
@@ -146,15 +146,12 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	ops := make(chan struct{})
-	close(ops)
 	return &Runner{
 		cfg:      cfg,
 		election: cfg.LeaderElection,
 		log:      log,
 		loop:     mainloop.NewWithClosedError("dispatcher-runner", ErrClosed),
 		changed:  make(chan struct{}),
-		ops:      ops,
 	}, nil
 }
 
@@ -227,15 +224,7 @@ func (r *Runner) notify() {
 
 // sequence runs op off the loop once every operation sequenced before it has finished. On the
 // loop.
-func (r *Runner) sequence(op func()) {
-	prev, next := r.ops, make(chan struct{})
-	r.ops = next
-	r.background.Go(func() {
-		defer close(next)
-		<-prev
-		op()
-	})
-}
+func (r *Runner) sequence(op func()) { r.ops.Then(&r.background, op) }
 
 // onGrant starts a session: the previous one ends, and the new one's recovery is sequenced after
 // its close. On the loop.
@@ -542,7 +531,7 @@ func (r *Runner) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (chec
 // everything the Runner started. Calls fail with ErrClosed once it returned. Closing twice
 // returns nil.
 func (r *Runner) Close() error {
-	var ops chan struct{}
+	var ops <-chan struct{}
 	_ = r.loop.Call(context.Background(), func() error {
 		if r.closed {
 			return nil
@@ -553,7 +542,7 @@ func (r *Runner) Close() error {
 		}
 		r.endSession()
 		r.notify()
-		ops = r.ops
+		ops = r.ops.Tail()
 		return nil
 	})
 	if ops == nil {

@@ -38,10 +38,10 @@ type LeadershipRunner struct {
 
 	// Owned by loop.
 	process    *ServiceProcess
-	service    JobMaster // the current process's JobMaster once created
-	generation uint64    // bumped by every grant, revocation and Close: results of older sessions are dropped
-	ops        chan struct{}
-	leading    bool // granted and not revoked since: a grant then replaces the session
+	service    JobMaster      // the current process's JobMaster once created
+	generation uint64         // bumped by every grant, revocation and Close: results of older sessions are dropped
+	ops        mainloop.Chain // the leadership operations, one after another
+	leading    bool           // granted and not revoked since: a grant then replaces the session
 	// cancelRequested: Cancel came while the current leader session had no JobMaster (or before
 	// any grant); the JobMaster is canceled as soon as it exists. Losing leadership clears it.
 	// Flink: hasCurrentLeaderBeenCancelled.
@@ -58,8 +58,6 @@ type LeadershipRunner struct {
 // NewLeadershipRunner returns a runner for the factory's job. Start it once; Close it once.
 func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElection, results ha.JobResultStore) *LeadershipRunner {
 	ctx, cancel := context.WithCancel(context.Background())
-	ops := make(chan struct{})
-	close(ops)
 	return &LeadershipRunner{
 		factory:  factory,
 		election: election,
@@ -69,7 +67,6 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 		created:  time.Now(),
 		ctx:      ctx,
 		cancel:   cancel,
-		ops:      ops,
 		done:     make(chan struct{}),
 	}
 }
@@ -107,15 +104,7 @@ func (r *LeadershipRunner) HandleError(err error) {
 
 // sequence runs op off the loop once every operation sequenced before it has finished. On the
 // loop.
-func (r *LeadershipRunner) sequence(op func()) {
-	prev, next := r.ops, make(chan struct{})
-	r.ops = next
-	r.background.Go(func() {
-		defer close(next)
-		<-prev
-		op()
-	})
-}
+func (r *LeadershipRunner) sequence(op func()) { r.ops.Then(&r.background, op) }
 
 // onGrant starts a session: after the previous session's process is closed, the JobResultStore
 // is asked whether the job is already done, off the loop; granted applies the answer.
