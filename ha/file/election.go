@@ -174,8 +174,11 @@ func (e *Election) HasLeadership(session ha.SessionID) bool {
 	return c != nil && c.leader == e && s.leading && session == s.session
 }
 
-// Close removes the handle's contender; if it leads it is revoked, its leader file removed, and
-// the component's next handle, if any, granted. Closing twice is harmless.
+// Close removes the handle's contender; if it leads it is revoked, the removal of its leader file
+// queued, and the component's next handle, if any, granted. Closing twice is harmless. The
+// removal is a fenced write: when the close also ends the client's leadership (below), it may be
+// refused and the file stay behind. That is harmless: a retrieval reports a leader file only
+// while its session is the latch's and a client holds the lock.
 //
 // Closing the client's last handle with a contender ends the client's part in the election: it
 // gives up its leadership (releasing the lock) or stops campaigning, as Flink's
