@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Runs every test of every Go module of the repository with the race detector: the root module
-# (the core) and the adapter modules below it that have their own go.mod (ha/etcd, ...). Modules
-# are downloaded through the Go module proxy on the first run; nothing else needs installing (the
-# etcd module's tests start a real etcd server from its Go module). Extra arguments are passed to
-# every `go test`, e.g. ./test.sh -count=1 or ./test.sh -run TestX.
+# (the core) and the modules below it that have their own go.mod (ha/etcd, examples/hafailover).
+# Modules are downloaded through the Go module proxy on the first run; the etcd tests start a
+# real etcd server from its Go module. -race needs cgo and a C compiler: if none is found, it is
+# installed with apt-get where that exists. Extra arguments are passed to every `go test`, e.g.
+# ./test.sh -count=1 or ./test.sh -run TestX.
 set -euo pipefail
 cd "$(dirname "$0")"
-mapfile -t modules < <(find . -name go.mod -not -path './.git/*' -printf '%h\n' | sort)
-for m in "${modules[@]}"; do
+if ! command -v "$(go env CC)" >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "== no C compiler for -race: apt-get install gcc"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq gcc libc6-dev
+  else
+    echo "test.sh: -race needs a C compiler ($(go env CC)); install one" >&2; exit 1
+  fi
+fi
+find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort | while read -r m; do
   echo "== go test -race $* ./...   (module $m)"
-  (cd "$m" && go mod download && go test -race "$@" ./...)
+  (cd "$m" && go mod download && go test -race "$@" ./...) || exit 1
 done
