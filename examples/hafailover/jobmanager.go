@@ -128,7 +128,18 @@ func runJobManager(ctx context.Context, o options, stdin io.Reader, stdout io.Wr
 			case <-ctx.Done():
 				return
 			}
+			// The JobMaster reports RUNNING from inside its creation, before its runner hands it
+			// out: until then RequestJob answers the runner's sparse INITIALIZING graph, which
+			// has no checkpoint statistics. Ask again until the JobMaster's own graph answers.
 			a, err := mc.RequestJob(ctx, job)
+			for err == nil && a.Status == jobgraph.JobStatusInitializing && a.CheckpointStatistics == nil {
+				select {
+				case <-time.After(5 * time.Millisecond):
+				case <-ctx.Done():
+					return
+				}
+				a, err = mc.RequestJob(ctx, job)
+			}
 			switch {
 			case err != nil:
 				ev.printf("reading the restored checkpoint: %v", err)
