@@ -18,6 +18,7 @@ import (
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/ha/file"
 	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
@@ -121,14 +122,40 @@ func checkpoints(t *testing.T, mc *minicluster.MiniCluster, job jobgraph.JobID, 
 // cluster over the same HA services — which started without leading, and whose job methods
 // waited — takes over and restores checkpoint 5; its next checkpoint is 6. HA data is removed only
 // once the job is globally terminal (canceled under the new leader).
+//
+// It runs on ha/embedded (both clusters on one client) and on ha/file (each cluster on its own
+// client over one directory, as two JobManager processes would be).
 func TestStandbyClusterTakesOverAndRestoresTheLatestCheckpoint(t *testing.T) {
+	t.Run("ha=embedded", func(t *testing.T) {
+		standbyTakesOver(t, func(t *testing.T) (first, second ha.Services) {
+			services := embedded.New()
+			t.Cleanup(func() { services.Close() })
+			return services, services
+		})
+	})
+	t.Run("ha=file", func(t *testing.T) {
+		standbyTakesOver(t, func(t *testing.T) (first, second ha.Services) {
+			dir := t.TempDir()
+			open := func() ha.Services {
+				s, err := file.New(file.Options{Dir: dir})
+				require.NoError(t, err)
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			return open(), open()
+		})
+	})
+}
+
+func standbyTakesOver(t *testing.T, backend func(t *testing.T) (first, second ha.Services)) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		services := embedded.New()
-		defer services.Close()
+		first, second := backend(t)
+		services := second // the standby's client: what it reads, it reads as the next leader
 		tasks := newCounting()
-		mc1 := start(t, minicluster.Config{HA: services, Registry: tasks.registry()})
-		mc2 := start(t, minicluster.Config{HA: services, Registry: tasks.registry()})
+		mc1 := start(t, minicluster.Config{HA: first, Registry: tasks.registry()})
+		synctest.Wait()
+		mc2 := start(t, minicluster.Config{HA: second, Registry: tasks.registry()})
 		g := countingJob(1)
 		require.NoError(t, mc1.SubmitJob(ctx, g))
 		synctest.Wait()
@@ -143,6 +170,13 @@ func TestStandbyClusterTakesOverAndRestoresTheLatestCheckpoint(t *testing.T) {
 
 		assert.Equal(t, []checkpoint.CheckpointID{1, 2, 3, 4, 5}, checkpoints(t, mc1, g.JobID, 5))
 		require.NoError(t, mc1.Close())
+		if first != second {
+			require.NoError(t, first.Close()) // the process exits: its client goes too
+		}
+		// ha/file's standby takes the lock at its next poll (file.DefaultPollInterval), and its
+		// TaskExecutors register with the new ResourceManager leader once retrieval reports it:
+		// a virtual second covers both.
+		time.Sleep(time.Second)
 		synctest.Wait()
 		_, err = services.JobResultStore().Get(ctx, g.JobID)
 		require.ErrorIs(t, err, ha.ErrNotFound, "a suspended job has no JobResultStore entry")
