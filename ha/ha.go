@@ -13,7 +13,7 @@
 // leadership with the client's one session ID, and all are revoked when the client loses it. Such
 // an implementation refuses the writes of a client that does not lead — ExecutionPlanStore Put
 // and Remove, JobResultStore CreateDirty and MarkClean, the checkpoint stores' and counters'
-// writes — with an error wrapping ErrNotLeader, checked in the same step as the write where the
+// writes, CleanupJobData when it has something to remove (with nothing, it returns nil) — with an error wrapping ErrNotLeader, checked in the same step as the write where the
 // backend allows (etcd: one transaction on the leader key's revision), so a deposed leader that
 // still runs can change nothing. ha/embedded has one process by construction; it elects each
 // component on its own and never refuses a write.
