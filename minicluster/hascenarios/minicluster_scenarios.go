@@ -1,0 +1,5 @@
+package hascenarios
+
+// miniClusterScenarios are the scenarios on whole MiniClusters over the backend. Owner: helper
+// "hascen".
+var miniClusterScenarios []scenario
