@@ -421,6 +421,29 @@ func (e *Election) Revoke() {
 	st.grantLocked(b)
 }
 
+// RevokeAll is a test hook: it revokes every election this client's contenders lead (the
+// Dispatcher's, the ResourceManager's, each job's JobMaster election) and grants each again at
+// once, with a new session, to its first contender — the one just revoked — as Election.Revoke
+// does for one election. It simulates the client's process losing and regaining leadership of
+// everything it leads; the other clients' leaders keep theirs. Callbacks are delivered on the
+// backend's callback goroutine (each revocation before its grant); RevokeAll does not wait for
+// them. A closed client leads nothing, so RevokeAll on it does nothing. Safe for concurrent use.
+func (s *Services) RevokeAll() {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	all := []*election{b.dispatcher, b.resourceManager}
+	jobs := slices.Collect(maps.Values(b.elections))
+	// In a fixed order (by JobID), so the callbacks of a run are reproducible.
+	slices.SortFunc(jobs, func(x, y *election) int { return slices.Compare(x.job[:], y.job[:]) })
+	for _, st := range append(all, jobs...) {
+		if st.leader != nil && st.contenders[0].handle.client == s {
+			st.revokeLocked(b)
+			st.grantLocked(b)
+		}
+	}
+}
+
 func (st *election) revokeLocked(b *backend) {
 	if st.leader == nil {
 		return

@@ -447,3 +447,54 @@ func TestRetrievalRestartsAfterStop(t *testing.T) {
 		require.NoError(t, e.Close())
 	})
 }
+
+// TestRevokeAllRevokesEveryElectionTheClientLeads: client a leads the Dispatcher and job x's
+// JobMaster, client b the ResourceManager and job y's JobMaster; a.RevokeAll revokes a's two
+// leaders and grants them again with new sessions (revocation first), and b's leaders hear
+// nothing.
+func TestRevokeAllRevokesEveryElectionTheClientLeads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := embedded.New()
+		defer a.Close()
+		b := a.NewClient()
+		defer b.Close()
+		x, y := jobgraph.NewJobID(), jobgraph.NewJobID()
+		ad, ax, brm, by := newContender(), newContender(), newContender(), newContender()
+		require.NoError(t, a.DispatcherLeaderElection().Start(ad))
+		require.NoError(t, a.JobMasterLeaderElection(x).Start(ax))
+		require.NoError(t, b.ResourceManagerLeaderElection().Start(brm))
+		require.NoError(t, b.JobMasterLeaderElection(y).Start(by))
+		synctest.Wait()
+		first := map[*contender]ha.SessionID{}
+		for _, c := range []*contender{ad, ax, brm, by} {
+			ev := drain(c.events)
+			require.Len(t, ev, 1)
+			require.True(t, ev[0].granted)
+			first[c] = ev[0].session
+		}
+
+		a.RevokeAll()
+		synctest.Wait()
+		again := map[*contender]ha.SessionID{}
+		for _, c := range []*contender{ad, ax} {
+			ev := drain(c.events)
+			require.Len(t, ev, 2)
+			assert.Equal(t, event{}, ev[0], "revoked first")
+			assert.True(t, ev[1].granted, "then granted again")
+			assert.NotEqual(t, first[c], ev[1].session, "with a new session")
+			again[c] = ev[1].session
+		}
+		assert.True(t, a.DispatcherElection().HasLeadership(again[ad]))
+		assert.True(t, a.JobMasterElection(x).HasLeadership(again[ax]))
+		assert.Empty(t, drain(brm.events), "b's ResourceManager keeps its leadership")
+		assert.Empty(t, drain(by.events), "b's JobMaster keeps its leadership")
+		assert.True(t, b.ResourceManagerElection().HasLeadership(first[brm]))
+		assert.True(t, b.JobMasterElection(y).HasLeadership(first[by]))
+
+		b.Close()
+		b.RevokeAll() // a closed client leads nothing
+		synctest.Wait()
+		assert.Empty(t, drain(ad.events))
+		assert.Empty(t, drain(ax.events))
+	})
+}

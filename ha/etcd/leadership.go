@@ -285,6 +285,43 @@ func (s *Services) resign(el *concurrency.Election) {
 	_ = el.Resign(ctx) // on failure the lease revocation that follows deletes the key too
 }
 
+// DropLeadership is a test and operations hook: the client loses its leadership now, as the
+// loss of its session lease would end it. Its term ends at once here — every granted contender
+// is revoked (callbacks on the client's callback goroutine), every write from now on is refused
+// with ha.ErrNotLeader, leader information writes not yet made are dropped — and then the
+// term's lease is revoked on the server, which deletes its election key and leader information
+// (the stored plans, results and checkpoints stay), so another client may win the election. The
+// client stays in the election with every contender started on it: its leader goroutine
+// campaigns again with a new lease and, when it wins, grants its contenders a new session.
+// A client that does not lead (or is closed) is left as it is: it returns nil. It waits for the
+// revocation's answer, up to ctx or RequestTimeout; errors: that request's (the lease then
+// expires after SessionTTL; the client does not lead all the same). Safe for concurrent use.
+// There is no Flink counterpart: it is what a lost ZooKeeper session or an expired Kubernetes
+// lease does to Flink's leader.
+func (s *Services) DropLeadership(ctx context.Context) error {
+	s.mu.Lock()
+	t := s.term
+	if t == nil || s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.endTermLocked()
+	stop := s.stopAttempt
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.reqTimeout)
+	defer cancel()
+	if _, err := s.client.Revoke(ctx, t.lease); err != nil {
+		// The term's watch may see nothing: end the term's attempt (its context only; a
+		// later attempt has its own), so the leader goroutine resigns, revokes the lease
+		// itself (or leaves it to expire) and campaigns again.
+		if stop != nil {
+			stop()
+		}
+		return fmt.Errorf("ha/etcd: revoking the lease of session %s: %w", t.session, err)
+	}
+	return nil
+}
+
 func (s *Services) revokeLease(id clientv3.LeaseID) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.reqTimeout)
 	defer cancel()

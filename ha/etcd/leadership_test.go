@@ -570,3 +570,58 @@ func TestTermGrantsInStartOrder(t *testing.T) {
 		assert.Equal(t, "revoke "+n, next())
 	}
 }
+
+// TestDropLeadershipRevokesAllAndCampaignsAgain: the leading client drops its leadership: its
+// Dispatcher and JobMaster contenders are revoked, its writes refused, its lease is gone on the
+// server (the election key and leader information with it) while its plan stays, and the
+// standby client wins; once the standby leaves, the first campaigns again and is granted with a
+// new session and a new lease.
+func TestDropLeadershipRevokesAllAndCampaignsAgain(t *testing.T) {
+	srv := startServer(t)
+	prefix := newPrefix()
+	a, b := closing(t, srv, prefix), closing(t, srv, prefix)
+	ctx := t.Context()
+	job := jobgraph.NewJobID()
+	da, ja := newHolder(), newHolder()
+	require.NoError(t, a.DispatcherLeaderElection().Start(da))
+	sa := da.awaitGrant(t)
+	ea := a.JobMasterLeaderElection(job)
+	require.NoError(t, ea.Start(ja))
+	require.Equal(t, sa, ja.awaitGrant(t))
+	ea.ConfirmLeadership(sa, "jobmaster@a")
+	g := jobgraph.New("kept", jobgraph.Batch)
+	g.JobID = job
+	g.AddVertex("v", "noop", 1)
+	require.NoError(t, a.ExecutionPlanStore().Put(ctx, g))
+	db := newHolder()
+	require.NoError(t, b.DispatcherLeaderElection().Start(db))
+	lease, _ := leaseOf(a)
+	require.NotZero(t, lease)
+
+	require.NoError(t, a.DropLeadership(ctx))
+	assert.ErrorIs(t, a.ExecutionPlanStore().Remove(ctx, job), ha.ErrNotLeader, "refused at once")
+	da.awaitRevoke(t)
+	ja.awaitRevoke(t)
+	sb := db.awaitGrant(t)
+	assert.NotEqual(t, sa, sb)
+	ttl, err := srv.client(t).TimeToLive(ctx, lease)
+	require.NoError(t, err)
+	assert.Equal(t, int64(-1), ttl.TTL, "the lease is revoked on the server")
+	info, err := srv.client(t).Get(ctx, prefix+"/leader/info/jobmaster/"+job.String(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	assert.Zero(t, info.Count, "a's leader information went with its lease")
+	ids, err := b.ExecutionPlanStore().JobIDs(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []jobgraph.JobID{job}, ids, "the plan stays")
+	assert.NoError(t, a.DropLeadership(ctx), "not leading: nothing to drop")
+
+	require.NoError(t, b.Close())
+	db.awaitRevoke(t)
+	s2 := da.awaitGrant(t)
+	assert.Equal(t, s2, ja.awaitGrant(t))
+	assert.NotEqual(t, sa, s2)
+	assert.NotEqual(t, sb, s2)
+	newLease, _ := leaseOf(a)
+	assert.NotEqual(t, lease, newLease)
+	require.NoError(t, a.ExecutionPlanStore().Remove(ctx, job), "a writes again")
+}

@@ -104,16 +104,65 @@ func (s *Services) startCampaignLocked() {
 	}
 	stop := make(chan struct{})
 	s.campaignStop = stop
-	s.campaigns.Go(func() { s.campaign(stop) })
+	s.campaigns.Go(func() { s.campaign(stop, false) })
 }
 
-// campaign tries the lock at once and then every poll interval until the client leads or stop
-// is closed. An error (of flock or of writing the session) goes to every contender's
-// HandleError, once until a different one, and the next poll tries again.
-func (s *Services) campaign(stop chan struct{}) {
+// DropLeadership is a test and operations hook: the client gives its leadership up now as a lost
+// lock would end it, without closing anything. Every granted contender is revoked (callbacks on
+// the client's callback goroutine, as ever), every write from now on is refused with
+// ha.ErrNotLeader, and the lock is released; nothing durable is removed — not even the leader
+// files, which retrievals stop reporting once nobody holds the lock and the next leader removes.
+// The client stays in the election with every contender started on it: it tries the lock again
+// one PollInterval from now and then every PollInterval, so another client polling meanwhile
+// may take it first; when it wins, it leads with a new session and grants its contenders again.
+// A client that does not lead (or is closed) is left as it is: it returns nil. Errors: the I/O
+// error of releasing the lock (the client does not lead any more all the same). Safe for
+// concurrent use; it does not wait for the callbacks. There is no Flink counterpart (Flink's
+// drivers lose leadership only through the coordination service); Kubernetes' or ZooKeeper's
+// lost lease is what it simulates.
+func (s *Services) DropLeadership() error {
+	s.fence.Lock() // no fenced write runs from here on
+	defer s.fence.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.leading || s.closed {
+		return nil
+	}
+	s.former = s.session
+	s.leading, s.session = false, ha.SessionID{}
+	for _, c := range s.components {
+		if c.leader != nil {
+			ct := c.leader.contender
+			c.leader, c.confirmed = nil, false
+			c.grants++ // a leader-file write queued for the ended grant is skipped
+			s.callbacks.Execute(ct.RevokeLeadership)
+		}
+	}
+	err := unlock(s.latch)
+	// The campaign that won returned; campaignStop stays set while a contender is left, so a
+	// new campaign goroutine takes the stop channel over, waiting one poll first.
+	stop := make(chan struct{})
+	close(s.campaignStop)
+	s.campaignStop = stop
+	s.campaigns.Go(func() { s.campaign(stop, true) })
+	return err
+}
+
+// campaign tries the lock (at once unless wait, else after one poll interval) and then every
+// poll interval until the client leads or stop is closed. An error (of flock or of writing the
+// session) goes to every contender's HandleError, once until a different one, and the next poll
+// tries again.
+func (s *Services) campaign(stop chan struct{}, wait bool) {
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
 	var lastErr string
+	if wait {
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+		}
+	}
 	for {
 		won, err := s.tryLead(stop)
 		if won {

@@ -99,6 +99,37 @@ func (e *Env) Exit(c ha.Services) {
 	e.T.Fatalf("Exit of a client this scenario did not open or closed already")
 }
 
+// Revoke makes client c lose the leadership of everything it leads now (Backend.Revoke).
+func (e *Env) Revoke(c ha.Services) {
+	e.T.Helper()
+	e.Backend.Revoke(e.T, c)
+}
+
+// Await waits until cond holds and fails the test naming what if it does not within Timeout.
+// In a bubble it settles the cluster first and then lets virtual time go on a millisecond at a
+// time between checks (a backend's poll or an etcd campaign is what it waits for), so the
+// instant it returns at is the first millisecond cond held; in real time it checks with a short
+// backoff (1 ms doubling to 50 ms). cond runs on the scenario's goroutine and must not block for
+// long (a RequestJobStatus with a short context is fine).
+func (e *Env) Await(what string, cond func() bool) {
+	e.T.Helper()
+	deadline := time.Now().Add(Timeout)
+	step := time.Millisecond
+	for {
+		e.Settle()
+		if cond() {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			e.T.Fatalf("%s: not within %v on %s", what, Timeout, e.Backend.Name)
+		}
+		time.Sleep(step)
+		if !e.Backend.InBubble && step < 50*time.Millisecond {
+			step *= 2
+		}
+	}
+}
+
 // InBubble says whether the scenario runs in a synctest bubble.
 func (e *Env) InBubble() bool { return e.Backend.InBubble }
 
