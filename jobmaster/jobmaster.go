@@ -250,9 +250,11 @@ type DefaultJobMaster struct {
 	// call is in flight for.
 	teHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
 	freeing      map[jobgraph.AllocationID]bool
-	ckOpen       *ckBatch // checkpoint calls of the running loop task, not on the outbox yet
-	terminal     bool
-	closed       bool
+	// deployments is what was deployed where, reconciled with each TaskExecutor's heartbeat.
+	deployments *deploymentTracker
+	ckOpen      *ckBatch // checkpoint calls of the running loop task, not on the outbox yet
+	terminal    bool
+	closed      bool
 
 	// deployMu orders every enqueue on the outbox against the open deploy batch: openDeploys is
 	// the batch the main loop is filling, not on the outbox yet. It goes onto the outbox when the
@@ -295,6 +297,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		outbox:        mainloop.NewWithClosedError("jobmaster-outbox-"+g.JobID.String(), closedErr),
 		taskExecutors: make(map[jobgraph.ResourceID]rpc.TaskExecutorGateway),
 		freeing:       make(map[jobgraph.AllocationID]bool),
+		deployments:   newDeploymentTracker(),
 		done:          make(chan struct{}),
 	}
 	var rm rpc.ResourceManagerGateway
@@ -442,7 +445,7 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		// The scheduler adds the job's attributes itself.
 		Logger:                 jm.cfg.Logger,
 		JobStatusListener:      jm.cfg.JobStatusListener,
-		ExecutionStateListener: jm.cfg.ExecutionStateListener,
+		ExecutionStateListener: jm.executionStateChanged,
 		ExceptionHistorySize:   jm.cfg.ExceptionHistorySize,
 		SavepointDirectory:     jm.cfg.SavepointDirectory,
 		ShuffleMaster:          jm.cfg.ShuffleMaster,
@@ -463,6 +466,18 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 	}
 	jm.sched = sched
 	return nil
+}
+
+// executionStateChanged is the scheduler's ExecutionStateListener: a terminal attempt is no
+// longer tracked as deployed (Flink: the listener DefaultExecutionGraphFactory adds), then the
+// host's listener hears it. On the loop.
+func (jm *DefaultJobMaster) executionStateChanged(attempt jobgraph.ExecutionAttemptID, st jobgraph.ExecutionState) {
+	if st.IsTerminal() {
+		jm.deployments.stop(attempt)
+	}
+	if l := jm.cfg.ExecutionStateListener; l != nil {
+		l(attempt, st)
+	}
 }
 
 // closedError is ErrClosed naming the job ("jobmaster: job <id>: …", "jobmaster: runner of job
@@ -593,6 +608,7 @@ func (jm *DefaultJobMaster) sendDeploys(b *deployBatch) {
 		err     error
 	}
 	var failures []failed
+	var acknowledged []jobgraph.ExecutionAttemptID
 	for _, d := range perTE {
 		ctx, cancel := jm.rpcContext()
 		errs, err := d.gw.SubmitTasks(ctx, jm.token, d.tdds)
@@ -604,16 +620,20 @@ func (jm *DefaultJobMaster) sendDeploys(b *deployBatch) {
 			}
 			if e != nil {
 				failures = append(failures, failed{tdd.ExecutionAttemptID, fmt.Errorf("deploying %s to %s: %w", tdd.TaskName, d.id, e)})
+			} else {
+				acknowledged = append(acknowledged, tdd.ExecutionAttemptID)
 			}
 		}
 	}
-	if len(failures) > 0 {
-		jm.loop.Execute(func() {
-			for _, f := range failures {
-				jm.sched.OnDeployFailed(f.attempt, f.err)
-			}
-		})
-	}
+	jm.loop.Execute(func() {
+		// Fenced by attempt: complete leaves an attempt that became terminal meanwhile untracked.
+		for _, a := range acknowledged {
+			jm.deployments.complete(a)
+		}
+		for _, f := range failures {
+			jm.sched.OnDeployFailed(f.attempt, f.err)
+		}
+	})
 }
 
 // declareRequirements sends the pool's requirements to the ResourceManager. Declarations replace
@@ -700,13 +720,46 @@ func (d deployer) Deploy(tdd rpc.TaskDeploymentDescriptor, slot slotpool.Allocat
 		jm.loop.Execute(func() { jm.sched.OnDeployFailed(tdd.ExecutionAttemptID, err) })
 		return
 	}
+	jm.deployments.startPending(tdd.ExecutionAttemptID, slot.TaskExecutor)
 	jm.queueDeploy(slot.TaskExecutor, te, tdd)
 }
 
+// CancelTask sends CancelTask to the TaskExecutor, in order after the calls queued before (the
+// deployment it undoes among them). A call that fails is made again, up to CancelTaskTries
+// calls in all, the retries off the outbox (so a silent TaskExecutor holds up the other calls
+// for one RPC timeout, not three); when the last one fails too, the attempt counts as CANCELED
+// (reported to the scheduler as such) with a warning matching ErrTaskNotCanceled: if the task
+// still runs there, the TaskExecutor's next heartbeat reports an execution the JobMaster no
+// longer tracks, and reconcileDeployments cancels it. Flink: Execution.sendCancelRpcCall with
+// NUM_CANCEL_CALL_TRIES, whose failure fails the execution, completing a cancel under way.
 func (d deployer) CancelTask(attempt jobgraph.ExecutionAttemptID, location jobgraph.ResourceID) {
-	if te, ok := d.jm.taskExecutors[location]; ok {
-		d.jm.send(func(ctx context.Context) error { return te.CancelTask(ctx, attempt) }, nil)
+	jm := d.jm
+	te, ok := jm.taskExecutors[location]
+	if !ok {
+		return
 	}
+	gaveUp := func(err error) {
+		if jm.closed {
+			return
+		}
+		jm.log.Warn("canceling a task failed; counting it as canceled", "execution", attempt, "taskExecutor", location,
+			"err", fmt.Errorf("%w after %d calls: %w", ErrTaskNotCanceled, CancelTaskTries, err))
+		jm.sched.UpdateTaskExecutionState(rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateCanceled})
+	}
+	jm.send(func(ctx context.Context) error { return te.CancelTask(ctx, attempt) }, func(error) {
+		jm.sendAside(func(context.Context) error {
+			var err error
+			for range CancelTaskTries - 1 {
+				ctx, cancel := jm.rpcContext()
+				err = te.CancelTask(ctx, attempt)
+				cancel()
+				if err == nil {
+					return nil
+				}
+			}
+			return err
+		}, gaveUp)
+	})
 }
 
 func (d deployer) ReleasePartitions(location jobgraph.ResourceID, partitions []rpc.ResultPartitionID) {
@@ -757,6 +810,9 @@ func (jm *DefaultJobMaster) UpdateTaskExecutionState(ctx context.Context, token 
 	var applied bool
 	err := jm.fenced(ctx, token, func() error {
 		applied = jm.sched.UpdateTaskExecutionState(state)
+		if state.State.IsTerminal() {
+			jm.deployments.stop(state.ExecutionAttemptID) // the TaskExecutor no longer holds it
+		}
 		return nil
 	})
 	return applied, err
@@ -820,6 +876,7 @@ func (jm *DefaultJobMaster) disconnectTaskExecutor(id jobgraph.ResourceID, cause
 	// Forget the TaskExecutor first: its slots are gone with it, so freeSlot sends nothing there.
 	delete(jm.taskExecutors, id)
 	jm.teHeartbeats.Unmonitor(id)
+	jm.deployments.stopHost(id)
 	// The partitions go before the slots, so the failovers of the tasks that ran there already
 	// see them lost.
 	jm.sched.PartitionsLost(id)
@@ -900,7 +957,10 @@ func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token
 // heartbeat request (or sends one), listing the slots it holds for the job. The TaskExecutor's
 // heartbeat timeout starts over, and slots the TaskExecutor lists that the job no longer has are
 // freed there again (see reconcileSlots). The accumulator snapshots it carries become those of
-// their current attempts (Flink: JobMaster's TaskManagerHeartbeatListener.reportPayload). It fails with ErrUnknownTaskExecutor for a
+// their current attempts (Flink: JobMaster's TaskManagerHeartbeatListener.reportPayload), and
+// its ExecutionDeploymentReport is reconciled with what the JobMaster deployed there: attempts
+// the JobMaster does not know are canceled on the TaskExecutor, acknowledged deployments not
+// reported fail with ErrMissingDeployment (see reconcileDeployments). It fails with ErrUnknownTaskExecutor for a
 // TaskExecutor that is not registered, so that one does not take the JobMaster for alive.
 func (jm *DefaultJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskExecutor jobgraph.ResourceID, report rpc.AllocatedSlotReport) error {
 	if err := ctx.Err(); err != nil {
@@ -914,6 +974,7 @@ func (jm *DefaultJobMaster) HeartbeatFromTaskExecutor(ctx context.Context, taskE
 			return fmt.Errorf("jobmaster: job %s: heartbeat from TaskExecutor %s: %w", jm.job, taskExecutor, ErrUnknownTaskExecutor)
 		}
 		jm.reconcileSlots(taskExecutor, report)
+		jm.reconcileDeployments(taskExecutor, report)
 		if u, ok := jm.sched.(scheduler.AccumulatorUpdater); ok {
 			for _, snap := range report.Accumulators {
 				u.UpdateAccumulators(snap) // it drops the snapshots of outdated attempts

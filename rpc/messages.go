@@ -216,4 +216,25 @@ type AllocatedSlotReport struct {
 	// Accumulators holds one snapshot per running task of the job that added accumulators
 	// (Flink's AccumulatorReport); empty when none did.
 	Accumulators []AccumulatorSnapshot `json:"accumulators,omitempty"`
+	// ExecutionDeploymentReport lists the execution attempts of the job the TaskExecutor holds,
+	// which the JobMaster reconciles with what it deployed there (see ExecutionDeploymentReport).
+	// nil means the TaskExecutor does not report its executions, and the JobMaster then
+	// reconciles nothing: a TaskExecutorGateway written before the field existed keeps working.
+	// Flink: TaskExecutorToJobManagerHeartbeatPayload.executionDeploymentReport, always sent.
+	ExecutionDeploymentReport *ExecutionDeploymentReport `json:"executionDeploymentReport,omitempty"`
+}
+
+// ExecutionDeploymentReport is what a TaskExecutor tells a job's JobMaster, with each heartbeat,
+// about the job's execution attempts it holds: every attempt deployed there (SubmitTask
+// accepted) whose final state has not yet been delivered to the JobMaster. An attempt stays in
+// the report until its final UpdateTaskExecutionState call has returned, and a report taken
+// before a SubmitTask was accepted reaches the JobMaster before that SubmitTask returns (the
+// in-process TaskExecutor holds the answer back while such a heartbeat is in flight): so a
+// report never lacks an attempt the JobMaster counts as running there, which Flink gets from
+// its RPC's message order. The JobMaster cancels an attempt reported that it does not know (a
+// cancel that was lost) and fails an attempt it deployed there that is not reported (a
+// deployment that was lost). Plain data. Flink:
+// org.apache.flink.runtime.taskexecutor.ExecutionDeploymentReport.
+type ExecutionDeploymentReport struct {
+	Executions []jobgraph.ExecutionAttemptID `json:"executions"`
 }

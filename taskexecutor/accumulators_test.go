@@ -210,14 +210,17 @@ func TestHeartbeatCarriesTheRunningTasksAccumulators(t *testing.T) {
 				Accumulators: map[string]jobgraph.SerializedAccumulator{"records": {Kind: "LongCounter", Value: json.RawMessage(v)}}}}
 		}
 		beat()
-		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(1), Slots: []jobgraph.AllocationID{allocID(1)}, Accumulators: snap(`2`)}}}, c.jms[1].take())
-		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(2), Slots: []jobgraph.AllocationID{allocID(2)}}}}, c.jms[2].take())
+		deployed := func(d rpc.TaskDeploymentDescriptor) *rpc.ExecutionDeploymentReport {
+			return &rpc.ExecutionDeploymentReport{Executions: []jobgraph.ExecutionAttemptID{d.ExecutionAttemptID}}
+		}
+		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(1), Slots: []jobgraph.AllocationID{allocID(1)}, Accumulators: snap(`2`), ExecutionDeploymentReport: deployed(counting)}}}, c.jms[1].take())
+		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(2), Slots: []jobgraph.AllocationID{allocID(2)}, ExecutionDeploymentReport: deployed(quiet)}}}, c.jms[2].take())
 
 		step <- struct{}{}
 		step <- struct{}{}
 		synctest.Wait()
 		sleep(time.Second)
 		beat()
-		assert.Equal(t, []hbBeat{{time.Second, "te-1", rpc.AllocatedSlotReport{JobID: jobID(1), Slots: []jobgraph.AllocationID{allocID(1)}, Accumulators: snap(`6`)}}}, c.jms[1].take())
+		assert.Equal(t, []hbBeat{{time.Second, "te-1", rpc.AllocatedSlotReport{JobID: jobID(1), Slots: []jobgraph.AllocationID{allocID(1)}, Accumulators: snap(`6`), ExecutionDeploymentReport: deployed(counting)}}}, c.jms[1].take())
 	})
 }

@@ -31,15 +31,22 @@ type hbJobMaster struct {
 	hmu   sync.Mutex
 	gone  bool
 	beats []hbBeat
+	// hold, when set, keeps each heartbeat in flight (recorded, not answered) until it is closed.
+	hold chan struct{}
 }
 
 func (f *hbJobMaster) HeartbeatFromTaskExecutor(_ context.Context, te jobgraph.ResourceID, report rpc.AllocatedSlotReport) error {
 	f.hmu.Lock()
-	defer f.hmu.Unlock()
 	if f.gone {
+		f.hmu.Unlock()
 		return errors.New("JobMaster gone")
 	}
 	f.beats = append(f.beats, hbBeat{At: time.Since(f.start), From: te, Report: report})
+	hold := f.hold
+	f.hmu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	return nil
 }
 
@@ -127,8 +134,9 @@ func TestTaskExecutorAnswersAJobMasterHeartbeatToEveryJobItHoldsSlotsFor(t *test
 
 		require.NoError(t, c.te.HeartbeatFromJobMaster(ctx, "jobmaster-1"))
 		synctest.Wait()
-		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(1), Slots: []jobgraph.AllocationID{allocID(1)}}}}, c.jms[1].take())
-		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(2), Slots: []jobgraph.AllocationID{allocID(2)}}}}, c.jms[2].take())
+		none := &rpc.ExecutionDeploymentReport{Executions: []jobgraph.ExecutionAttemptID{}} // slots, no task
+		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(1), Slots: []jobgraph.AllocationID{allocID(1)}, ExecutionDeploymentReport: none}}}, c.jms[1].take())
+		assert.Equal(t, []hbBeat{{0, "te-1", rpc.AllocatedSlotReport{JobID: jobID(2), Slots: []jobgraph.AllocationID{allocID(2)}, ExecutionDeploymentReport: none}}}, c.jms[2].take())
 
 		// Once the job's last slot is freed, its JobMaster gets no heartbeats.
 		require.NoError(t, c.te.FreeSlot(ctx, allocID(2), nil))

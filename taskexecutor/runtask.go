@@ -123,14 +123,22 @@ func (t *task) run() {
 	// TaskExecutor.unregisterTaskAndNotifyFinalState does: once the JobMaster hears of it, the
 	// slot no longer holds the task, so freeing the slot frees it at once. The loop answers
 	// promptly, or at once with an error when closed.
+	// Until its final state has been delivered the task stays in its job's
+	// ExecutionDeploymentReport, so no heartbeat tells the JobMaster it is gone before the
+	// JobMaster heard how it ended.
 	te := t.te
+	job := t.tdd.JobID
 	_ = te.loop.Call(context.Background(), func() error {
 		t.unwatch()
 		te.taskDone(t)
+		if final != noFinalState {
+			te.reporting[t.attempt] = job
+		}
 		return nil
 	})
 	if final != noFinalState {
 		t.report(final, err)
+		te.loop.Execute(func() { delete(te.reporting, t.attempt) })
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,8 +205,12 @@ type TaskExecutor struct {
 	allocations map[jobgraph.AllocationID]int // slot index
 	jobs        map[jobgraph.JobID]*jobConnection
 	tasks       map[jobgraph.ExecutionAttemptID]*task
-	rm          rpc.ResourceManagerGateway
-	rmID        jobgraph.ResourceManagerID
+	// reporting holds, by job, the tasks that have returned and left their slot but whose final
+	// state is still on its way to the JobMaster: they stay in the job's
+	// ExecutionDeploymentReport until that call has returned (see rpc.ExecutionDeploymentReport).
+	reporting map[jobgraph.ExecutionAttemptID]jobgraph.JobID
+	rm        rpc.ResourceManagerGateway
+	rmID      jobgraph.ResourceManagerID
 	// jmHeartbeats monitors the JobMaster of each job whose connection is registered, by job: the
 	// gateway names a JobMaster only by a ResourceID the TaskExecutor is never told, so it counts
 	// a JobMaster alive when it takes a heartbeat (see HeartbeatFromJobMaster). rmHeartbeats
@@ -253,6 +258,9 @@ type jobConnection struct {
 	pending    []rpc.SlotOffer
 	offering   bool // an OfferSlots round is in flight
 	answering  bool // a heartbeat to the JobMaster is in flight
+	// answered is closed once the heartbeat in flight (answering) has reached the JobMaster;
+	// SubmitTask answers only after that (see heldBackBy).
+	answered chan struct{}
 }
 
 // New validates cfg and starts the TaskExecutor's loop. Call Start to register it.
@@ -315,6 +323,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 		allocations: make(map[jobgraph.AllocationID]int),
 		jobs:        make(map[jobgraph.JobID]*jobConnection),
 		tasks:       make(map[jobgraph.ExecutionAttemptID]*task),
+		reporting:   make(map[jobgraph.ExecutionAttemptID]jobgraph.JobID),
 
 		cancelInterval: cancelInterval,
 		cancelTimeout:  cancelTimeout,
@@ -875,15 +884,57 @@ func (te *TaskExecutor) hasSlotsOf(job jobgraph.JobID) bool {
 // ErrSlotNotFound when no slot is allocated to tdd's job under that allocation, and with an
 // rpc.ErrFencingTokenMismatch error when token is not the JobMasterID the slot was offered to.
 // Task code missing from the Registry is not an error here: the task is reported FAILED.
+//
+// It answers only once a heartbeat to the job's JobMaster that was in flight when the task
+// started has been delivered: that heartbeat's ExecutionDeploymentReport, taken before the task
+// was there, must not reach the JobMaster after it counts the task as deployed (it would fail
+// the task as a lost deployment). Flink gets this order from its RPC; see
+// rpc.ExecutionDeploymentReport. ctx bounds that wait too (its error is then returned, though
+// the task started).
 func (te *TaskExecutor) SubmitTask(ctx context.Context, token jobgraph.JobMasterID, tdd rpc.TaskDeploymentDescriptor) error {
-	return te.call(ctx, func() error { return te.submit(token, tdd) })
+	var held <-chan struct{}
+	err := te.call(ctx, func() error {
+		if err := te.submit(token, tdd); err != nil {
+			return err
+		}
+		held = te.heldBackBy(tdd.JobID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return waitHeldBack(ctx, held)
+}
+
+// heldBackBy returns the channel closed once the heartbeat to the job's JobMaster now in flight
+// has been delivered, or nil when none is. On the loop.
+func (te *TaskExecutor) heldBackBy(job jobgraph.JobID) <-chan struct{} {
+	if jc := te.jobs[job]; jc != nil && jc.answering {
+		return jc.answered
+	}
+	return nil
+}
+
+// waitHeldBack waits until held is closed (nil: at once) or ctx ends.
+func waitHeldBack(ctx context.Context, held <-chan struct{}) error {
+	if held == nil {
+		return nil
+	}
+	select {
+	case <-held:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // SubmitTasks implements rpc.TaskExecutorGateway: each descriptor in order as SubmitTask, on one
 // pass of the main loop; errs[i] is the error SubmitTask(tdds[i]) would have returned (errs is nil
-// when all started). err is the TaskExecutor's closed error or ctx's, and then none started.
+// when all started). err is the TaskExecutor's closed error or ctx's, and then none started —
+// or ctx ended while the answer waited for a heartbeat in flight, as SubmitTask's does.
 func (te *TaskExecutor) SubmitTasks(ctx context.Context, token jobgraph.JobMasterID, tdds []rpc.TaskDeploymentDescriptor) ([]error, error) {
 	var errs []error
+	var held []<-chan struct{}
 	err := te.call(ctx, func() error {
 		for i, tdd := range tdds {
 			if err := te.submit(token, tdd); err != nil {
@@ -891,12 +942,19 @@ func (te *TaskExecutor) SubmitTasks(ctx context.Context, token jobgraph.JobMaste
 					errs = make([]error, len(tdds))
 				}
 				errs[i] = err
+			} else if h := te.heldBackBy(tdd.JobID); h != nil && !slices.Contains(held, h) {
+				held = append(held, h)
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, h := range held {
+		if err := waitHeldBack(ctx, h); err != nil {
+			return nil, err
+		}
 	}
 	return errs, nil
 }
@@ -1026,7 +1084,9 @@ func (te *TaskExecutor) disconnectJobMaster(job jobgraph.JobID, cause error) {
 // only by its ResourceID, which the TaskExecutor does not learn when it connects, so it answers
 // every JobMaster it is registered with — those of the jobs it holds slots for — each with
 // JobMasterGateway.HeartbeatFromTaskExecutor and the AllocatedSlotReport of its job (the slots
-// the JobMaster accepted, and the accumulator snapshots of the job's tasks here). A JobMaster
+// the JobMaster accepted, the accumulator snapshots of the job's tasks here, and its
+// ExecutionDeploymentReport: the job's attempts here, including those whose final state is
+// still being delivered; see rpc.ExecutionDeploymentReport). A JobMaster
 // that takes the heartbeat counts as alive; one that has not for heartbeat.timeout is
 // disconnected (see jobMasterHeartbeatTimedOut). At most one heartbeat
 // per JobMaster is in flight. Flink: HeartbeatManagerImpl.requestHeartbeat on the TaskExecutor's
@@ -1046,6 +1106,7 @@ func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
 		return
 	}
 	report := rpc.AllocatedSlotReport{JobID: jc.job}
+	deployed := &rpc.ExecutionDeploymentReport{Executions: []jobgraph.ExecutionAttemptID{}}
 	var tasks []*task
 	for _, s := range te.slots {
 		if s.state == slotActive && s.job == jc.job {
@@ -1054,16 +1115,29 @@ func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
 		if s.state != slotFree && s.job == jc.job {
 			for _, t := range s.tasks {
 				tasks = append(tasks, t)
+				deployed.Executions = append(deployed.Executions, t.attempt)
 			}
 		}
 	}
+	for attempt, job := range te.reporting {
+		if job == jc.job {
+			deployed.Executions = append(deployed.Executions, attempt)
+		}
+	}
+	report.ExecutionDeploymentReport = deployed
 	jc.answering = true
+	answered := make(chan struct{})
+	jc.answered = answered
+	// SubmitTask's answers wait for this (see SubmitTask); a killed TaskExecutor never calls.
+	closeAnswered := sync.OnceFunc(func() { close(answered) })
 	gw, token, timeout := jc.gateway, jc.token, te.jmHeartbeats.Timeout()
 	te.callAside(timeout, func(ctx context.Context) error {
+		defer closeAnswered()
 		// The accumulators are encoded here, off the loop: that is the task's own code.
 		report.Accumulators = accumulatorReport(jc.job, tasks)
 		return gw.HeartbeatFromTaskExecutor(ctx, te.id, report)
 	}, func(err error) {
+		closeAnswered()
 		jc.answering = false
 		if err == nil && te.jobs[jc.job] == jc && jc.token == token && !te.killed.Load() {
 			te.jmHeartbeats.ReceiveHeartbeat(jc.job)

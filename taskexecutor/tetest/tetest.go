@@ -412,7 +412,7 @@ func heartbeatResourceManager(s *suite) {
 func heartbeatJobMaster(s *suite) {
 	a := jobgraph.NewAllocationID()
 	s.allocate(0, a)
-	s.running(a)
+	attempt := s.running(a)
 	// The TaskExecutor may still be applying the JobMaster's answer to its slot offer (the
 	// fake's OfferSlots has returned, the TaskExecutor's loop has not seen the answer yet), and a
 	// TaskExecutor rightly ignores heartbeats of a JobMaster it is not connected to. A JobMaster
@@ -428,7 +428,14 @@ func heartbeatJobMaster(s *suite) {
 			s.t.Fatalf("waited %v for: the TaskExecutor answers the JobMaster", Timeout)
 		}
 	}
-	assert.Equal(s.t, rpc.AllocatedSlotReport{JobID: s.job, Slots: []jobgraph.AllocationID{a}}, s.jm.heartbeatReports()[0])
+	report := s.jm.heartbeatReports()[0]
+	// A TaskExecutor that reports its executions (rpc.ExecutionDeploymentReport) lists the
+	// running one; one that does not sends none, and its JobMaster reconciles nothing.
+	if deployed := report.ExecutionDeploymentReport; deployed != nil {
+		assert.Equal(s.t, []jobgraph.ExecutionAttemptID{attempt}, deployed.Executions, "the ExecutionDeploymentReport lists the running task")
+	}
+	report.ExecutionDeploymentReport = nil
+	assert.Equal(s.t, rpc.AllocatedSlotReport{JobID: s.job, Slots: []jobgraph.AllocationID{a}}, report)
 }
 
 func withoutRepeats(states []jobgraph.ExecutionState) []jobgraph.ExecutionState {
