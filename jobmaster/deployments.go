@@ -85,7 +85,7 @@ func newDeploymentTracker() *deploymentTracker {
 // startTrackingPendingDeploymentOf.
 func (d *deploymentTracker) startPending(attempt jobgraph.ExecutionAttemptID, host jobgraph.ResourceID) {
 	d.stop(attempt)
-	d.byAttempt[attempt] = trackedDeployment{host: host}
+	d.byAttempt[attempt] = trackedDeployment{host: host, state: deploymentPending}
 	on := d.byHost[host]
 	if on == nil {
 		on = map[jobgraph.ExecutionAttemptID]struct{}{}
