@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -263,6 +264,10 @@ func (g *JobGraph) copyPlain() (*JobGraph, bool) {
 		edges, sets, config = edges+len(v.Inputs), sets+len(v.Results), config+len(v.Config)
 	}
 	c := *g
+	c.ParallelismOverrides = nil
+	if len(g.ParallelismOverrides) > 0 {
+		c.ParallelismOverrides = maps.Clone(g.ParallelismOverrides)
+	}
 	c.RestartStrategy.ExponentialDelayBackoffMultiplier = g.RestartStrategy.ExponentialDelayBackoffMultiplier + 0
 	c.RestartStrategy.ExponentialDelayJitterFactor = g.RestartStrategy.ExponentialDelayJitterFactor + 0
 	if g.Vertices == nil {

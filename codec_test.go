@@ -314,6 +314,7 @@ func TestCloneCopiesEveryField(t *testing.T) {
 		"JobGraph.SavepointRestore.Path string", "JobGraph.RestartStrategy.Type string",
 		"JobGraph.RestartStrategy.ExponentialDelayBackoffMultiplier float64",
 		"JobGraph.RestartStrategy.ExponentialDelayJitterFactor float64", "JobGraph.FailoverStrategy string",
+		"JobGraph.ParallelismOverrides map",
 		"JobVertex.Name string", "JobVertex.Invokable string", "JobVertex.Config slice",
 		"JobVertex.Resources.CPUCores float64", "JobVertex.SlotSharingGroup string",
 		"JobVertex.CoLocationGroup string", "JobVertex.Inputs slice", "JobVertex.Results slice",

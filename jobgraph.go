@@ -29,6 +29,17 @@ type JobGraph struct {
 	RestartStrategy RestartStrategyConfig `json:"restartStrategy,omitzero"`
 	// FailoverStrategy: jobmanager.execution.failover-strategy, "" means region.
 	FailoverStrategy FailoverStrategy `json:"failoverStrategy,omitempty"`
+	// ParallelismOverrides is the job's own pipeline.jobvertex-parallelism-overrides: the
+	// parallelism to run a vertex with, by vertex ID, in place of its Parallelism. The Dispatcher
+	// applies it on submission, over the cluster's overrides (dispatcher.Config.ParallelismOverrides;
+	// the job's win for a vertex both name), before it validates and persists the graph, so the
+	// stored plan and the archived graph have the overridden parallelism. An entry for a vertex
+	// the graph does not have is ignored, as in Flink; a value below 1 is invalid (Validate,
+	// RuleParallelism). A vertex whose MaxParallelism is 0 derives its max parallelism from the
+	// overridden parallelism (DefaultMaxParallelism), as Flink derives it when it builds the
+	// ExecutionGraph. JSON: an object of vertex ID (32 hex digits) to parallelism; empty is left
+	// out. Flink keeps the map in the JobGraph's job configuration as strings.
+	ParallelismOverrides map[JobVertexID]int `json:"parallelismOverrides,omitempty"`
 }
 
 // JobVertex is one task of the job: Parallelism subtasks, each running the task code registered

@@ -1,6 +1,7 @@
 package jobgraph
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -143,6 +144,9 @@ func (g *JobGraph) Validate() error {
 	if err := g.checkNil(); err != nil {
 		return err
 	}
+	if err := g.validateParallelismOverrides(); err != nil {
+		return err
+	}
 	vertices := make(map[JobVertexID]*JobVertex, len(g.Vertices))
 	dataSets := make(map[IntermediateDataSetID]*JobVertex)
 	for _, v := range g.Vertices {
@@ -266,4 +270,27 @@ func (s SavepointRestoreSettings) validate() error {
 		return fmt.Errorf("execution.savepoint-restore-mode %d is not NO_CLAIM, CLAIM or LEGACY", s.RestoreMode)
 	}
 	return nil
+}
+
+// validateParallelismOverrides refuses an override below 1 (pipeline.jobvertex-parallelism-overrides),
+// naming the vertex (by name, too, when the graph has it). Of several, the smallest vertex ID is
+// reported, so the error does not depend on map order.
+func (g *JobGraph) validateParallelismOverrides() error {
+	var bad *JobVertexID
+	for id, p := range g.ParallelismOverrides {
+		if p < 1 && (bad == nil || bytes.Compare(id[:], bad[:]) < 0) {
+			bad = &id
+		}
+	}
+	if bad == nil {
+		return nil
+	}
+	e := &ValidationError{Rule: RuleParallelism, Vertex: *bad,
+		Detail: fmt.Sprintf("the parallelism override (pipeline.jobvertex-parallelism-overrides) %d is below 1", g.ParallelismOverrides[*bad])}
+	for _, v := range g.Vertices {
+		if v.ID == *bad {
+			e.VertexName = v.Name
+		}
+	}
+	return e
 }

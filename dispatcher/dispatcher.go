@@ -163,6 +163,15 @@ type Config struct {
 	CleanupExponentialDelayInitialBackoff time.Duration
 	CleanupExponentialDelayMaxBackoff     time.Duration
 	CleanupExponentialDelayAttempts       int
+
+	// ParallelismOverrides is the cluster's pipeline.jobvertex-parallelism-overrides (Flink's
+	// PipelineOptions.PARALLELISM_OVERRIDES, default none): the parallelism to run a vertex with,
+	// by vertex ID, for every job submitted to this Dispatcher that has the vertex. A job's own
+	// jobgraph.JobGraph.ParallelismOverrides take precedence for the vertices they name. SubmitJob
+	// applies them (see there); recovered jobs are not changed again (their stored plan has them
+	// applied already), as Flink applies them on submission only. A value below 1 is
+	// ErrInvalidConfig, naming the vertex. The Dispatcher keeps its own copy.
+	ParallelismOverrides map[jobgraph.JobVertexID]int
 }
 
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
@@ -311,6 +320,12 @@ func (cfg *Config) validate() error {
 	if _, err := resolveCleanupRetry(*cfg); err != nil {
 		return err
 	}
+	for _, id := range slices.SortedFunc(maps.Keys(cfg.ParallelismOverrides), func(a, b jobgraph.JobVertexID) int { return slices.Compare(a[:], b[:]) }) {
+		if p := cfg.ParallelismOverrides[id]; p < 1 {
+			return fmt.Errorf("%w: ParallelismOverrides (pipeline.jobvertex-parallelism-overrides) gives vertex %s parallelism %d, below 1", ErrInvalidConfig, id, p)
+		}
+	}
+	cfg.ParallelismOverrides = maps.Clone(cfg.ParallelismOverrides)
 	seen := make(map[jobgraph.JobID]bool, len(cfg.RecoveredJobs))
 	for i, g := range cfg.RecoveredJobs {
 		if g == nil {
@@ -418,8 +433,14 @@ func (d *StandaloneDispatcher) runRecovered(g *jobgraph.JobGraph) error {
 	})
 }
 
-// SubmitJob validates g, rejects a duplicate, persists g to the ExecutionPlanStore and then starts
-// the job's runner; it returns once the job runs (not when it ends). Errors: a nil g or the
+// SubmitJob applies the parallelism overrides to its copy of g, validates it, rejects a
+// duplicate, persists it to the ExecutionPlanStore and then starts the job's runner; it returns
+// once the job runs (not when it ends). Parallelism overrides (pipeline.jobvertex-parallelism-overrides,
+// Flink's Dispatcher.applyParallelismOverrides): each vertex that g.ParallelismOverrides or
+// else Config.ParallelismOverrides names runs with that parallelism, and the plan stored, the
+// JobMaster's ExecutionGraph and the archived graph have it; an override is validated as any
+// parallelism is (above the vertex's max parallelism is a *jobgraph.ValidationError naming the
+// vertex, in an error that names the override). Errors: a nil g or the
 // *jobgraph.ValidationError (both match jobgraph.ErrInvalidJobGraph); a
 // *DuplicateJobSubmissionError (GloballyTerminated when the JobResultStore has the job);
 // ErrClosed; an error wrapping ErrNotLeader when the Dispatcher is fenced (Config.LeaderElection)
@@ -433,12 +454,16 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 	if g == nil {
 		return fmt.Errorf("dispatcher: SubmitJob: %w: the job graph is nil", jobgraph.ErrInvalidJobGraph)
 	}
-	if err := g.Validate(); err != nil {
-		return err
-	}
-	g, err := g.Clone()
+	c, err := g.Clone()
 	if err != nil {
+		if verr := g.Validate(); verr != nil {
+			return verr
+		}
 		return fmt.Errorf("dispatcher: copy job graph: %w", err)
+	}
+	g = c
+	if err := d.applyParallelismOverrides(g); err != nil {
+		return err
 	}
 	id := g.JobID
 	// Reserve the JobID on the loop: of concurrent submissions exactly one gets here.
@@ -477,6 +502,52 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 		return err
 	}
 	return nil
+}
+
+// applyParallelismOverrides sets the parallelism of every vertex of g (the Dispatcher's copy)
+// that Config.ParallelismOverrides or g.ParallelismOverrides name, the job's winning, and then
+// validates g. An override that makes the graph invalid (above the vertex's max parallelism, say)
+// is returned as the *jobgraph.ValidationError, naming the vertex, wrapped in a message that
+// names the override and where it came from. Flink: Dispatcher.applyParallelismOverrides.
+func (d *StandaloneDispatcher) applyParallelismOverrides(g *jobgraph.JobGraph) error {
+	type applied struct {
+		from     string
+		old, new int
+	}
+	var changed map[*jobgraph.JobVertex]applied
+	for _, v := range g.Vertices {
+		if v == nil {
+			continue // Validate names it below
+		}
+		from := "the job's"
+		p, ok := g.ParallelismOverrides[v.ID]
+		if !ok {
+			from = "the cluster's"
+			p, ok = d.cfg.ParallelismOverrides[v.ID]
+		}
+		if !ok || p == v.Parallelism {
+			continue
+		}
+		if changed == nil {
+			changed = make(map[*jobgraph.JobVertex]applied)
+		}
+		changed[v] = applied{from: from, old: v.Parallelism, new: p}
+		d.log.Info("changing a job vertex's parallelism (pipeline.jobvertex-parallelism-overrides)",
+			"job", g.JobID, "vertex", v.ID, "name", jobgraph.Truncate(v.Name), "from", v.Parallelism, "to", p, "override", from)
+		v.Parallelism = p
+	}
+	err := g.Validate()
+	var verr *jobgraph.ValidationError
+	if err == nil || !errors.As(err, &verr) {
+		return err
+	}
+	for v, a := range changed {
+		if v.ID == verr.Vertex {
+			return fmt.Errorf("dispatcher: job %s: %s pipeline.jobvertex-parallelism-overrides set vertex %q (%s) from parallelism %d to %d: %w",
+				g.JobID, a.from, jobgraph.Truncate(v.Name), v.ID, a.old, a.new, err)
+		}
+	}
+	return err
 }
 
 // persistAndRun runs a reserved submission to its end, off the loop.

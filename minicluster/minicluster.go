@@ -104,6 +104,11 @@ type Config struct {
 	// JobStoreMaxCapacity: jobstore.max-capacity, default (0) unlimited. See
 	// dispatcher.Config.JobStoreMaxCapacity.
 	JobStoreMaxCapacity int
+	// ParallelismOverrides: the cluster's pipeline.jobvertex-parallelism-overrides, the
+	// parallelism by vertex ID that every submitted job having the vertex runs it with, unless
+	// the job's own jobgraph.JobGraph.ParallelismOverrides name the vertex. Default none. See
+	// dispatcher.Config.ParallelismOverrides.
+	ParallelismOverrides map[jobgraph.JobVertexID]int
 	// RunCancelTimeout bounds how long Run waits, once its ctx ended, for the job it canceled to
 	// reach a terminal state; default 60 s. No Flink option: Flink's MiniCluster.executeJobBlocking
 	// leaves the job running.
@@ -252,10 +257,11 @@ func New(cfg Config) (*MiniCluster, error) {
 	}
 	d, err := dispatcher.NewRunner(dispatcher.RunnerConfig{
 		Dispatcher: dispatcher.Config{
-			HA:                  mc.ha,
-			Logger:              log,
-			JobStoreExpiration:  cfg.JobStoreExpiration,
-			JobStoreMaxCapacity: cfg.JobStoreMaxCapacity,
+			HA:                   mc.ha,
+			Logger:               log,
+			JobStoreExpiration:   cfg.JobStoreExpiration,
+			JobStoreMaxCapacity:  cfg.JobStoreMaxCapacity,
+			ParallelismOverrides: cfg.ParallelismOverrides,
 			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 				f, err := jobmaster.NewFactory(g, jmConfig)
 				if err != nil {
