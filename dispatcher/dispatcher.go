@@ -222,6 +222,24 @@ const DefaultJobStoreExpiration = time.Hour
 // CheckpointResourcesCleanup); Flink runs the global steps concurrently, we run them in the order
 // above so that the plan, which says what happens to the checkpoints, outlives that decision.
 //
+// # Terminating jobs
+//
+// Never do two runners of one JobID exist at once. A job whose runner ends SUSPENDED (a host's
+// runner may end so on its own; the default LeadershipRunner only when closed) while the
+// Dispatcher does not close frees its JobID at once, but its runner's Close and its archiving
+// (the local cleanup) still run: a SubmitJob of the JobID meanwhile reserves it, and then waits,
+// off the Dispatcher's loop, until the old job is archived before it reads the JobResultStore,
+// builds the new runner and persists the plan; its ctx and Close end the wait (with ctx's error,
+// or ErrClosed). Meanwhile the JobID answers INITIALIZING, a second submission of it is a
+// duplicate, and RequestJobResult waits for the new job; the old job's waiters get SUSPENDED.
+// Flink: Dispatcher.waitForTerminatingJob over jobManagerRunnerTerminationFutures. A globally
+// terminated job keeps its JobID until it is archived: a resubmission is a
+// *DuplicateJobSubmissionError, with GloballyTerminated set once its dirty JobResult is written
+// (Flink: JobResultStore.hasJobResultEntry), unset before (Flink: the runner still registered).
+// Recovery never meets a terminating runner: a Runner builds a session's Dispatcher, and so
+// starts the recovered jobs, only once the previous session's Dispatcher closed every runner
+// (Flink's DefaultDispatcherRunner waits for the previous DispatcherLeaderProcess the same way).
+//
 // # Memory
 //
 // With the defaults a finished one-vertex job costs about 1.65 KB of archive until
@@ -239,11 +257,17 @@ type StandaloneDispatcher struct {
 	retryStrategy cleanupRetry
 
 	// Owned by loop.
-	jobs    map[jobgraph.JobID]*job
-	archive map[jobgraph.JobID]*archivedJob
-	bounded *list.List // of jobgraph.JobID: the archived jobs subject to expiry and capacity, oldest first
-	armed   bool       // an expiry timer is scheduled, for no later than the oldest bounded job's expiry
-	closing bool
+	jobs map[jobgraph.JobID]*job
+	// terminating holds the jobs whose runner ended not globally terminal (SUSPENDED) while
+	// the Dispatcher does not close, from that moment until they are archived (the runner's
+	// Close and the local cleanup): their JobID is free for a new submission, which waits for
+	// the old job's archived channel before it builds its runner. Flink's
+	// jobManagerRunnerTerminationFutures.
+	terminating map[jobgraph.JobID]*job
+	archive     map[jobgraph.JobID]*archivedJob
+	bounded     *list.List // of jobgraph.JobID: the archived jobs subject to expiry and capacity, oldest first
+	armed       bool       // an expiry timer is scheduled, for no later than the oldest bounded job's expiry
+	closing     bool
 
 	submitting sync.WaitGroup // submissions past their reservation; Close waits for them
 	watchers   sync.WaitGroup
@@ -262,6 +286,13 @@ type job struct {
 	// ended is the job's outcome once its runner reported it, while the result is being
 	// recorded and cleaned up (the runner is closed by then); set on the loop.
 	ended *archivedJob
+	// recorded: the job's dirty JobResult is in the JobResultStore (its global cleanup runs);
+	// set on the loop. A resubmission is then a globally terminated duplicate, as Flink's
+	// Dispatcher finds the entry with JobResultStore.hasJobResultEntry.
+	recorded bool
+	// after is the archived channel of the previous job of this JobID, still terminating when
+	// this submission reserved the ID (see StandaloneDispatcher, "Terminating jobs"); nil if none.
+	after <-chan struct{}
 }
 
 type archivedJob struct {
@@ -354,16 +385,17 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 	}
 	stopped, stop := context.WithCancel(context.Background())
 	return &StandaloneDispatcher{
-		stopped:    stopped,
-		stop:       stop,
-		cfg:        cfg,
-		log:        log,
-		loop:       mainloop.NewWithClosedError("dispatcher", ErrClosed),
-		expiration: expiration,
-		capacity:   cfg.JobStoreMaxCapacity,
-		jobs:       make(map[jobgraph.JobID]*job),
-		archive:    make(map[jobgraph.JobID]*archivedJob),
-		bounded:    list.New(),
+		stopped:     stopped,
+		stop:        stop,
+		cfg:         cfg,
+		log:         log,
+		loop:        mainloop.NewWithClosedError("dispatcher", ErrClosed),
+		expiration:  expiration,
+		capacity:    cfg.JobStoreMaxCapacity,
+		jobs:        make(map[jobgraph.JobID]*job),
+		terminating: make(map[jobgraph.JobID]*job),
+		archive:     make(map[jobgraph.JobID]*archivedJob),
+		bounded:     list.New(),
 
 		retryStrategy: retryStrategy,
 	}
@@ -473,11 +505,14 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 			return ErrClosed
 		}
 		d.expire(time.Now())
-		if _, running := d.jobs[id]; running {
-			return &DuplicateJobSubmissionError{JobID: id}
+		if j, running := d.jobs[id]; running {
+			return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: j.recorded}
 		}
 		if a, done := d.archive[id]; done && a.result.Status.IsGloballyTerminal() {
 			return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: true}
+		}
+		if old, ok := d.terminating[id]; ok {
+			entry.after = old.archived
 		}
 		d.jobs[id] = entry
 		d.submitting.Add(1) // Close waits for the rest of this submission
@@ -553,6 +588,14 @@ func (d *StandaloneDispatcher) applyParallelismOverrides(g *jobgraph.JobGraph) e
 // persistAndRun runs a reserved submission to its end, off the loop.
 func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.JobGraph, entry *job) error {
 	id := g.JobID
+	if entry.after != nil {
+		d.log.Info("waiting for the previous job of the JobID to terminate before the submission goes on", "job", id)
+		select {
+		case <-entry.after:
+		case <-ctx.Done():
+			return fmt.Errorf("dispatcher: job %s: waiting for the previous JobManagerRunner of the JobID to terminate: %w", id, ctx.Err())
+		}
+	}
 	if err := d.leads("submitting", id); err != nil {
 		return err
 	}
@@ -626,6 +669,11 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	// From here on the job is answered from its outcome, not from the runner, which closes.
 	_ = d.loop.Call(context.Background(), func() error {
 		entry.ended = &archivedJob{result: result, graph: a, submitted: entry.submitted}
+		if !a.Status.IsGloballyTerminal() && !d.closing && d.jobs[id] == entry {
+			// Its JobID is free again; a new submission waits until this one is archived.
+			delete(d.jobs, id)
+			d.terminating[id] = entry
+		}
 		return nil
 	})
 	runner.Close() // the local cleanup
@@ -633,6 +681,9 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	// that the next leader's recovery cleans up, and the job never runs again. SUSPENDED (and a
 	// closing Dispatcher) cleans nothing of HA.
 	recorded := a.Status.IsGloballyTerminal() && d.recordGloballyTerminated(result)
+	if recorded {
+		d.loop.Execute(func() { entry.recorded = true })
+	}
 	if a.Status.IsGloballyTerminal() && !recorded {
 		d.log.Error("the job result was not written to the JobResultStore; the job stays archived until the Dispatcher closes and nothing of it is cleaned", "job", id, "status", result.Status)
 	}
@@ -645,7 +696,10 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 		if d.jobs[id] == entry {
 			delete(d.jobs, id)
 		}
-		close(entry.archived)
+		if d.terminating[id] == entry {
+			delete(d.terminating, id)
+		}
+		close(entry.archived) // a submission of the JobID waiting for it goes on
 		d.log.Info("job ended", "job", id, "status", result.Status)
 	})
 }
@@ -750,14 +804,19 @@ type lookup struct {
 func (d *StandaloneDispatcher) lookup(ctx context.Context, id jobgraph.JobID) (lookup, error) {
 	l, err := mainloop.Submit(ctx, d.loop, func() (lookup, error) {
 		d.expire(time.Now())
-		if a, ok := d.archive[id]; ok {
-			return lookup{archived: a}, nil
-		}
+		// The current job of the JobID first: a job resubmitted after its predecessor ended
+		// SUSPENDED is answered for itself, not from the predecessor's archive.
 		if j, ok := d.jobs[id]; ok {
 			if j.ended != nil {
 				return lookup{ended: j.ended, job: j}, nil
 			}
 			return lookup{runner: j.runner, job: j}, nil
+		}
+		if j, ok := d.terminating[id]; ok {
+			return lookup{ended: j.ended, job: j}, nil
+		}
+		if a, ok := d.archive[id]; ok {
+			return lookup{archived: a}, nil
 		}
 		return lookup{}, nil
 	})
@@ -892,7 +951,16 @@ func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMes
 			}
 			live = append(live, r)
 		}
+		for id, j := range d.terminating {
+			if _, resubmitted := d.jobs[id]; !resubmitted {
+				live = append(live, running{id: id, name: j.name, submitted: j.submitted, status: j.ended.result.Status})
+			}
+		}
 		for id, a := range d.archive {
+			_, current := d.jobs[id]
+			if _, ended := d.terminating[id]; current || ended {
+				continue // the job now under the JobID is listed instead
+			}
 			out = append(out, rpc.JobStatusMessage{JobID: id, Name: a.result.Name, Status: a.result.Status,
 				StartTime: a.submitted.UnixMilli()})
 		}
