@@ -167,3 +167,53 @@ func TestTaskExecutorFollowsTheResourceManagerLeader(t *testing.T) {
 		assert.True(t, retrieval.stopped, "Close stops the retrieval")
 	})
 }
+
+// A slot freed while the registration with a new ResourceManager leader is under way — its
+// slot report, built when it started, lists the slot allocated — is announced free to that
+// leader once registered (NotifySlotAvailable with the old allocation), so the new leader does
+// not hold it for the old allocation until the next heartbeat's slot report. Before the fix the
+// notice was dropped (no ResourceManager connection at the time), and a new JobMaster over
+// embedded HA whose ResourceManager was revoked with it waited for the slot until the heartbeat
+// 10 s later.
+func TestSlotFreedWhileRegisteringWithANewLeaderIsAnnouncedToIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := newCluster(t)
+		s1, s2 := ha.SessionID(rmToken(1)), ha.SessionID(rmToken(2))
+		rmA := &leaderRM{fakeResourceManager: &fakeResourceManager{id: rmToken(1)}}
+		rmB := &leaderRM{fakeResourceManager: &fakeResourceManager{id: rmToken(2)}, gate: make(chan struct{})}
+		require.NoError(t, c.svc.Register("rm-a", rmA))
+		require.NoError(t, c.svc.Register("rm-b", rmB))
+		retrieval := &handRetrieval{}
+		te, err := New(Config{ResourceID: "te-1", NumSlots: 2, Registry: c.reg, RPC: c.svc,
+			ResourceManagerRetrieval: retrieval, Shuffle: c.shuffle, Logger: discard})
+		require.NoError(t, err)
+		require.NoError(t, te.Start(ctx))
+		defer te.Close()
+		retrieval.announce("rm-a", s1)
+		_, err = te.WaitRegistered(ctx)
+		require.NoError(t, err)
+		slot := rpc.SlotID{ResourceID: "te-1", SlotNumber: 0}
+		a := jobgraph.NewAllocationID()
+		require.NoError(t, te.RequestSlot(ctx, slot, jobID(1), a, jobgraph.ResourceProfile{CPUCores: 0.5}, jmAddr, jmToken(1), rmToken(1)))
+
+		retrieval.announce("rm-b", s2) // B's registration waits for its gate
+		synctest.Wait()
+		require.NoError(t, te.FreeSlot(ctx, a, nil))
+		synctest.Wait()
+		close(rmB.gate)
+		id, err := te.WaitRegistered(ctx)
+		require.NoError(t, err)
+		require.Equal(t, rmToken(2), id)
+		synctest.Wait()
+
+		rmB.mu.Lock()
+		defer rmB.mu.Unlock()
+		require.Len(t, rmB.registers, 1)
+		assert.Equal(t, jobID(1), rmB.registers[0].SlotReport.Slots[0].JobID, "the registration's report was built before the slot was freed")
+		assert.Equal(t, []notifyCall{{"te-1", slot, a}}, rmB.notified, "B is told the slot is free")
+		rmA.mu.Lock()
+		defer rmA.mu.Unlock()
+		assert.Empty(t, rmA.notified, "A is no leader any more")
+	})
+}

@@ -211,6 +211,10 @@ type TaskExecutor struct {
 	reporting map[jobgraph.ExecutionAttemptID]jobgraph.JobID
 	rm        rpc.ResourceManagerGateway
 	rmID      jobgraph.ResourceManagerID
+	// freedUnannounced are the slots freed while no ResourceManager was registered with (a
+	// leader change in progress): the registration under way may carry a slot report built
+	// before they were freed, so the new leader is told of each once registered.
+	freedUnannounced []freedSlot
 	// jmHeartbeats monitors the JobMaster of each job whose connection is registered, by job: the
 	// gateway names a JobMaster only by a ResourceID the TaskExecutor is never told, so it counts
 	// a JobMaster alive when it takes a heartbeat (see HeartbeatFromJobMaster). rmHeartbeats
@@ -483,6 +487,15 @@ func (te *TaskExecutor) registeredWithResourceManager(gw rpc.ResourceManagerGate
 	te.rm, te.rmID = gw, id
 	te.rmHeartbeats.Monitor(te.rmAddr)
 	te.log.Info("registered with the ResourceManager", "address", te.rmAddr, "resourceManagerID", id)
+	// A slot freed while the registration was under way may be listed as allocated in its
+	// report: without this notice the new leader would hold it for the old allocation until
+	// the next heartbeat's slot report (heartbeat.interval), and a job waiting for it would
+	// wait that long. The notice names the allocation, so the ResourceManager ignores it for a
+	// slot it has allocated anew meanwhile (and for one the report listed free).
+	for _, f := range te.freedUnannounced {
+		te.announceFreeSlot(gw, id, f.n, f.allocation)
+	}
+	te.freedUnannounced = nil
 	te.wakeRegistrationWaiters()
 }
 
@@ -855,14 +868,31 @@ func (te *TaskExecutor) freeSlot(n int, why *stopReason) {
 	if jc := te.jobs[job]; jc != nil && !jc.offering && !te.hasSlotsOf(job) {
 		te.forgetJob(job)
 	}
-	if rm, rmID := te.rm, te.rmID; rm != nil && !te.killed.Load() {
-		slotID := rpc.SlotID{ResourceID: te.id, SlotNumber: n}
-		te.spawn(func() {
-			if err := rm.NotifySlotAvailable(te.ctx, rmID, te.id, slotID, allocation); err != nil && te.ctx.Err() == nil {
-				te.log.Warn("telling the ResourceManager about a free slot failed", "slot", n, "error", err)
-			}
-		})
+	if te.killed.Load() {
+		return
 	}
+	if te.rm == nil {
+		te.freedUnannounced = append(te.freedUnannounced, freedSlot{n, allocation})
+		return
+	}
+	te.announceFreeSlot(te.rm, te.rmID, n, allocation)
+}
+
+// freedSlot is a slot freed while no ResourceManager was registered with, and the allocation
+// that held it.
+type freedSlot struct {
+	n          int
+	allocation jobgraph.AllocationID
+}
+
+// announceFreeSlot tells rm, off the loop, that slot n is no longer held by allocation.
+func (te *TaskExecutor) announceFreeSlot(rm rpc.ResourceManagerGateway, rmID jobgraph.ResourceManagerID, n int, allocation jobgraph.AllocationID) {
+	slotID := rpc.SlotID{ResourceID: te.id, SlotNumber: n}
+	te.spawn(func() {
+		if err := rm.NotifySlotAvailable(te.ctx, rmID, te.id, slotID, allocation); err != nil && te.ctx.Err() == nil {
+			te.log.Warn("telling the ResourceManager about a free slot failed", "slot", n, "error", err)
+		}
+	})
 }
 
 // forgetJob drops the job's JobMaster connection and stops monitoring that JobMaster. On the loop.
