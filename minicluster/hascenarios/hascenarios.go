@@ -55,6 +55,18 @@ type Backend struct {
 	// clients close and whose I/O never blocks for long (ha/embedded, ha/file). Otherwise the
 	// scenarios run in real time and wait for each expected event for at most Timeout.
 	InBubble bool
+	// RegrantDelay, in a bubble: how long (virtual time) after Revoke the backend grants the
+	// revoked client again when no other client contends, and the longest a standby waits
+	// once the leader's client gave its leadership up — 0 for ha/embedded (at once), the poll
+	// interval for ha/file. Scenarios compute the exact instants they assert from it; in real
+	// time it is not used (the scenarios assert the order of events and the outcome there).
+	RegrantDelay time.Duration
+	// RetrievalDelay, in a bubble: the longest a leader retrieval takes to report a new
+	// leader's confirmed address — 0 for ha/embedded, the poll interval for ha/file (its
+	// retrievals read the leader files at their own pace). A new ResourceManager leader's
+	// TaskExecutors register once their retrieval reports it, so a new JobMaster has its slots
+	// at most RegrantDelay + RetrievalDelay after a revocation. Not used in real time.
+	RetrievalDelay time.Duration
 }
 
 // Timeout bounds every wait for an expected event in real time (and in virtual time in a bubble).

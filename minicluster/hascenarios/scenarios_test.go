@@ -50,5 +50,7 @@ func TestFile(t *testing.T) {
 		},
 		OneLeaderPerClient: true,
 		InBubble:           true,
+		RegrantDelay:       file.DefaultPollInterval,
+		RetrievalDelay:     file.DefaultPollInterval,
 	})
 }
