@@ -3,7 +3,10 @@
 # (the core) and the modules below it that have their own go.mod (ha/etcd, examples/hafailover).
 # Modules are downloaded through the Go module proxy on the first run; the etcd tests start a
 # real etcd server from its Go module. -race needs cgo and a C compiler: if none is found, it is
-# installed with apt-get where that exists. Extra arguments are passed to every `go test`, e.g.
+# installed with apt-get where that exists. The dashboard's browser test (rest/web/browsertest)
+# drives a headless Chromium: if no Chromium or Chrome binary is found,
+# rest/web/browsertest/chromium.sh installs Debian's chromium with apt-get (without a browser that
+# test fails, it never skips). Extra arguments are passed to every `go test`, e.g.
 # ./test.sh -count=1 or ./test.sh -run TestX.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,6 +18,9 @@ if ! command -v "$(go env CC)" >/dev/null 2>&1; then
   else
     echo "test.sh: -race needs a C compiler ($(go env CC)); install one" >&2; exit 1
   fi
+fi
+if [ -f rest/web/browsertest/go.mod ]; then
+  rest/web/browsertest/chromium.sh
 fi
 find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort | while read -r m; do
   echo "== go test -race $* ./...   (module $m)"

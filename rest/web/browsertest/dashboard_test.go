@@ -1,0 +1,251 @@
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/minicluster"
+	"github.com/jobgraph/jobgraph/taskexecutor"
+)
+
+// browserTimeout bounds each browser test: a deadline on the test's context, not a wait.
+const browserTimeout = 3 * time.Minute
+
+// waitTimeout bounds each wait for the page to show something.
+const waitTimeout = 45 * time.Second
+
+// chromiumPath finds the browser test.sh makes sure of (chromium.sh). A machine without one
+// fails the test: the dashboard is never left untested for want of a browser.
+func chromiumPath(t testing.TB) string {
+	for _, b := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(b); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no Chromium or Chrome on PATH: run rest/web/browsertest/chromium.sh (test.sh does)")
+	return ""
+}
+
+// browser starts a headless Chromium for the test and returns a context of its first tab; the
+// browser is closed, and its goroutines ended, at cleanup.
+func browser(t testing.TB) context.Context {
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox, // containers run the test as root, where Chromium's sandbox refuses
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), browserTimeout)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+		cancelTimeout()
+	})
+	require.NoError(t, chromedp.Do(bctx)) // starts the browser
+	return bctx
+}
+
+// waitingSource counts records into the accumulator "records", emits them, and then waits for its
+// cancellation: the job runs until it is canceled.
+func waitingSource(ctx context.Context, env taskexecutor.Environment) error {
+	c, err := env.AccumulatorRegistry().LongCounter("records")
+	if err != nil {
+		return err
+	}
+	for i := range 100 {
+		if err := env.Output(0).Emit(ctx, 0, int64(i)); err != nil {
+			return err
+		}
+		c.Add(1)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// forward passes every record on to subpartition 0 of its output.
+func forward(ctx context.Context, env taskexecutor.Environment) error {
+	for {
+		r, err := env.Input(0).Next(ctx)
+		if err != nil {
+			return err
+		}
+		if err := env.Output(0).Emit(ctx, 0, r); err != nil {
+			return err
+		}
+	}
+}
+
+// discard reads until canceled.
+func discard(ctx context.Context, env taskexecutor.Environment) error {
+	for {
+		if _, err := env.Input(0).Next(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func registry() *taskexecutor.Registry {
+	reg := taskexecutor.NewRegistry()
+	reg.Register("source", waitingSource)
+	reg.Register("forward", forward)
+	reg.Register("discard", discard)
+	return reg
+}
+
+func startCluster(t testing.TB, cfg minicluster.Config) *minicluster.MiniCluster {
+	cfg.Registry = registry()
+	mc, err := minicluster.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, mc.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, mc.Close()) })
+	return mc
+}
+
+// serve serves the REST API and the dashboard over mc on 127.0.0.1.
+func serve(t testing.TB, mc *minicluster.MiniCluster, graphs ...*jobgraph.JobGraph) string {
+	s := &stub{mc: mc, graphs: map[jobgraph.JobID]*jobgraph.JobGraph{}}
+	for _, g := range graphs {
+		s.graphs[g.JobID] = g
+	}
+	srv := httptest.NewServer(s.handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type vertexDOM struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Status      string `json:"status"`
+	Parallelism string `json:"parallelism"`
+}
+
+const readVertices = `[...document.querySelectorAll('#job-graph g.vertex')].map(g => ({
+	id: g.dataset.vertexId, name: g.querySelector('.vname').textContent,
+	status: g.dataset.status, parallelism: g.dataset.parallelism}))`
+
+type edgeDOM struct {
+	Source, Target, ShipStrategy, Label string
+}
+
+const readEdges = `[...document.querySelectorAll('#job-graph g.edge')].map(g => ({
+	Source: g.dataset.source, Target: g.dataset.target, ShipStrategy: g.dataset.shipStrategy,
+	Label: (g.querySelector('text') || {}).textContent || ''}))`
+
+// TestDashboardShowsARunningJobAndCancelsIt is issue 14's browser scenario: a MiniCluster runs a
+// streaming job (source → map → sink, until canceled); headless Chromium opens its page in the
+// dashboard, which draws the graph with each vertex's name, parallelism and RUNNING state, the
+// edges with their ship strategies, left to right; the subtask table shows each subtask RUNNING
+// on one of the cluster's TaskExecutors; Cancel ends the job CANCELED, in the page and in the
+// cluster. With JOBGRAPH_SCREENSHOT=1 it writes docs/dashboard.png of the running job.
+func TestDashboardShowsARunningJobAndCancelsIt(t *testing.T) {
+	mc := startCluster(t, minicluster.Config{TaskExecutors: 2, SlotsPerTaskExecutor: 2, HeartbeatInterval: 200 * time.Millisecond})
+	g := jobgraph.New("dashboard-demo", jobgraph.Streaming)
+	src := g.AddVertex("Source: numbers", "source", 2)
+	mapper := g.AddVertex("Map: forward", "forward", 2)
+	sink := g.AddVertex("Sink: discard", "discard", 1)
+	g.Connect(src, mapper, jobgraph.Pointwise, jobgraph.PipelinedBounded).ShipStrategy = "FORWARD"
+	g.Connect(mapper, sink, jobgraph.AllToAll, jobgraph.PipelinedBounded).ShipStrategy = "HASH"
+	require.NoError(t, mc.SubmitJob(context.Background(), g))
+	base := serve(t, mc, g)
+	ctx := browser(t)
+
+	want := []vertexDOM{
+		{src.ID.String(), "Source: numbers", "RUNNING", "2"},
+		{mapper.ID.String(), "Map: forward", "RUNNING", "2"},
+		{sink.ID.String(), "Sink: discard", "RUNNING", "1"},
+	}
+	waits := []chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/#/jobs/" + g.JobID.String())}
+	for _, v := range want {
+		waits = append(waits, chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#job-graph g.vertex[data-vertex-id="%s"][data-status="RUNNING"]`, v.ID))))
+	}
+	waits = append(waits, chromedp.WaitReady(chromedp.CSS(`#subtasks tbody tr[data-subtask="1"][data-status="RUNNING"]`)))
+	waitFor(t, ctx, waits...)
+
+	vertices := eval[[]vertexDOM](t, ctx, readVertices)
+	edges := eval[[]edgeDOM](t, ctx, readEdges)
+	// Left to right in topological order: each vertex's column is its longest path from a source.
+	xs := eval[[]float64](t, ctx, `[...document.querySelectorAll('#job-graph g.vertex')].map(g => g.getBoundingClientRect().x)`)
+	assert.Equal(t, want, vertices)
+	assert.Equal(t, []edgeDOM{
+		{src.ID.String(), mapper.ID.String(), "FORWARD", "FORWARD"},
+		{mapper.ID.String(), sink.ID.String(), "HASH", "HASH"},
+	}, edges)
+	require.Len(t, xs, 3)
+	assert.Less(t, xs[0], xs[1])
+	assert.Less(t, xs[1], xs[2])
+
+	// The subtask table of the selected (first) vertex: both subtasks RUNNING, attempt 0, each
+	// on one of the cluster's TaskExecutors.
+	rows := eval[[][]string](t, ctx, `[...document.querySelectorAll('#subtasks tbody tr')].map(r => [r.dataset.subtask, r.dataset.status, r.dataset.attempt, r.querySelector('td.taskmanager').textContent])`)
+	var tes []string
+	for _, te := range mc.TaskExecutors() {
+		tes = append(tes, te.ResourceID().String())
+	}
+	require.Len(t, rows, 2)
+	for i, r := range rows {
+		assert.Equal(t, []string{fmt.Sprint(i), "RUNNING", "0"}, r[:3])
+		assert.Contains(t, tes, r[3], "subtask %d's TaskExecutor", i)
+	}
+
+	if os.Getenv("JOBGRAPH_SCREENSHOT") == "1" {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err)
+		path := filepath.Join("..", "..", "..", "docs", "dashboard.png")
+		require.NoError(t, os.WriteFile(path, png, 0o644))
+		t.Logf("wrote %s (%d bytes)", path, len(png))
+	}
+
+	waitFor(t, ctx,
+		chromedp.Click(chromedp.CSS(`#cancel-job`)),
+		chromedp.WaitReady(chromedp.CSS(`#job-state[data-status="CANCELED"]`)),
+	)
+	state, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#job-state`)))
+	require.NoError(t, err)
+	assert.Equal(t, "CANCELED", state)
+	res, err := mc.RequestJobResult(context.Background(), g.JobID)
+	require.NoError(t, err)
+	assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
+	vertices = eval[[]vertexDOM](t, ctx, readVertices)
+	for _, v := range vertices {
+		assert.Equal(t, "CANCELED", v.Status, "vertex %s", v.Name)
+	}
+	assert.True(t, eval[bool](t, ctx, `document.getElementById('cancel-job').disabled`), "Cancel stays enabled on a canceled job")
+}
+
+// waitFor runs the steps, each query waiting until its element is in the DOM, within waitTimeout
+// (a deadline, not a sleep); when they do not complete it fails the test with the page's text
+// and error banner.
+func waitFor(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	if err := chromedp.Do(wctx, steps...); err != nil {
+		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('error').textContent + '\n' + document.getElementById('app').outerHTML.slice(0, 20000)`))
+		t.Fatalf("%v; the page:\n%s", err, page)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page and returns its value.
+func eval[T any](t testing.TB, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	require.NoError(t, err, "evaluating %s", js)
+	return v
+}
