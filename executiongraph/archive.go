@@ -37,6 +37,23 @@ type ArchivedExecutionGraph struct {
 	// keeps them, in the shape of Flink's REST /jobs/:jobid/checkpoints response; nil for a job
 	// that takes no checkpoints. Flink: ArchivedExecutionGraph.getCheckpointStatsSnapshot.
 	CheckpointStatistics *checkpoint.CheckpointingStatistics `json:"checkpointStatistics,omitempty"`
+	// Checkpointing is the job's CheckpointingSettings as submitted (a copy), the zero value for
+	// a job without checkpoints and in a sparse archive. Flink: ArchivedExecutionGraph's
+	// CheckpointCoordinatorConfiguration (REST /jobs/:jobid/checkpoints/config).
+	Checkpointing jobgraph.CheckpointingSettings `json:"checkpointing,omitzero"`
+}
+
+// ArchivedJobEdge is one input edge of an archived job vertex: what Flink's JSON plan (REST
+// /jobs/:jobid/plan) lists as a node's input.
+type ArchivedJobEdge struct {
+	// Source is the producing job vertex.
+	Source jobgraph.JobVertexID `json:"source"`
+	// DistributionPattern and ShipStrategy are the JobEdge's; ShipStrategy is empty unless the
+	// graph named one (Flink's plan writes its partitioner's name, FORWARD, HASH, …).
+	DistributionPattern jobgraph.DistributionPattern `json:"distributionPattern"`
+	ShipStrategy        string                       `json:"shipStrategy,omitempty"`
+	// ResultType is the type of the intermediate result read (Flink's plan: its exchange mode).
+	ResultType jobgraph.ResultPartitionType `json:"resultType"`
 }
 
 // SetCheckpointStatistics gives the graph the source of the checkpoint statistics every Archive
@@ -67,6 +84,8 @@ type ArchivedExecutionJobVertex struct {
 	StateCounts map[jobgraph.ExecutionState]int `json:"stateCounts"`
 	// Subtasks in index order.
 	Subtasks []ArchivedExecutionVertex `json:"subtasks"`
+	// Inputs are the vertex's input edges in input order; empty for a source.
+	Inputs []ArchivedJobEdge `json:"inputs,omitempty"`
 }
 
 // ArchivedExecutionVertex is one subtask's current attempt in an ArchivedExecutionGraph.
@@ -99,6 +118,9 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 		ExceptionHistory: jobgraph.CloneExceptionHistory(g.exceptions),
 		Accumulators:     g.AggregateUserAccumulators(),
 	}
+	if g.jobGraph.Checkpointing.Enabled() {
+		a.Checkpointing = g.jobGraph.Checkpointing
+	}
 	if g.checkpointStats != nil {
 		a.CheckpointStatistics = g.checkpointStats()
 	}
@@ -116,6 +138,17 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 			AggregateState: jv.AggregateState(),
 			StateCounts:    make(map[jobgraph.ExecutionState]int, jobgraph.NumExecutionStates),
 			Subtasks:       make([]ArchivedExecutionVertex, len(jv.vertices)),
+		}
+		if n := len(jv.inputs); n > 0 {
+			av.Inputs = make([]ArchivedJobEdge, n)
+			for k := range jv.inputs {
+				in := &jv.inputs[k]
+				av.Inputs[k] = ArchivedJobEdge{Source: in.result.producer.ID(), DistributionPattern: in.pattern,
+					ResultType: in.result.resultType}
+				if k < len(jv.jobVertex.Inputs) {
+					av.Inputs[k].ShipStrategy = jv.jobVertex.Inputs[k].ShipStrategy
+				}
+			}
 		}
 		for s := range jobgraph.ExecutionState(jobgraph.NumExecutionStates) {
 			av.StateCounts[s] = int(jv.stateCounts[s])

@@ -433,7 +433,8 @@ func TestArchiveSnapshot(t *testing.T) {
 	g := jobgraph.New("archived", jobgraph.Batch)
 	src := g.AddVertex("src", "noop", 2)
 	sink := g.AddVertex("sink", "noop", 1)
-	g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Blocking)
+	g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Blocking).ShipStrategy = "HASH"
+	g.Checkpointing = jobgraph.CheckpointingSettings{Interval: time.Minute, MaxConcurrentCheckpoints: 1}
 	clk := newManualClock()
 	t0 := clk.Now()
 	id := jobgraph.NewExecutionGraphID()
@@ -498,8 +499,11 @@ func TestArchiveSnapshot(t *testing.T) {
 					Subtask: 0, State: jobgraph.ExecutionStateCreated,
 					StateTimestamps: map[jobgraph.ExecutionState]time.Time{jobgraph.ExecutionStateCreated: t0},
 				}},
+				Inputs: []ArchivedJobEdge{{Source: src.ID, DistributionPattern: jobgraph.AllToAll, ShipStrategy: "HASH",
+					ResultType: jobgraph.Blocking}},
 			},
 		},
+		Checkpointing: jobgraph.CheckpointingSettings{Interval: time.Minute, MaxConcurrentCheckpoints: 1},
 	}
 	require.Equal(t, want, a)
 	require.Same(t, &a.JobVertices[1], a.JobVertex(sink.ID))

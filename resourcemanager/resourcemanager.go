@@ -146,6 +146,10 @@ type taskExecutorRegistration struct {
 	address      string
 	gateway      rpc.TaskExecutorGateway
 	heartbeating bool // a heartbeat request is in flight
+	// total is the resource it registered with; lastHeartbeat when it registered or last
+	// answered a heartbeat (RequestTaskManagerInfo reports both).
+	total         jobgraph.ResourceProfile
+	lastHeartbeat time.Time
 }
 
 // jobMasterRegistration is a registered JobMaster as the heartbeats need it; keyed by its
@@ -543,7 +547,8 @@ func (rm *ResourceManager) RegisterTaskExecutor(ctx context.Context, registratio
 			delete(rm.taskExecutors, id)
 			rm.sm.UnregisterTaskExecutor(id)
 		}
-		rm.taskExecutors[id] = &taskExecutorRegistration{address: registration.Address, gateway: gw}
+		rm.taskExecutors[id] = &taskExecutorRegistration{address: registration.Address, gateway: gw,
+			total: registration.TotalResource, lastHeartbeat: time.Now()}
 		rm.log.Info("registered TaskExecutor", "taskExecutor", id, "taskExecutorAddress", registration.Address, "slots", len(registration.SlotReport.Slots))
 		rm.sm.RegisterTaskExecutor(id, registration.SlotReport)
 		rm.teHeartbeats.Monitor(id)
@@ -804,6 +809,9 @@ func (rm *ResourceManager) HeartbeatFromTaskExecutor(ctx context.Context, token 
 			return err
 		}
 		if rm.teHeartbeats.ReceiveHeartbeat(taskExecutor) {
+			if reg := rm.taskExecutors[taskExecutor]; reg != nil {
+				reg.lastHeartbeat = time.Now()
+			}
 			rm.sm.ReportSlotStatus(taskExecutor, report)
 		}
 		return nil
