@@ -880,7 +880,8 @@ func (d *StandaloneDispatcher) RequestJobStatus(ctx context.Context, id jobgraph
 	return l.runner.RequestJobStatus(ctx)
 }
 
-// RequestJob returns the job's ArchivedExecutionGraph (a live snapshot while it runs), or
+// RequestJob returns the job's ArchivedExecutionGraph (a live snapshot while it runs, with the
+// INITIALIZING timestamp of its submission, as the archive of an ended job has it), or
 // ErrJobNotFound: for an unknown JobID, and for a job whose graph is no longer archived
 // (jobstore.expiration-time or jobstore.max-capacity) though the JobResultStore has its result.
 func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
@@ -898,7 +899,11 @@ func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID
 	case l.runner == nil:
 		return nil, fmt.Errorf("dispatcher: job %s is still being submitted", id)
 	}
-	return l.runner.RequestJob(ctx)
+	a, err := l.runner.RequestJob(ctx)
+	if err != nil || a == nil {
+		return a, err
+	}
+	return withInitializing(a, l.job.submitted), nil
 }
 
 // RequestJobResult waits until the job has ended and been archived, or ctx ends, and returns

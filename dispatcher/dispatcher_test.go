@@ -364,6 +364,7 @@ func TestListJobsAndRequestJob(t *testing.T) {
 		_, err := f.d.RequestJobResult(ctx, done.JobID)
 		require.NoError(t, err)
 		running := graph("running")
+		submitted := time.Now()
 		require.NoError(t, f.d.SubmitJob(ctx, running))
 		jm := <-f.jms
 		// The fake hands its JobMaster over inside Create, before the runner has it: the job
@@ -380,9 +381,12 @@ func TestListJobsAndRequestJob(t *testing.T) {
 		assert.Equal(t, done.JobID, jobs[1].JobID)
 		assert.Equal(t, jobgraph.JobStatusFinished, jobs[1].Status)
 
+		time.Sleep(time.Second)
 		live, err := f.d.RequestJob(ctx, running.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusRunning, live.Status)
+		assert.Equal(t, submitted, live.StatusTimestamp(jobgraph.JobStatusInitializing),
+			"a running job's graph is INITIALIZING from its submission, as its archive will be")
 		archived, err := f.d.RequestJob(ctx, done.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusFinished, archived.Status)
