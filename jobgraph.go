@@ -1,6 +1,9 @@
 package jobgraph
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // JobGraph is the job a host program builds and submits: vertices (one per task, e.g. an operator
 // chain), each with a parallelism and the name of its task code, joined by edges that say how data
@@ -40,6 +43,13 @@ type JobGraph struct {
 	// ExecutionGraph. JSON: an object of vertex ID (32 hex digits) to parallelism; empty is left
 	// out. Flink keeps the map in the JobGraph's job configuration as strings.
 	ParallelismOverrides map[JobVertexID]int `json:"parallelismOverrides,omitempty"`
+	// InitialClientHeartbeatTimeout, when positive, makes the Dispatcher cancel the job once its
+	// client's heartbeats stop for that long (client.heartbeat.timeout): a client submitting
+	// attached with execution.shutdown-on-attached-exit sets it (dispatcher.SubmitAttached).
+	// 0, the default, is a detached job: the Dispatcher never cancels it for its client. Flink:
+	// JobGraph.initialClientHeartbeatTimeout (milliseconds; here a duration, JSON nanoseconds).
+	// Negative is invalid (Validate, RuleConfiguration).
+	InitialClientHeartbeatTimeout time.Duration `json:"initialClientHeartbeatTimeout,omitempty"`
 }
 
 // JobVertex is one task of the job: Parallelism subtasks, each running the task code registered

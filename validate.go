@@ -137,6 +137,9 @@ func (g *JobGraph) Validate() error {
 			return &ValidationError{Rule: RuleConfiguration, Detail: err.Error()}
 		}
 	}
+	if g.InitialClientHeartbeatTimeout < 0 {
+		return &ValidationError{Rule: RuleConfiguration, Detail: fmt.Sprintf("the initial client heartbeat timeout (client.heartbeat.timeout) is %v, negative (0: a detached job)", g.InitialClientHeartbeatTimeout)}
+	}
 	if err := checkNameLength("the job name", g.Name, "the savepoint path (execution.savepoint.path)", g.SavepointRestore.Path); err != nil {
 		return &ValidationError{Rule: RuleNameLength, Detail: err.Error()}
 	}

@@ -4,6 +4,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -172,6 +173,12 @@ type Config struct {
 	// applied already), as Flink applies them on submission only. A value below 1 is
 	// ErrInvalidConfig, naming the vertex. The Dispatcher keeps its own copy.
 	ParallelismOverrides map[jobgraph.JobVertexID]int
+
+	// ClientAlivenessCheckInterval: $internal.dispatcher.client-aliveness-check.interval, default
+	// 1 min (DefaultClientAlivenessCheckInterval; 0 means the default, negative is
+	// ErrInvalidConfig): how often the Dispatcher looks for jobs whose client's heartbeats
+	// expired (see ReportJobClientHeartbeat). Flink: Dispatcher.CLIENT_ALIVENESS_CHECK_DURATION.
+	ClientAlivenessCheckInterval time.Duration
 }
 
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
@@ -268,6 +275,11 @@ type StandaloneDispatcher struct {
 	bounded     *list.List // of jobgraph.JobID: the archived jobs subject to expiry and capacity, oldest first
 	armed       bool       // an expiry timer is scheduled, for no later than the oldest bounded job's expiry
 	closing     bool
+	// clientExpiry is when each watched job's client expires: the jobs submitted with an
+	// InitialClientHeartbeatTimeout, while they run (see ReportJobClientHeartbeat).
+	clientExpiry     map[jobgraph.JobID]time.Time
+	clientCheckArmed bool // the aliveness check is scheduled
+	clientCheckEvery time.Duration
 
 	submitting sync.WaitGroup // submissions past their reservation; Close waits for them
 	watchers   sync.WaitGroup
@@ -347,6 +359,8 @@ func (cfg *Config) validate() error {
 		return fmt.Errorf("%w: Config.JobManagerRunnerFactory is required", ErrInvalidConfig)
 	case cfg.JobStoreMaxCapacity < 0:
 		return fmt.Errorf("%w: JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative (0 means unlimited)", ErrInvalidConfig, cfg.JobStoreMaxCapacity)
+	case cfg.ClientAlivenessCheckInterval < 0:
+		return fmt.Errorf("%w: ClientAlivenessCheckInterval ($internal.dispatcher.client-aliveness-check.interval) is %v, negative (0 means the default, 1 min)", ErrInvalidConfig, cfg.ClientAlivenessCheckInterval)
 	}
 	if _, err := resolveCleanupRetry(*cfg); err != nil {
 		return err
@@ -394,8 +408,11 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 		capacity:    cfg.JobStoreMaxCapacity,
 		jobs:        make(map[jobgraph.JobID]*job),
 		terminating: make(map[jobgraph.JobID]*job),
-		archive:     make(map[jobgraph.JobID]*archivedJob),
-		bounded:     list.New(),
+
+		clientExpiry:     make(map[jobgraph.JobID]time.Time),
+		clientCheckEvery: cmp.Or(cfg.ClientAlivenessCheckInterval, DefaultClientAlivenessCheckInterval),
+		archive:          make(map[jobgraph.JobID]*archivedJob),
+		bounded:          list.New(),
 
 		retryStrategy: retryStrategy,
 	}
@@ -460,6 +477,7 @@ func (d *StandaloneDispatcher) runRecovered(g *jobgraph.JobGraph) error {
 		entry.runner = runner
 		d.jobs[id] = entry
 		d.watchers.Go(func() { d.watch(id, entry, runner) })
+		d.watchClient(id, g.InitialClientHeartbeatTimeout)
 		d.log.Info("job recovered", "job", id, "name", g.Name)
 		return nil
 	})
@@ -644,6 +662,7 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 	return d.loop.Call(context.Background(), func() error {
 		entry.runner = runner
 		d.watchers.Go(func() { d.watch(id, entry, runner) })
+		d.watchClient(id, g.InitialClientHeartbeatTimeout)
 		d.log.Info("job submitted", "job", id, "name", g.Name)
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
@@ -432,6 +433,17 @@ func (r *Runner) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) error {
 		return err
 	}
 	return r.deposed(d.SubmitJob(ctx, g))
+}
+
+// ReportJobClientHeartbeat tells the leading session's Dispatcher that the job's client is
+// alive until expires; see StandaloneDispatcher.ReportJobClientHeartbeat. Errors also:
+// ErrNotLeader (see Runner), ErrClosed.
+func (r *Runner) ReportJobClientHeartbeat(ctx context.Context, id jobgraph.JobID, expires time.Time) error {
+	d, err := r.leader(ctx, false)
+	if err != nil {
+		return err
+	}
+	return r.deposed(d.ReportJobClientHeartbeat(ctx, id, expires))
 }
 
 // CancelJob cancels the job on the leading session's Dispatcher; see StandaloneDispatcher.CancelJob.

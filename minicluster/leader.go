@@ -3,6 +3,7 @@ package minicluster
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
@@ -74,6 +75,11 @@ func (f followLeader) StopWithSavepoint(ctx context.Context, id jobgraph.JobID, 
 
 func (f followLeader) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (checkpoint.CheckpointID, error) {
 	return follow(ctx, f.r, func() (checkpoint.CheckpointID, error) { return f.r.TriggerCheckpoint(ctx, id) })
+}
+
+func (f followLeader) ReportJobClientHeartbeat(ctx context.Context, id jobgraph.JobID, expires time.Time) error {
+	_, err := follow(ctx, f.r, func() (struct{}, error) { return struct{}{}, f.r.ReportJobClientHeartbeat(ctx, id, expires) })
+	return err
 }
 
 // Close is the cluster's business (MiniCluster.Close closes the Runner).

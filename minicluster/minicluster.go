@@ -109,6 +109,10 @@ type Config struct {
 	// the job's own jobgraph.JobGraph.ParallelismOverrides name the vertex. Default none. See
 	// dispatcher.Config.ParallelismOverrides.
 	ParallelismOverrides map[jobgraph.JobVertexID]int
+	// ClientAlivenessCheckInterval: $internal.dispatcher.client-aliveness-check.interval, default
+	// (0) 1 min: how often the Dispatcher cancels the jobs whose attached client stopped
+	// heartbeating (SubmitAttached). See dispatcher.Config.ClientAlivenessCheckInterval.
+	ClientAlivenessCheckInterval time.Duration
 	// RunCancelTimeout bounds how long Run waits, once its ctx ended, for the job it canceled to
 	// reach a terminal state; default 60 s. No Flink option: Flink's MiniCluster.executeJobBlocking
 	// leaves the job running.
@@ -185,7 +189,7 @@ type MiniCluster struct {
 	rm         *resourcemanager.ResourceManager
 	dispatcher *dispatcher.Runner
 	// leader is the Dispatcher the job methods use: the Runner's current leader, waited for.
-	leader dispatcher.Dispatcher
+	leader followLeader
 
 	mu            sync.Mutex
 	state         clusterState
@@ -257,11 +261,12 @@ func New(cfg Config) (*MiniCluster, error) {
 	}
 	d, err := dispatcher.NewRunner(dispatcher.RunnerConfig{
 		Dispatcher: dispatcher.Config{
-			HA:                   mc.ha,
-			Logger:               log,
-			JobStoreExpiration:   cfg.JobStoreExpiration,
-			JobStoreMaxCapacity:  cfg.JobStoreMaxCapacity,
-			ParallelismOverrides: cfg.ParallelismOverrides,
+			HA:                           mc.ha,
+			Logger:                       log,
+			JobStoreExpiration:           cfg.JobStoreExpiration,
+			JobStoreMaxCapacity:          cfg.JobStoreMaxCapacity,
+			ParallelismOverrides:         cfg.ParallelismOverrides,
+			ClientAlivenessCheckInterval: cfg.ClientAlivenessCheckInterval,
 			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 				f, err := jobmaster.NewFactory(g, jmConfig)
 				if err != nil {
@@ -596,6 +601,29 @@ func (mc *MiniCluster) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) erro
 		return err
 	}
 	return mc.leader.SubmitJob(ctx, g)
+}
+
+// SubmitAttached submits g attached and returns its job client: with
+// opts.ShutdownOnAttachedExit (execution.shutdown-on-attached-exit) the client heartbeats every
+// client.heartbeat.interval (30 s) until the job ends or the client's Close, and the Dispatcher
+// cancels the job once its heartbeats stopped for client.heartbeat.timeout (180 s), at its next
+// client aliveness check (Config.ClientAlivenessCheckInterval, 1 min). The caller closes the
+// client. Errors: SubmitJob's, and dispatcher.ErrInvalidConfig for bad options. See
+// dispatcher.SubmitAttached.
+func (mc *MiniCluster) SubmitAttached(ctx context.Context, g *jobgraph.JobGraph, opts dispatcher.JobClientOptions) (*dispatcher.JobClient, error) {
+	if err := mc.usable(); err != nil {
+		return nil, err
+	}
+	return dispatcher.SubmitAttached(ctx, mc, g, opts)
+}
+
+// ReportJobClientHeartbeat tells the Dispatcher that the job's client is alive until expires; see
+// dispatcher.StandaloneDispatcher.ReportJobClientHeartbeat.
+func (mc *MiniCluster) ReportJobClientHeartbeat(ctx context.Context, id jobgraph.JobID, expires time.Time) error {
+	if err := mc.usable(); err != nil {
+		return err
+	}
+	return mc.leader.ReportJobClientHeartbeat(ctx, id, expires)
 }
 
 // RequestJobResult waits for the job's result; see dispatcher.Dispatcher.RequestJobResult.
