@@ -179,6 +179,19 @@ type Config struct {
 	// ErrInvalidConfig): how often the Dispatcher looks for jobs whose client's heartbeats
 	// expired (see ReportJobClientHeartbeat). Flink: Dispatcher.CLIENT_ALIVENESS_CHECK_DURATION.
 	ClientAlivenessCheckInterval time.Duration
+	// Blocklist is where BlockTaskExecutor sends its entries: the cluster's ResourceManager (the
+	// MiniCluster passes its own). nil means the blocklist is disabled: BlockTaskExecutor then
+	// fails with ErrBlocklistDisabled. Flink: cluster.resource-blocklist.enabled (FLIP-224),
+	// default false, with the ResourceManager's BlocklistHandler behind it.
+	Blocklist BlocklistOperations
+	// BlocklistItemTimeout is how long BlockTaskExecutor blocks when the request names no
+	// duration. Option cluster.resource-blocklist.item.timeout (FLIP-224), default 1 h (0 means
+	// the default).
+	BlocklistItemTimeout time.Duration
+	// BlocklistAction is the block action of a request that names none: rpc.BlockActionMarkBlocked
+	// ("" means it) or rpc.BlockActionMarkBlockedAndEvacuateTasks. Option
+	// cluster.resource-blocklist.action (ours, after FLIP-224's actions).
+	BlocklistAction rpc.BlockAction
 }
 
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
@@ -361,6 +374,10 @@ func (cfg *Config) validate() error {
 		return fmt.Errorf("%w: JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative (0 means unlimited)", ErrInvalidConfig, cfg.JobStoreMaxCapacity)
 	case cfg.ClientAlivenessCheckInterval < 0:
 		return fmt.Errorf("%w: ClientAlivenessCheckInterval ($internal.dispatcher.client-aliveness-check.interval) is %v, negative (0 means the default, 1 min)", ErrInvalidConfig, cfg.ClientAlivenessCheckInterval)
+	case cfg.BlocklistItemTimeout < 0:
+		return fmt.Errorf("%w: BlocklistItemTimeout (cluster.resource-blocklist.item.timeout) is %v, negative", ErrInvalidConfig, cfg.BlocklistItemTimeout)
+	case !cfg.BlocklistAction.Valid():
+		return fmt.Errorf("%w: BlocklistAction (cluster.resource-blocklist.action) is %q; want %q or %q", ErrInvalidConfig, cfg.BlocklistAction, rpc.BlockActionMarkBlocked, rpc.BlockActionMarkBlockedAndEvacuateTasks)
 	}
 	if _, err := resolveCleanupRetry(*cfg); err != nil {
 		return err

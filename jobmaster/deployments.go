@@ -94,6 +94,12 @@ func (d *deploymentTracker) startPending(attempt jobgraph.ExecutionAttemptID, ho
 	on[attempt] = struct{}{}
 }
 
+// hostOf returns where attempt was deployed, while it is tracked.
+func (d *deploymentTracker) hostOf(attempt jobgraph.ExecutionAttemptID) (jobgraph.ResourceID, bool) {
+	t, ok := d.byAttempt[attempt]
+	return t.host, ok
+}
+
 // complete marks a tracked attempt's SubmitTask acknowledged; an attempt no longer tracked (it
 // became terminal meanwhile) stays untracked. Flink: completeDeploymentOf.
 func (d *deploymentTracker) complete(attempt jobgraph.ExecutionAttemptID) {

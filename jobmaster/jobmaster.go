@@ -107,6 +107,28 @@ type Config struct {
 	// (taskexecutor.Config.Shuffle is theirs); nil means the in-memory shuffle's, which needs
 	// none. See scheduler.ShuffleMaster. Flink: shuffle-service-factory.class.
 	ShuffleMaster scheduler.ShuffleMaster
+	// BlocklistItemTimeout is how long a TaskExecutor the task-failure rule blocks stays blocked.
+	// Option cluster.resource-blocklist.item.timeout (FLIP-224), default 1 h (0 means the
+	// default).
+	BlocklistItemTimeout time.Duration
+	// BlocklistAction is what the task-failure rule's block does to the tasks running on the
+	// TaskExecutor: rpc.BlockActionMarkBlocked ("" means it) or
+	// rpc.BlockActionMarkBlockedAndEvacuateTasks. Option cluster.resource-blocklist.action (ours,
+	// after FLIP-224's block actions, which Flink's REST request was to carry), default
+	// MARK_BLOCKED.
+	BlocklistAction rpc.BlockAction
+	// BlocklistMaxTaskFailuresPerInterval turns the task-failure rule on: a TaskExecutor on which
+	// this many of the job's tasks failed (reported FAILED by it) within
+	// BlocklistTaskFailureInterval is blocked for BlocklistItemTimeout — locally, and at the
+	// ResourceManager (rpc.ResourceManagerBlocklistListener), which then requests no slot of it
+	// for any job. Option cluster.resource-blocklist.task-failure.max-failures-per-interval, ours:
+	// Flink's only rule that blocks is speculative execution's slow-task detection. 0 (the
+	// default) turns it off; negative is an error.
+	BlocklistMaxTaskFailuresPerInterval int
+	// BlocklistTaskFailureInterval is the rule's window. Option
+	// cluster.resource-blocklist.task-failure.failure-rate-interval (ours), default 1 min (0 means
+	// the default).
+	BlocklistTaskFailureInterval time.Duration
 	// SavepointDirectory is the default target directory of savepoints and stop-with-savepoint
 	// requests that name none. Option execution.checkpointing.savepoint-dir (Flink 2; state.savepoints.dir before), default none (such a request then
 	// fails with scheduler.ErrNoSavepointDirectory).
@@ -162,6 +184,14 @@ func (c Config) Validate() error {
 		return invalid("IdleSlotTimeout (slot.idle.timeout) is %v, negative", c.IdleSlotTimeout)
 	case c.RPCTimeout < 0:
 		return invalid("RPCTimeout (pekko.ask.timeout) is %v, negative", c.RPCTimeout)
+	case c.BlocklistItemTimeout < 0:
+		return invalid("BlocklistItemTimeout (cluster.resource-blocklist.item.timeout) is %v, negative", c.BlocklistItemTimeout)
+	case !c.BlocklistAction.Valid():
+		return invalid("BlocklistAction (cluster.resource-blocklist.action) is %q; want %q or %q", c.BlocklistAction, rpc.BlockActionMarkBlocked, rpc.BlockActionMarkBlockedAndEvacuateTasks)
+	case c.BlocklistMaxTaskFailuresPerInterval < 0:
+		return invalid("BlocklistMaxTaskFailuresPerInterval (cluster.resource-blocklist.task-failure.max-failures-per-interval) is %d, negative", c.BlocklistMaxTaskFailuresPerInterval)
+	case c.BlocklistTaskFailureInterval < 0:
+		return invalid("BlocklistTaskFailureInterval (cluster.resource-blocklist.task-failure.failure-rate-interval) is %v, negative", c.BlocklistTaskFailureInterval)
 	case c.ExceptionHistorySize < 0:
 		return invalid("ExceptionHistorySize (web.exception-history-size) is %d, negative", c.ExceptionHistorySize)
 	case !scheduler.IsKnownStrategy(c.SchedulingStrategy):
@@ -188,6 +218,12 @@ func NewFactory(g *jobgraph.JobGraph, cfg Config) (*Factory, error) {
 	}
 	if cfg.CheckpointRecoveryFactory == nil {
 		cfg.CheckpointRecoveryFactory = checkpoint.NewStandaloneCheckpointRecoveryFactory()
+	}
+	if cfg.BlocklistItemTimeout == 0 {
+		cfg.BlocklistItemTimeout = DefaultBlocklistItemTimeout
+	}
+	if cfg.BlocklistTaskFailureInterval == 0 {
+		cfg.BlocklistTaskFailureInterval = DefaultBlocklistTaskFailureInterval
 	}
 	if cfg.LoadSavepoint == nil {
 		cfg.LoadSavepoint = checkpoint.LoadSavepoint
@@ -252,9 +288,11 @@ type DefaultJobMaster struct {
 	freeing      map[jobgraph.AllocationID]bool
 	// deployments is what was deployed where, reconciled with each TaskExecutor's heartbeat.
 	deployments *deploymentTracker
-	ckOpen      *ckBatch // checkpoint calls of the running loop task, not on the outbox yet
-	terminal    bool
-	closed      bool
+	// blocklist: the blocked TaskExecutors and the task-failure rule's counts (blocklist.go).
+	bl       jobBlocklist
+	ckOpen   *ckBatch // checkpoint calls of the running loop task, not on the outbox yet
+	terminal bool
+	closed   bool
 
 	// deployMu orders every enqueue on the outbox against the open deploy batch: openDeploys is
 	// the batch the main loop is filling, not on the outbox yet. It goes onto the outbox when the
@@ -809,7 +847,11 @@ func (jm *DefaultJobMaster) tokenError(token jobgraph.JobMasterID) error {
 func (jm *DefaultJobMaster) UpdateTaskExecutionState(ctx context.Context, token jobgraph.JobMasterID, state rpc.TaskExecutionState) (bool, error) {
 	var applied bool
 	err := jm.fenced(ctx, token, func() error {
+		host, deployed := jm.deployments.hostOf(state.ExecutionAttemptID)
 		applied = jm.sched.UpdateTaskExecutionState(state)
+		if applied && deployed && state.State == jobgraph.ExecutionStateFailed {
+			jm.taskFailedOn(host)
+		}
 		if state.State.IsTerminal() {
 			jm.deployments.stop(state.ExecutionAttemptID) // the TaskExecutor no longer holds it
 		}
@@ -841,6 +883,10 @@ func (jm *DefaultJobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMa
 	err := jm.fenced(ctx, token, func() error {
 		if _, ok := jm.taskExecutors[taskExecutor]; !ok {
 			return fmt.Errorf("jobmaster: job %s: TaskExecutor %s offered slots before registering", jm.job, taskExecutor)
+		}
+		if jm.bl.blocked.IsBlocked(taskExecutor) {
+			jm.log.Debug("declining the slots of a blocked TaskExecutor", "taskExecutor", taskExecutor, "slots", len(offers))
+			return nil // Flink: BlocklistDeclarativeSlotPool.offerSlots
 		}
 		accepted = jm.pool.OfferSlots(taskExecutor, offers)
 		return nil

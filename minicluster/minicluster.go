@@ -121,6 +121,24 @@ type Config struct {
 	// before), the target directory of TriggerSavepoint and StopWithSavepoint calls that name
 	// none; default none (they then fail with scheduler.ErrNoSavepointDirectory).
 	SavepointDirectory string
+	// ResourceBlocklistEnabled turns the blocklist on: BlockTaskExecutor works (it fails with
+	// dispatcher.ErrBlocklistDisabled otherwise) and so does the task-failure rule. Option
+	// cluster.resource-blocklist.enabled (FLIP-224), default false.
+	ResourceBlocklistEnabled bool
+	// BlocklistItemTimeout: cluster.resource-blocklist.item.timeout, default 1 h: how long a
+	// block lasts when BlockTaskExecutor names no duration, and a block by the task-failure rule.
+	BlocklistItemTimeout time.Duration
+	// BlocklistAction: cluster.resource-blocklist.action (ours), MARK_BLOCKED (default) or
+	// MARK_BLOCKED_AND_EVACUATE_TASKS: the action of a block that names none (see rpc.BlockAction).
+	BlocklistAction rpc.BlockAction
+	// BlocklistMaxTaskFailuresPerInterval and BlocklistTaskFailureInterval are the task-failure
+	// rule (ours; off by default): a TaskExecutor on which that many of one job's tasks failed
+	// within the interval (default 1 min) is blocked. Options
+	// cluster.resource-blocklist.task-failure.max-failures-per-interval and
+	// cluster.resource-blocklist.task-failure.failure-rate-interval; see jobmaster.Config. They
+	// need ResourceBlocklistEnabled.
+	BlocklistMaxTaskFailuresPerInterval int
+	BlocklistTaskFailureInterval        time.Duration
 	// Logger defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
@@ -243,18 +261,22 @@ func New(cfg Config) (*MiniCluster, error) {
 	}
 	mc.rm = rm
 	jmConfig := jobmaster.Config{
-		RPC:                      mc.rpc,
-		ResourceManagerRetrieval: mc.ha.ResourceManagerLeaderRetrieval,
-		SlotRequestTimeout:       cfg.SlotRequestTimeout,
-		IdleSlotTimeout:          cfg.IdleSlotTimeout,
-		SchedulingStrategy:       cfg.SchedulingStrategy,
-		JobStatusListener:        cfg.JobStatusListener,
-		ExecutionStateListener:   cfg.ExecutionStateListener,
-		ExceptionHistorySize:     cfg.ExceptionHistorySize,
-		Logger:                   log,
-		HeartbeatInterval:        cfg.HeartbeatInterval,
-		HeartbeatTimeout:         cfg.HeartbeatTimeout,
-		SavepointDirectory:       cfg.SavepointDirectory,
+		RPC:                                 mc.rpc,
+		ResourceManagerRetrieval:            mc.ha.ResourceManagerLeaderRetrieval,
+		SlotRequestTimeout:                  cfg.SlotRequestTimeout,
+		IdleSlotTimeout:                     cfg.IdleSlotTimeout,
+		SchedulingStrategy:                  cfg.SchedulingStrategy,
+		JobStatusListener:                   cfg.JobStatusListener,
+		ExecutionStateListener:              cfg.ExecutionStateListener,
+		ExceptionHistorySize:                cfg.ExceptionHistorySize,
+		Logger:                              log,
+		HeartbeatInterval:                   cfg.HeartbeatInterval,
+		HeartbeatTimeout:                    cfg.HeartbeatTimeout,
+		SavepointDirectory:                  cfg.SavepointDirectory,
+		BlocklistItemTimeout:                cfg.BlocklistItemTimeout,
+		BlocklistAction:                     cfg.BlocklistAction,
+		BlocklistMaxTaskFailuresPerInterval: cfg.BlocklistMaxTaskFailuresPerInterval,
+		BlocklistTaskFailureInterval:        cfg.BlocklistTaskFailureInterval,
 		// The JobMasters and the Dispatcher's global cleanup see the same checkpoints, and a new
 		// leader's JobMaster restores those of the one before it.
 		CheckpointRecoveryFactory: mc.ha.CheckpointRecoveryFactory(),
@@ -267,6 +289,9 @@ func New(cfg Config) (*MiniCluster, error) {
 			JobStoreMaxCapacity:          cfg.JobStoreMaxCapacity,
 			ParallelismOverrides:         cfg.ParallelismOverrides,
 			ClientAlivenessCheckInterval: cfg.ClientAlivenessCheckInterval,
+			Blocklist:                    blocklistOperations(cfg, rm),
+			BlocklistItemTimeout:         cfg.BlocklistItemTimeout,
+			BlocklistAction:              cfg.BlocklistAction,
 			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 				f, err := jobmaster.NewFactory(g, jmConfig)
 				if err != nil {
@@ -328,6 +353,16 @@ func validate(cfg *Config) error {
 		return invalid("TaskCancellationTimeout (task.cancellation.timeout) is %v, negative; taskexecutor.NoTaskCancellationTimeout disables the watchdog", cfg.TaskCancellationTimeout)
 	case cfg.RunCancelTimeout < 0:
 		return invalid("RunCancelTimeout is %v, negative", cfg.RunCancelTimeout)
+	case cfg.BlocklistItemTimeout < 0:
+		return invalid("BlocklistItemTimeout (cluster.resource-blocklist.item.timeout) is %v, negative", cfg.BlocklistItemTimeout)
+	case !cfg.BlocklistAction.Valid():
+		return invalid("BlocklistAction (cluster.resource-blocklist.action) is %q; want %q or %q", cfg.BlocklistAction, rpc.BlockActionMarkBlocked, rpc.BlockActionMarkBlockedAndEvacuateTasks)
+	case cfg.BlocklistMaxTaskFailuresPerInterval < 0:
+		return invalid("BlocklistMaxTaskFailuresPerInterval (cluster.resource-blocklist.task-failure.max-failures-per-interval) is %d, negative", cfg.BlocklistMaxTaskFailuresPerInterval)
+	case cfg.BlocklistMaxTaskFailuresPerInterval > 0 && !cfg.ResourceBlocklistEnabled:
+		return invalid("BlocklistMaxTaskFailuresPerInterval (cluster.resource-blocklist.task-failure.max-failures-per-interval) needs ResourceBlocklistEnabled (cluster.resource-blocklist.enabled)")
+	case cfg.BlocklistTaskFailureInterval < 0:
+		return invalid("BlocklistTaskFailureInterval (cluster.resource-blocklist.task-failure.failure-rate-interval) is %v, negative", cfg.BlocklistTaskFailureInterval)
 	}
 	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -689,6 +724,38 @@ func (mc *MiniCluster) StopWithSavepoint(ctx context.Context, id jobgraph.JobID,
 		return "", err
 	}
 	return mc.leader.StopWithSavepoint(ctx, id, targetDirectory)
+}
+
+// blocklistOperations is the Dispatcher's Config.Blocklist: the ResourceManager, when the
+// blocklist is enabled.
+func blocklistOperations(cfg Config, rm *resourcemanager.ResourceManager) dispatcher.BlocklistOperations {
+	if !cfg.ResourceBlocklistEnabled {
+		return nil
+	}
+	return rm
+}
+
+// BlockTaskExecutor blocks a TaskExecutor through the leading Dispatcher (see
+// dispatcher.StandaloneDispatcher.BlockTaskExecutor): for req.Duration (0: BlocklistItemTimeout)
+// the ResourceManager requests no slot of it for any job and every JobMaster gives back its free
+// slots there; its running tasks keep running (MARK_BLOCKED) or fail over elsewhere
+// (MARK_BLOCKED_AND_EVACUATE_TASKS); at the end instant exactly it gets requests again. It
+// returns the entry made. Errors: dispatcher.ErrBlocklistDisabled without
+// Config.ResourceBlocklistEnabled, dispatcher.ErrInvalidBlockRequest, ErrNotStarted, ErrClosed,
+// ctx's. Flink: FLIP-224's REST blocklist API (not built in Flink's code).
+func (mc *MiniCluster) BlockTaskExecutor(ctx context.Context, req dispatcher.BlockRequest) (rpc.BlockedNode, error) {
+	if err := mc.usable(); err != nil {
+		return rpc.BlockedNode{}, err
+	}
+	return follow(ctx, mc.dispatcher, func() (rpc.BlockedNode, error) { return mc.dispatcher.BlockTaskExecutor(ctx, req) })
+}
+
+// BlockedTaskExecutors returns the ResourceManager's blocklist, sorted by TaskExecutor.
+func (mc *MiniCluster) BlockedTaskExecutors(ctx context.Context) ([]rpc.BlockedNode, error) {
+	if err := mc.usable(); err != nil {
+		return nil, err
+	}
+	return mc.rm.BlockedNodes(ctx)
 }
 
 // TriggerCheckpoint takes a checkpoint of the running job now, outside the periodic schedule,

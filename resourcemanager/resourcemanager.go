@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jobgraph/jobgraph/internal/blocklist"
 	"log/slog"
 	"sync"
 	"time"
@@ -200,6 +201,11 @@ type ResourceManager struct {
 	teHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
 	jmHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
 	jobMasters   map[jobgraph.ResourceID]*jobMasterRegistration
+	// blocked is the cluster's blocklist (see AddNewBlockedNodes); unblockAt/cancelUnblock the
+	// timer that removes the earliest entry at its end.
+	blocked       blocklist.Tracker
+	unblockAt     time.Time
+	cancelUnblock func() bool
 
 	// leaders follows the jobs' leaders when Config.HA is set; nil otherwise. Safe off the loop.
 	leaders *jobLeaders
@@ -265,6 +271,7 @@ func New(cfg Config) (*ResourceManager, error) {
 		Logger:                rm.log,
 		RequirementCheckDelay: cfg.RequirementCheckDelay,
 		Timers:                rm.loop,
+		IsBlockedTaskExecutor: rm.blocked.IsBlocked, // read on the loop only
 	})
 	if err != nil {
 		rm.cancel()
@@ -410,6 +417,7 @@ func (rm *ResourceManager) revokeLeadership() {
 		rm.jmHeartbeats.Unmonitor(id)
 	}
 	clear(rm.jobMasters)
+	rm.clearBlocklist()
 	rm.sm.Suspend()
 	if rm.leaders != nil {
 		rm.leaders.forgetJobs(rm.wg.Go)
@@ -684,8 +692,10 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 				// The same JobMaster registers another job: the earlier one is no longer watched.
 				rm.log.Warn("JobMaster registered for another job; no longer monitoring the earlier one", "jobMaster", jobMaster, "job", job, "earlierJob", reg.job)
 			}
-			rm.jobMasters[jobMaster] = &jobMasterRegistration{job: job, token: token, address: address}
+			reg := &jobMasterRegistration{job: job, token: token, address: address}
+			rm.jobMasters[jobMaster] = reg
 			rm.jmHeartbeats.Monitor(jobMaster)
+			rm.tellJobMaster(reg, rm.blocked.All()) // Flink: registerBlocklistListener
 		}
 		return rm.id, nil
 	})

@@ -79,6 +79,11 @@ type SlotManagerConfig struct {
 	// Timers runs the release of held-back jobs; required unless RequirementCheckDelay is
 	// negative.
 	Timers Timers
+	// IsBlockedTaskExecutor, if set, names the TaskExecutors whose free slots are not matched
+	// (blocklisted: see ResourceManager.AddNewBlockedNodes); their pending and allocated slots
+	// are left alone. Whoever unblocks one calls CheckResourceRequirements. Flink:
+	// BlockedTaskManagerChecker.isBlockedTaskManager.
+	IsBlockedTaskExecutor func(jobgraph.ResourceID) bool
 	// Now reads the clock the delay is measured on; nil means time.Now.
 	Now func() time.Time
 }
@@ -188,6 +193,7 @@ type job struct {
 type SlotManager struct {
 	allocator SlotAllocator
 	log       *slog.Logger
+	isBlocked func(jobgraph.ResourceID) bool // nil: none is
 
 	checkDelay time.Duration // < 0: no job is held back
 	timers     Timers
@@ -241,6 +247,7 @@ func newSlotManager(cfg SlotManagerConfig) *SlotManager {
 	return &SlotManager{
 		allocator:  cfg.Allocator,
 		log:        cfg.Logger,
+		isBlocked:  cfg.IsBlockedTaskExecutor,
 		checkDelay: cfg.RequirementCheckDelay,
 		timers:     cfg.Timers,
 		now:        cfg.Now,
@@ -694,6 +701,10 @@ func (m *SlotManager) freePool() *freePool {
 	p := &freePool{groups: make(map[jobgraph.ResourceProfile][]freeSlot)}
 	order := 0
 	for _, te := range m.taskExecutors {
+		if m.isBlocked != nil && m.isBlocked(te.id) {
+			order += len(te.slots)
+			continue
+		}
 		for _, s := range te.slots {
 			order++
 			if s.State != SlotFree {
