@@ -487,13 +487,13 @@ func TestInfo(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &p))
 	want := map[string]any{"jid": "8ae3c1443d44142c861257df1fb2846c", "name": "wordcount", "type": "BATCH", "nodes": []any{
 		map[string]any{"id": "bc764cd8ddf7a0cff126f51c16239658", "parallelism": 2.0, "operator": "", "operator_strategy": "",
-			"description": "Source: read &lt;files&gt;", "optimizer_properties": map[string]any{}},
+			"description": "Source: read <files>", "optimizer_properties": map[string]any{}},
 		map[string]any{"id": "20ba6b65f97481d5570070de90e4e791", "parallelism": 2.0, "operator": "", "operator_strategy": "",
 			"description": "count words", "optimizer_properties": map[string]any{}, "inputs": []any{
 				map[string]any{"num": 0.0, "id": "bc764cd8ddf7a0cff126f51c16239658", "ship_strategy": "HASH", "exchange": "blocking"}}},
 		map[string]any{"id": "b5c8d46f3e7b141acf271f12622e752b", "parallelism": 1.0, "operator": "", "operator_strategy": "",
 			"description": "Sink: print", "optimizer_properties": map[string]any{}, "inputs": []any{
-				map[string]any{"num": 0.0, "id": "20ba6b65f97481d5570070de90e4e791", "ship_strategy": "ALL_TO_ALL", "exchange": "pipelined_bounded"}}},
+				map[string]any{"num": 0.0, "id": "20ba6b65f97481d5570070de90e4e791", "ship_strategy": "REBALANCE", "exchange": "pipelined_bounded"}}},
 	}}
 	assert.Equal(t, want, p)
 

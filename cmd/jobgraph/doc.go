@@ -38,8 +38,9 @@
 //   - info: reads and validates GRAPH.json and prints its plan between Flink's "Execution Plan"
 //     lines, locally (no endpoint is asked). Where Flink's info runs a jar's main method and
 //     prints the StreamGraph's JSON (one node per operator), a GRAPH.json already is a JobGraph:
-//     its plan is Flink's JsonPlanGenerator shape, the JSON GET /jobs/:jobid/plan serves (one
-//     node per vertex: id, parallelism, description, inputs with ship_strategy and exchange).
+//     its plan is Flink's JsonPlanGenerator shape, the JSON GET /jobs/:jobid/plan serves once it
+//     runs (one node per vertex in topological order: id, parallelism, the vertex name as
+//     description, inputs with ship_strategy and exchange).
 //   - cancel: PATCH /jobs/:jobid?mode=cancel; prints "Cancelling job <id>." and "Cancelled job
 //     <id>.".
 //   - savepoint: POST /jobs/:jobid/savepoints ("target-directory" DIR, else the cluster's

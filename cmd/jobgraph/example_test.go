@@ -26,7 +26,7 @@ func Example_info() {
 	//       "parallelism": 2,
 	//       "operator": "",
 	//       "operator_strategy": "",
-	//       "description": "Source: read &lt;files&gt;",
+	//       "description": "Source: read <files>",
 	//       "optimizer_properties": {}
 	//     },
 	//     {
@@ -55,7 +55,7 @@ func Example_info() {
 	//         {
 	//           "num": 0,
 	//           "id": "20ba6b65f97481d5570070de90e4e791",
-	//           "ship_strategy": "ALL_TO_ALL",
+	//           "ship_strategy": "REBALANCE",
 	//           "exchange": "pipelined_bounded"
 	//         }
 	//       ],

@@ -305,7 +305,11 @@ func (c *cli) info(_ context.Context, p parsed, _ *client) error {
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", p.args[0], err)
 	}
-	out, err := marshalPlan(jobPlan(g))
+	pl, err := jobPlan(g)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.args[0], err)
+	}
+	out, err := marshalPlan(pl)
 	if err != nil {
 		return err
 	}

@@ -35,18 +35,24 @@ type planInput struct {
 	Exchange     string `json:"exchange"`
 }
 
-// jobPlan builds g's plan. A vertex has no operator name or strategy here (Flink's are those of
-// the DataSet optimizer), so both are empty, as Flink writes them for a streaming job; the
-// description is the vertex name, HTML-escaped as Flink escapes it; an edge's ship_strategy is
-// its ShipStrategy, or else its distribution pattern (ALL_TO_ALL, POINTWISE) where Flink would
-// have the partitioner's name; exchange is the data set's ResultPartitionType in lower case
-// ("pipelined_bounded", "blocking"). An edge whose data set has no producer in g is left out, as
-// Flink leaves out an input without a producer. g should be valid (Validate).
-func jobPlan(g *jobgraph.JobGraph) plan {
+// jobPlan builds g's plan as package rest serves GET /jobs/:jobid/plan for it: one node per
+// vertex in topological order, its inputs in input order. A vertex has no operator name or
+// strategy here (Flink's are those of the DataSet optimizer), so both are empty, as Flink writes
+// them for a streaming job; the description is the vertex name (Flink escapes it as HTML; rest
+// does not, and neither does this); an edge's ship_strategy is its ShipStrategy, or else FORWARD
+// for POINTWISE and REBALANCE for ALL_TO_ALL, as rest names them; exchange is the data set's
+// ResultPartitionType in lower case ("pipelined_bounded", "blocking"). An edge whose data set has
+// no producer in g is left out, as Flink leaves out an input without a producer. Errors: g's
+// TopologicalOrder's (a cycle); g should be valid (Validate).
+func jobPlan(g *jobgraph.JobGraph) (plan, error) {
 	p := plan{JID: g.JobID.String(), Name: g.Name, Type: g.Type.String(), Nodes: []planNode{}}
+	order, err := g.TopologicalOrder()
+	if err != nil {
+		return p, err
+	}
 	producers := g.Producers()
-	for _, v := range g.Vertices {
-		n := planNode{ID: v.ID.String(), Parallelism: v.Parallelism, Description: flinkHTML(v.Name),
+	for _, v := range order {
+		n := planNode{ID: v.ID.String(), Parallelism: v.Parallelism, Description: v.Name,
 			OptimizerProperties: json.RawMessage("{}")}
 		for i, e := range v.Inputs {
 			producer := producers[e.Source]
@@ -55,7 +61,10 @@ func jobPlan(g *jobgraph.JobGraph) plan {
 			}
 			in := planInput{Num: i, ID: producer.ID.String(), ShipStrategy: e.ShipStrategy}
 			if in.ShipStrategy == "" {
-				in.ShipStrategy = e.DistributionPattern.String()
+				in.ShipStrategy = "REBALANCE"
+				if e.DistributionPattern == jobgraph.Pointwise {
+					in.ShipStrategy = "FORWARD"
+				}
 			}
 			for _, ds := range producer.Results {
 				if ds.ID == e.Source {
@@ -66,17 +75,10 @@ func jobPlan(g *jobgraph.JobGraph) plan {
 		}
 		p.Nodes = append(p.Nodes, n)
 	}
-	return p
+	return p, nil
 }
 
-// flinkHTML escapes s as JsonPlanGenerator escapes a description (StringEscapeUtils.escapeHtml4
-// for the characters that matter in HTML, then newlines as <br/> and backslashes as &#92;).
-func flinkHTML(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "\n", "<br/>", `\`, "&#92;").Replace(s)
-}
-
-// marshalPlan writes p as indented JSON without encoding/json's HTML escaping (the description
-// is escaped already, as Flink's).
+// marshalPlan writes p as indented JSON without encoding/json's HTML escaping.
 func marshalPlan(p plan) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
