@@ -2,8 +2,18 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -206,4 +216,77 @@ func getJSON(t *testing.T, url string, out any) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.NoError(t, json.Unmarshal(body, out))
+}
+
+// certs writes a CA and, signed by it, a certificate for 127.0.0.1 (server) and one for a
+// client, as PEM files in dir; it returns the file names.
+func certs(t *testing.T, dir string) (ca, serverCert, serverKey, clientCert, clientKey string) {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		require.NoError(t, err)
+		return k
+	}
+	write := func(name, typ string, der []byte) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
+		return path
+	}
+	caKey := newKey()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	caCert, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+	leaf := func(serial int64, name string, usage x509.ExtKeyUsage) (string, string) {
+		k := newKey()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		require.NoError(t, err)
+		kDER, err := x509.MarshalECPrivateKey(k)
+		require.NoError(t, err)
+		return write(name+".pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kDER)
+	}
+	ca = write("ca.pem", "CERTIFICATE", caDER)
+	serverCert, serverKey = leaf(2, "server", x509.ExtKeyUsageServerAuth)
+	clientCert, clientKey = leaf(3, "client", x509.ExtKeyUsageClientAuth)
+	return
+}
+
+// The CLI against rest.Start over TLS that authenticates its clients
+// (security.ssl.rest.authentication-enabled): --tls-ca with --tls-cert and --tls-key lists the
+// jobs; without the client certificate the handshake fails and the CLI exits 1.
+func TestEndToEndMutualTLS(t *testing.T) {
+	ca, serverCert, serverKey, clientCert, clientKey := certs(t, t.TempDir())
+	mc, err := minicluster.Start(t.Context(), minicluster.Config{TaskExecutors: 1, SlotsPerTaskExecutor: 1, Registry: taskexecutor.NewRegistry()})
+	require.NoError(t, err)
+	defer mc.Close()
+	cert, err := tls.LoadX509KeyPair(serverCert, serverKey)
+	require.NoError(t, err)
+	caPEM, err := os.ReadFile(ca)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	srv, err := rest.Start(rest.Config{Dispatcher: mc, Cluster: mc, NoDashboard: true, Port: rest.AnyPort,
+		Logger: slog.New(slog.DiscardHandler),
+		TLS:    &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}})
+	require.NoError(t, err)
+	defer srv.Close()
+
+	var stdout, stderr bytes.Buffer
+	c := &cli{stdout: &stdout, stderr: &stderr, loc: time.UTC, clientTimeout: time.Minute}
+	code := c.run(t.Context(), []string{"list", "-m", srv.Addr(), "--tls-ca", ca, "--tls-cert", clientCert, "--tls-key", clientKey})
+	assert.Equal(t, 0, code, stderr.String())
+	assert.Equal(t, "Waiting for response...\nNo running jobs.\nNo scheduled jobs.\n", stdout.String())
+
+	stdout.Reset()
+	stderr.Reset()
+	code = c.run(t.Context(), []string{"list", "-m", srv.Addr(), "--tls-ca", ca})
+	assert.Equal(t, 1, code)
+	assert.True(t, strings.HasPrefix(stderr.String(), banner+"Failed to retrieve job list.\nCaused by: GET https://"+srv.Addr()+"/jobs/overview: "), stderr.String())
 }
