@@ -44,9 +44,10 @@
 //   - cancel: PATCH /jobs/:jobid?mode=cancel; prints "Cancelling job <id>." and "Cancelled job
 //     <id>.".
 //   - savepoint: POST /jobs/:jobid/savepoints ("target-directory" DIR, else the cluster's
-//     state.savepoints.dir), then polls GET /jobs/:jobid/savepoints/:triggerid (10 ms doubling
-//     to 2 s, as Flink's RestClusterClient) until COMPLETED; prints "Savepoint completed. Path:
-//     <path>". A failure-cause is an error with its text.
+//     execution.checkpointing.savepoint-dir, Flink 1's state.savepoints.dir), then polls
+//     GET /jobs/:jobid/savepoints/:triggerid (10 ms doubling to 2 s, as Flink's
+//     RestClusterClient) until COMPLETED; prints "Savepoint completed. Path: <path>". A
+//     failure-cause is an error with its text.
 //   - stop: POST /jobs/:jobid/stop ("targetDirectory" from -p/--savepointPath), polled as
 //     savepoint; prints "Savepoint completed. Path: <path>". As in Flink, "stop -p JOBID" takes
 //     the value of -p as the Job ID and the default directory.

@@ -95,7 +95,7 @@ var actions = []action{
 	{name: "stop", syntax: "stop [OPTIONS] <Job ID>", purpose: "stops a running job with a savepoint (streaming jobs only).",
 		opts: []option{
 			{short: "p", long: "savepointPath", arg: "savepointPath", optionalArg: true,
-				help: "Path to the savepoint's directory. If no directory is specified, the configured default will be used (state.savepoints.dir)."},
+				help: "Path to the savepoint's directory. If no directory is specified, the configured default will be used (execution.checkpointing.savepoint-dir)."},
 		}, remote: true, do: (*cli).stop},
 	{name: "cancel", syntax: "cancel [OPTIONS] <Job ID>", purpose: "cancels a running job.", remote: true, do: (*cli).cancel},
 	{name: "savepoint", syntax: "savepoint [OPTIONS] <Job ID> [<target directory>]", purpose: "triggers a savepoint for a running job.",
@@ -405,7 +405,8 @@ func (c *cli) cancel(ctx context.Context, p parsed, cl *client) error {
 }
 
 // savepoint triggers a savepoint (into the target directory, else the cluster's
-// state.savepoints.dir) and waits for it, printing Flink's lines and the savepoint's path.
+// execution.checkpointing.savepoint-dir) and waits for it, printing Flink's lines and the
+// savepoint's path.
 func (c *cli) savepoint(ctx context.Context, p parsed, cl *client) error {
 	if len(p.args) == 0 {
 		return argsErrorf("Missing JobID. Specify a Job ID to trigger a savepoint.")

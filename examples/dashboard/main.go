@@ -11,8 +11,9 @@
 // attempt, and the fixed-delay restart strategy restarts it -restart-delay later from the latest
 // checkpoint. SIGINT or SIGTERM cancels the job, waits for it to end and closes the server and
 // the cluster. The sink's output goes to -out (default: a temporary directory removed at the
-// end); savepoints without a directory go to -savepoint-dir (state.savepoints.dir; default: a
-// savepoints directory in the temporary one, also removed, so pass -savepoint-dir to keep them).
+// end); savepoints without a directory go to -savepoint-dir
+// (execution.checkpointing.savepoint-dir; default: a savepoints directory in the temporary one,
+// also removed, so pass -savepoint-dir to keep them).
 package main
 
 import (
@@ -75,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.checkpointInterval, "checkpoint-interval", time.Second, "execution.checkpointing.interval")
 	fs.DurationVar(&o.restartDelay, "restart-delay", 2*time.Second, "restart-strategy.fixed-delay.delay after each failure")
 	fs.StringVar(&o.out, "out", "", "the directory the sink writes part-<subtask> into (default: a temporary directory, removed at the end)")
-	fs.StringVar(&o.savepointDir, "savepoint-dir", "", "state.savepoints.dir: where savepoints without a directory go (default: in the temporary directory)")
+	fs.StringVar(&o.savepointDir, "savepoint-dir", "", "execution.checkpointing.savepoint-dir: where savepoints without a directory go (default: in the temporary directory)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
