@@ -145,20 +145,24 @@ func (e *Election) ConfirmLeadership(session ha.SessionID, address string) {
 	grant, ct, path := c.grants, e.contender, s.leaderFile(e.name)
 	s.mu.Unlock()
 	s.io.post(func() {
+		// The grant is checked under the fence: a revocation (DropLeadership, Close) takes the
+		// fence's write lock, so it happens wholly before this check — the write is skipped, not
+		// refused as a stale leader's, which the contender would hear as an election error — or
+		// wholly after the write.
+		s.fence.RLock()
+		defer s.fence.RUnlock()
 		s.mu.Lock()
-		current := c.grants == grant
+		current := c.grants == grant && s.leading
 		s.mu.Unlock()
 		if !current {
 			return // revoked since: the revocation's removal is queued behind
 		}
-		err := s.fenced("writing the leader file of "+e.name, func() error {
-			data, err := json.Marshal(leaderInfo{Address: address, Session: session.String()})
-			if err != nil {
-				return err
-			}
-			return durable.WriteFile(path, data)
-		})
+		data, err := json.Marshal(leaderInfo{Address: address, Session: session.String()})
+		if err == nil {
+			err = durable.WriteFile(path, data)
+		}
 		if err != nil {
+			err = fmt.Errorf("ha/file: writing the leader file of %s: %w", e.name, err)
 			s.callbacks.Execute(func() { ct.HandleError(err) })
 		}
 	})
