@@ -158,79 +158,6 @@ func TestRunnerRecoversStoredJobsAndCleansUpDirtyOnesOnGrant(t *testing.T) {
 	})
 }
 
-// slowPlans is an ExecutionPlanStore whose Get waits until the test releases it, whatever its
-// context says: a store call that completes after its caller stopped caring.
-type slowPlans struct {
-	ha.ExecutionPlanStore
-	held chan chan struct{}
-}
-
-func (s slowPlans) Get(ctx context.Context, id jobgraph.JobID) (*jobgraph.JobGraph, error) {
-	release := make(chan struct{})
-	s.held <- release
-	<-release
-	return s.ExecutionPlanStore.Get(ctx, id)
-}
-
-type slowPlanHA struct {
-	*embedded.Services
-	plans slowPlans
-}
-
-func (h slowPlanHA) ExecutionPlanStore() ha.ExecutionPlanStore { return h.plans }
-
-// Scenario: grant(L1), the recovery of job J is slow, revoke(L1) (and grant L2), L1's recovery
-// completes: no JobMaster and no Dispatcher leadership confirmation for L1; J runs only under
-// L2, once, after L1's recovery is done.
-func TestRunnerRecoveryCompletingAfterRevokeStartsNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		services := embedded.New()
-		j := streaming("J")
-		stored(t, services, j)
-		h := slowPlanHA{services, slowPlans{services.ExecutionPlanStore(), make(chan chan struct{}, 2)}}
-		f := newRunnerFixture(t, services, h)
-		require.NoError(t, f.r.Start())
-		synctest.Wait()
-		require.Len(t, h.plans.held, 1, "L1 reads J's plan")
-		l1 := <-h.plans.held
-
-		services.DispatcherElection().Revoke() // revoke(L1), grant(L2)
-		synctest.Wait()
-		listed := make(chan []jobgraph.JobID, 1)
-		go func() {
-			jobs, err := f.r.ListJobs(ctx)
-			assert.NoError(t, err)
-			var ids []jobgraph.JobID
-			for _, j := range jobs {
-				ids = append(ids, j.JobID)
-			}
-			listed <- ids
-		}()
-		synctest.Wait()
-		assert.Empty(t, listed, "the call waits for L2's recovery")
-		assert.Empty(t, h.plans.held, "L2's recovery waits for L1's")
-
-		close(l1) // L1's recovery completes, after its session ended
-		synctest.Wait()
-		assert.Equal(t, int32(0), f.created.Load(), "nothing started for L1")
-		assert.Equal(t, []string{"grant L1", "revoke", "grant L2"}, f.election.log())
-		require.Len(t, h.plans.held, 1, "L2 reads J's plan once L1's recovery is over")
-
-		close(<-h.plans.held)
-		synctest.Wait()
-		assert.Equal(t, []string{"grant L1", "revoke", "grant L2", "confirm L2 dispatcher"}, f.election.log())
-		assert.Equal(t, int32(1), f.created.Load(), "J runs once, under L2")
-		assert.Equal(t, []jobgraph.JobID{j.JobID}, <-listed, "the call made during the recovery waited for it")
-		st, err := f.r.RequestJobStatus(ctx, j.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusRunning, st)
-
-		require.NoError(t, f.r.Close())
-		require.NoError(t, services.Close())
-	})
-}
-
 // A revocation cancels the store calls of the session's recovery: a recovery held in a store
 // that honours its context ends at once, starts nothing, and the next session recovers.
 func TestRunnerRevokeCancelsTheRecoveryInFlight(t *testing.T) {
@@ -267,87 +194,6 @@ func (s blockingPlans) Get(ctx context.Context, id jobgraph.JobID) (*jobgraph.Jo
 	return s.ExecutionPlanStore.Get(ctx, id)
 }
 
-// Scenario: J running under JobID X; a second submission with X is a duplicate and J keeps
-// running; after a failover J is recovered, its stored plan not deleted.
-func TestRunnerDuplicateSubmissionKeepsTheJobAndItsPlanForRecovery(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		services := embedded.New()
-		f := newRunnerFixture(t, services, services)
-		require.NoError(t, f.r.Start())
-		require.NoError(t, f.r.AwaitLeadership(ctx))
-		j := streaming("J")
-		require.NoError(t, f.r.SubmitJob(ctx, j))
-		first := <-f.jms
-		synctest.Wait()
-
-		again := streaming("impostor")
-		again.JobID = j.JobID
-		err := f.r.SubmitJob(ctx, again)
-		var dup *dispatcher.DuplicateJobSubmissionError
-		require.ErrorAs(t, err, &dup)
-		assert.False(t, dup.GloballyTerminated)
-		st, err := f.r.RequestJobStatus(ctx, j.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusRunning, st)
-		plan, err := services.ExecutionPlanStore().Get(ctx, j.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, "J", plan.Name)
-
-		services.DispatcherElection().Revoke()
-		synctest.Wait()
-		second := <-f.jms
-		assert.Equal(t, int32(2), f.created.Load())
-		st, _ = first.RequestJobStatus(ctx)
-		assert.Equal(t, jobgraph.JobStatusSuspended, st, "L1's JobMaster was closed")
-		st, err = f.r.RequestJobStatus(ctx, j.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusRunning, st)
-		a, err := f.r.RequestJob(ctx, j.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, "J", a.JobName, "the stored plan, not the impostor's")
-
-		second.end(jobgraph.JobStatusFinished)
-		res, err := f.r.RequestJobResult(ctx, j.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusFinished, res.Status)
-		require.NoError(t, f.r.Close())
-		require.NoError(t, services.Close())
-	})
-}
-
-// Scenario: two concurrent submissions of a new JobID through the Runner: exactly one accepted,
-// one JobMaster.
-func TestRunnerConcurrentSubmissionsOfANewJobID(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		services := embedded.New()
-		f := newRunnerFixture(t, services, services)
-		require.NoError(t, f.r.Start())
-		require.NoError(t, f.r.AwaitLeadership(ctx))
-		g := streaming("racy")
-		var errs [2]error
-		var wg sync.WaitGroup
-		for i := range errs {
-			wg.Go(func() { errs[i] = f.r.SubmitJob(ctx, g) })
-		}
-		wg.Wait()
-		synctest.Wait()
-		accepted := 0
-		for _, err := range errs {
-			if err == nil {
-				accepted++
-				continue
-			}
-			require.ErrorIs(t, err, dispatcher.ErrDuplicateJobSubmission)
-		}
-		assert.Equal(t, 1, accepted)
-		assert.Equal(t, int32(1), f.created.Load())
-		require.NoError(t, f.r.Close())
-		require.NoError(t, services.Close())
-	})
-}
-
 // gatedCloseJobMaster is a fake JobMaster whose Close waits for the test.
 type gatedCloseJobMaster struct {
 	*fakeJobMaster
@@ -378,12 +224,6 @@ func (c *aliveCount) add(job jobgraph.JobID, d int) {
 	c.most[job] = max(c.most[job], c.alive[job])
 }
 
-func (c *aliveCount) mostOf(job jobgraph.JobID) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.most[job]
-}
-
 type gatedCloseFactory struct {
 	*fakeFactory
 	gate  chan struct{}
@@ -401,55 +241,6 @@ func (f gatedCloseFactory) Create(ctx context.Context, token jobgraph.JobMasterI
 	s := &gatedCloseJobMaster{fakeJobMaster: jm.(*fakeJobMaster), gate: f.gate, alive: f.alive, closed: make(chan struct{})}
 	f.jms <- s
 	return s, nil
-}
-
-// Scenario: grant(L1), revoke(L1), grant(L2) in quick succession (twice: L2 is revoked before
-// its turn, L3 leads) with a slow shutdown of L1's JobMaster: no later JobMaster of J is created
-// until L1's has fully stopped, never two of J alive, and J runs under L3. A submission to L3
-// meanwhile waits for L3's recovery.
-func TestRunnerNextSessionStartsAfterThePreviousFullyClosed(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		services := embedded.New()
-		j := streaming("J")
-		stored(t, services, j)
-		var created atomic.Int32
-		alive := &aliveCount{alive: map[jobgraph.JobID]int{}, most: map[jobgraph.JobID]int{}}
-		gate := make(chan struct{})
-		jms := make(chan *gatedCloseJobMaster, 4)
-		r, err := dispatcher.NewRunner(dispatcher.RunnerConfig{Dispatcher: dispatcher.Config{HA: services,
-			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
-				return gatedCloseFactory{&fakeFactory{g: g, created: &created, last: make(chan *fakeJobMaster, 1)}, gate, alive, jms}, nil
-			})}})
-		require.NoError(t, err)
-		require.NoError(t, r.Start())
-		synctest.Wait()
-		l1 := <-jms
-
-		services.DispatcherElection().Revoke()
-		services.DispatcherElection().Revoke()
-		synctest.Wait()
-		meanwhile := streaming("meanwhile")
-		submitted := make(chan error, 1)
-		go func() { submitted <- r.SubmitJob(ctx, meanwhile) }()
-		synctest.Wait()
-		assert.Empty(t, jms, "no later session's JobMaster while L1's is closing")
-		assert.Equal(t, int32(1), created.Load())
-		assert.Empty(t, submitted, "the submission waits for L3's recovery, which waits for L1's close")
-
-		close(gate) // L1's JobMaster (and every later one) closes when asked
-		synctest.Wait()
-		<-l1.closed
-		require.NoError(t, <-submitted)
-		require.Len(t, jms, 2, "L3's JobMasters: J and the job submitted meanwhile")
-		assert.Equal(t, int32(3), created.Load())
-		assert.Equal(t, 1, alive.mostOf(j.JobID), "never two JobMasters of J alive")
-		st, err := r.RequestJobStatus(ctx, j.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusRunning, st)
-		require.NoError(t, r.Close())
-		require.NoError(t, services.Close())
-	})
 }
 
 // A Runner that does not lead answers ErrNotLeader (matching ha.ErrNotLeader) at once; when the

@@ -16,7 +16,6 @@ import (
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
-	"github.com/jobgraph/jobgraph/ha/file"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -296,45 +295,6 @@ func TestGrantStartsJobMasterFencedBySessionAndConfirmsItsAddress(t *testing.T) 
 	})
 }
 
-func TestRevokeSuspendsJobMasterAndRegrantStartsOneWithNewJobMasterID(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, newFakeFactory())
-		release := f.factory.hold(2) // the second JobMaster comes up when the test says so
-		require.NoError(t, f.runner.Start())
-		first := <-f.factory.created
-		synctest.Wait()
-		oldSession := ha.SessionID(first.token)
-		assert.Equal(t, []leader{{"jobmaster/1", oldSession}}, f.leaders.take())
-
-		f.election.Revoke() // revoke, then grant a new session at once
-		synctest.Wait()
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, first.state(), "the old JobMaster is closed: SUSPENDED there")
-		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
-		a, err := f.runner.RequestJob(context.Background())
-		require.NoError(t, err)
-		assertSparse(t, f, a, jobgraph.JobStatusInitializing, nil)
-		assert.False(t, isDone(f.runner), "a suspended JobMaster does not end the runner")
-		assert.Equal(t, []leader{{"", ha.SessionID{}}}, f.leaders.take(), "no leader until the new JobMaster confirms")
-
-		release()
-		second := <-f.factory.created
-		synctest.Wait()
-		newSession := ha.SessionID(second.token)
-		assert.NotEqual(t, first.token, second.token, "a new JobMasterID for the new session")
-		assert.True(t, f.election.HasLeadership(newSession))
-		assert.False(t, f.election.HasLeadership(oldSession))
-		assert.Equal(t, []leader{{"jobmaster/2", newSession}}, f.leaders.take())
-		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
-
-		second.end(jobgraph.JobStatusFinished)
-		<-f.runner.Done()
-		assert.Same(t, second.Result().Archived, f.runner.Result().Archived)
-		tokens, canceled := f.factory.calls()
-		assert.Equal(t, []jobgraph.JobMasterID{first.token, second.token}, tokens)
-		assert.Equal(t, 0, canceled)
-	})
-}
-
 // A JobMaster that takes its time to shut down after a revocation does not hold up the runner:
 // its loop closes the process off the loop, so status, job and cancel queries answer meanwhile,
 // and the next session's JobMaster is created only once the old one is fully closed.
@@ -470,37 +430,6 @@ func newManualFixture(t *testing.T) (*fixture, *manualElection) {
 	return f, m
 }
 
-func TestRevokedRunnerWaitsForTheNextGrant(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, m := newManualFixture(t)
-		s1 := m.grant()
-		first := <-f.factory.created
-		synctest.Wait()
-		assert.Equal(t, jobgraph.JobMasterID(s1), first.token)
-		assert.Equal(t, []leader{{"jobmaster/1", s1}}, m.confirmations())
-
-		m.revoke()
-		synctest.Wait()
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, first.state())
-		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner), "waiting for leadership")
-		a, err := f.runner.RequestJob(context.Background())
-		require.NoError(t, err)
-		assertSparse(t, f, a, jobgraph.JobStatusInitializing, nil)
-		assert.False(t, isDone(f.runner))
-		tokens, _ := f.factory.calls()
-		assert.Len(t, tokens, 1, "no JobMaster without leadership")
-
-		s2 := m.grant()
-		second := <-f.factory.created
-		synctest.Wait()
-		assert.NotEqual(t, s1, s2)
-		assert.Equal(t, jobgraph.JobMasterID(s2), second.token)
-		assert.Equal(t, []leader{{"jobmaster/1", s1}, {"jobmaster/2", s2}}, m.confirmations())
-		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
-		assert.Equal(t, 1, first.state().closed, "the old JobMaster is closed once")
-	})
-}
-
 func TestGrantWithoutRevokeReplacesTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, m := newManualFixture(t)
@@ -521,70 +450,6 @@ func TestGrantWithoutRevokeReplacesTheSession(t *testing.T) {
 	})
 }
 
-func TestJobInJobResultStoreAtGrantIsAlreadyDone(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, newFakeFactory())
-		require.NoError(t, f.ha.JobResultStore().CreateDirty(context.Background(), jobgraph.JobResult{JobID: f.factory.JobID(), Status: jobgraph.JobStatusFinished}))
-		require.NoError(t, f.runner.Start())
-		<-f.runner.Done()
-
-		res := f.runner.Result()
-		require.ErrorIs(t, res.Err, jobmaster.ErrJobAlreadyDone)
-		assert.EqualError(t, res.Err, fmt.Sprintf("job already done: job %s is in the JobResultStore", f.factory.JobID()))
-		assertSparse(t, f, res.Archived, jobgraph.JobStatusFailed, res.Err)
-		assert.Equal(t, jobgraph.JobStatusFailed, status(t, f.runner))
-		synctest.Wait()
-		tokens, _ := f.factory.calls()
-		assert.Empty(t, tokens, "no JobMaster for a job that is done")
-		assert.Empty(t, f.leaders.take(), "nothing confirmed")
-	})
-}
-
-func TestFactoryErrorFailsInitialization(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		factory := newFakeFactory()
-		boom := errors.New("no such invokable: read-files")
-		factory.err = boom
-		f := newFixture(t, factory)
-		require.NoError(t, f.runner.Start())
-		<-f.runner.Done()
-
-		res := f.runner.Result()
-		require.ErrorIs(t, res.Err, jobmaster.ErrJobInitialization)
-		require.ErrorIs(t, res.Err, boom)
-		assert.EqualError(t, res.Err, fmt.Sprintf("job initialization failed: job %s: no such invokable: read-files", factory.JobID()))
-		assertSparse(t, f, res.Archived, jobgraph.JobStatusFailed, res.Err)
-		require.Len(t, res.Archived.ExceptionHistory, 1, "exactly one exception-history entry: the initialization failure")
-		assert.Equal(t, jobgraph.ExceptionHistoryEntry{Message: res.Err.Error(), Timestamp: f.created, Subtask: -1}, res.Archived.ExceptionHistory[0])
-		synctest.Wait()
-		assert.Empty(t, f.leaders.take(), "a JobMaster that never came up is never confirmed")
-	})
-}
-
-func TestCloseBeforeJobEndsSuspends(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, newFakeFactory())
-		require.NoError(t, f.runner.Start())
-		jm := <-f.factory.created
-		synctest.Wait()
-		assert.Equal(t, []leader{{"jobmaster/1", ha.SessionID(jm.token)}}, f.leaders.take())
-
-		f.runner.Close()
-		require.True(t, isDone(f.runner))
-		res := f.runner.Result()
-		assert.NoError(t, res.Err)
-		require.NotNil(t, res.Archived)
-		assert.Equal(t, jobgraph.JobStatusSuspended, res.Archived.Status)
-		assert.Equal(t, f.factory.JobID(), res.Archived.JobID)
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, jm.state())
-		assert.False(t, f.election.HasLeadership(ha.SessionID(jm.token)), "the runner left the election")
-		synctest.Wait()
-		assert.Equal(t, []leader{{"", ha.SessionID{}}}, f.leaders.take())
-		f.runner.Close() // twice is harmless
-		assert.Equal(t, 1, jm.state().closed)
-	})
-}
-
 func TestCloseWhileInitializingSuspendsAndCancelsCreate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, newFakeFactory())
@@ -600,165 +465,6 @@ func TestCloseWhileInitializingSuspendsAndCancelsCreate(t *testing.T) {
 		assert.Len(t, tokens, 1)
 		assert.Equal(t, 1, canceled)
 		assert.Empty(t, f.factory.created)
-	})
-}
-
-func TestStatusIsInitializingBeforeLeadership(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, m := newManualFixture(t)
-		synctest.Wait()
-		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
-		a, err := f.runner.RequestJob(context.Background())
-		require.NoError(t, err)
-		assertSparse(t, f, a, jobgraph.JobStatusInitializing, nil)
-		assert.False(t, isDone(f.runner))
-		tokens, _ := f.factory.calls()
-		assert.Empty(t, tokens, "no JobMaster without leadership")
-		assert.Empty(t, m.confirmations())
-	})
-}
-
-// A cancel before leadership is pending, not done: the job reports CANCELLING and the first
-// leader session's JobMaster is canceled as soon as it exists (Flink's
-// testCancellationChangesJobStatusToCancelling; before, the runner ended CANCELED at once).
-func TestCancelBeforeLeadershipIsCancellingUntilTheJobMasterCancels(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, m := newManualFixture(t)
-		require.NoError(t, f.runner.Cancel(context.Background()))
-		assert.Equal(t, jobgraph.JobStatusCancelling, status(t, f.runner))
-		a, err := f.runner.RequestJob(context.Background())
-		require.NoError(t, err)
-		assertSparse(t, f, a, jobgraph.JobStatusCancelling, nil)
-		assert.False(t, isDone(f.runner), "the job is canceled by its JobMaster, once there is one")
-		synctest.Wait()
-		tokens, _ := f.factory.calls()
-		assert.Empty(t, tokens)
-
-		s := m.grant()
-		jm := <-f.factory.created
-		<-f.runner.Done()
-		res := f.runner.Result()
-		assert.NoError(t, res.Err)
-		assert.Same(t, jm.Result().Archived, res.Archived)
-		assert.Equal(t, jobgraph.JobStatusCanceled, res.Archived.Status)
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusCanceled, cancels: 1}, jm.state())
-		assert.Equal(t, jobgraph.JobMasterID(s), jm.token)
-		assert.Equal(t, jobgraph.JobStatusCanceled, status(t, f.runner))
-		synctest.Wait()
-		tokens, canceled := f.factory.calls()
-		assert.Equal(t, []jobgraph.JobMasterID{jm.token}, tokens)
-		assert.Equal(t, 0, canceled)
-		assert.NoError(t, f.runner.Cancel(context.Background()), "canceling again is a no-op")
-		assert.Equal(t, 1, jm.state().cancels)
-	})
-}
-
-// A cancel is for the current leader: losing leadership before its JobMaster existed clears it,
-// the job reports INITIALIZING again, and the next leader's JobMaster runs it (Flink's
-// testJobStatusCancellingIsClearedOnLeadershipLoss).
-func TestLosingLeadershipClearsAPendingCancel(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, m := newManualFixture(t)
-		f.factory.hold(1) // the first session's JobMaster never comes up
-		require.NoError(t, f.runner.Cancel(context.Background()))
-		s1 := m.grant()
-		synctest.Wait()
-		assert.Equal(t, jobgraph.JobStatusCancelling, status(t, f.runner), "still pending while the JobMaster is created")
-
-		m.revoke()
-		synctest.Wait()
-		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
-		a, err := f.runner.RequestJob(context.Background())
-		require.NoError(t, err)
-		assertSparse(t, f, a, jobgraph.JobStatusInitializing, nil)
-		assert.False(t, isDone(f.runner))
-
-		s2 := m.grant()
-		jm := <-f.factory.created
-		synctest.Wait()
-		assert.Equal(t, jobgraph.JobMasterID(s2), jm.token)
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusRunning}, jm.state(), "the next leader's JobMaster is not canceled")
-		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
-		assert.False(t, isDone(f.runner))
-		tokens, canceled := f.factory.calls()
-		assert.Equal(t, []jobgraph.JobMasterID{jobgraph.JobMasterID(s1), jobgraph.JobMasterID(s2)}, tokens)
-		assert.Equal(t, 1, canceled, "the revoked session's Create saw its context end")
-		assert.Equal(t, []leader{{"jobmaster/2", s2}}, m.confirmations())
-	})
-}
-
-// Leadership changes queued while the first session's JobMaster is slow to close are skipped
-// but for the last: ten revoke/grant pairs start one JobMaster more, not ten (Flink's
-// testSkippingOfEnqueuedLeadershipOperations).
-func TestQueuedLeadershipChangesStartAtMostTwoJobMasters(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, m := newManualFixture(t)
-		s1 := m.grant()
-		first := <-f.factory.created
-		synctest.Wait()
-		gate := make(chan struct{})
-		first.mu.Lock()
-		first.closeGate = gate
-		first.mu.Unlock()
-
-		var last ha.SessionID
-		for range 10 {
-			m.revoke()
-			last = m.grant()
-		}
-		synctest.Wait()
-		assert.Equal(t, 0, first.state().closed, "the first JobMaster is still closing")
-		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
-		tokens, _ := f.factory.calls()
-		assert.Len(t, tokens, 1, "nothing starts before the first JobMaster is closed")
-
-		close(gate)
-		second := <-f.factory.created
-		synctest.Wait()
-		tokens, canceled := f.factory.calls()
-		assert.Equal(t, []jobgraph.JobMasterID{jobgraph.JobMasterID(s1), jobgraph.JobMasterID(last)}, tokens,
-			"one JobMaster for the last session, none for the nine before it")
-		assert.Equal(t, 0, canceled)
-		assert.Equal(t, jobgraph.JobMasterID(last), second.token)
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, first.state())
-		assert.Equal(t, []leader{{"jobmaster/1", s1}, {"jobmaster/2", last}}, m.confirmations())
-		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
-
-		f.runner.Close()
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, second.state())
-		assert.Empty(t, f.factory.created)
-	})
-}
-
-// The JobMaster of a revoked session that finishes its job while it shuts down does not end the
-// runner: only the current leader's result counts; closing the runner then yields SUSPENDED
-// (Flink's testResultFutureCompletionOfOutdatedLeaderIsIgnored).
-func TestResultOfAnOutdatedLeaderIsIgnored(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, m := newManualFixture(t)
-		m.grant()
-		jm := <-f.factory.created
-		synctest.Wait()
-		gate := make(chan struct{})
-		jm.mu.Lock()
-		jm.closeGate = gate
-		jm.mu.Unlock()
-
-		m.revoke()
-		synctest.Wait()
-		jm.end(jobgraph.JobStatusFinished) // while its Close is still under way
-		synctest.Wait()
-		assert.False(t, isDone(f.runner), "a result of a revoked session does not complete the runner")
-		assert.Equal(t, jobgraph.JobStatusInitializing, status(t, f.runner))
-		close(gate)
-		synctest.Wait()
-		assert.Equal(t, fakeState{status: jobgraph.JobStatusFinished, closed: 1}, jm.state())
-		assert.False(t, isDone(f.runner))
-
-		f.runner.Close()
-		res := f.runner.Result()
-		assert.NoError(t, res.Err)
-		assertSparse(t, f, res.Archived, jobgraph.JobStatusSuspended, nil)
 	})
 }
 
@@ -818,47 +524,5 @@ func TestElectionErrorFailsTheJob(t *testing.T) {
 		f.runner.Close()
 		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, jm.state(), "Close still closes the JobMaster")
 		assert.Same(t, res.Archived, f.runner.Result().Archived)
-	})
-}
-
-// grantWaiter is a contender that only reports its first grant.
-type grantWaiter struct {
-	once    sync.Once
-	granted chan struct{}
-}
-
-func (g *grantWaiter) GrantLeadership(ha.SessionID) { g.once.Do(func() { close(g.granted) }) }
-func (g *grantWaiter) RevokeLeadership()            {}
-func (g *grantWaiter) HandleError(error)            {}
-
-// The already-done check on ha/file, with the dirty entry left by an earlier process: the
-// runner of the next process reads it at its grant and ends FAILED as already done, without a
-// JobMaster.
-func TestDirtyEntryLeftOnHAFileIsAlreadyDoneAtGrant(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		factory := newFakeFactory()
-		earlier, err := file.New(file.Options{Dir: dir})
-		require.NoError(t, err)
-		w := &grantWaiter{granted: make(chan struct{})}
-		require.NoError(t, earlier.DispatcherLeaderElection().Start(w)) // the client leads: its writes pass the fence
-		<-w.granted
-		require.NoError(t, earlier.JobResultStore().CreateDirty(context.Background(), jobgraph.JobResult{JobID: factory.JobID(), Status: jobgraph.JobStatusFinished}))
-		require.NoError(t, earlier.Close())
-
-		services, err := file.New(file.Options{Dir: dir})
-		require.NoError(t, err)
-		f := &fixture{factory: factory, created: time.Now()}
-		f.runner = jobmaster.NewLeadershipRunner(factory, services.JobMasterLeaderElection(factory.JobID()), services.JobResultStore())
-		require.NoError(t, f.runner.Start())
-		<-f.runner.Done()
-		res := f.runner.Result()
-		require.ErrorIs(t, res.Err, jobmaster.ErrJobAlreadyDone)
-		assertSparse(t, f, res.Archived, jobgraph.JobStatusFailed, res.Err)
-		synctest.Wait()
-		tokens, _ := factory.calls()
-		assert.Empty(t, tokens, "no JobMaster for a job that is done")
-		f.runner.Close()
-		require.NoError(t, services.Close())
 	})
 }
