@@ -2,9 +2,7 @@ package minicluster_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,8 +12,6 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
-	"github.com/jobgraph/jobgraph/ha"
-	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
@@ -107,72 +103,4 @@ func TestGlobalCleanupDiscardsTheCheckpointsUnlessRetained(t *testing.T) {
 			})
 		})
 	}
-}
-
-// failingDirty is the embedded services with a JobResultStore whose first CreateDirty calls
-// fail.
-type failingDirty struct {
-	*embedded.Services
-	failures atomic.Int32
-}
-
-func (h *failingDirty) JobResultStore() ha.JobResultStore {
-	return failingResults{h.Services.JobResultStore(), &h.failures}
-}
-
-type failingResults struct {
-	ha.JobResultStore
-	failures *atomic.Int32
-}
-
-func (s failingResults) CreateDirty(ctx context.Context, r jobgraph.JobResult) error {
-	if s.failures.Add(-1) >= 0 {
-		return errors.New("injected CreateDirty failure")
-	}
-	return s.JobResultStore.CreateDirty(ctx, r)
-}
-
-// End to end, with the real scheduler: a checkpointing job's checkpoints exist until its dirty
-// JobResult is written and are gone right after. The job is canceled at 350 ms (checkpoints 1–3
-// completed); CreateDirty fails twice, so the entry is written 1 s + 2 s after the job reached
-// CANCELED; until then checkpoint 3 and the counter are there and no entry, from then on neither the
-// checkpoints nor the counter, and the entry is clean.
-func TestCheckpointsExistUntilTheDirtyEntryIsWritten(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		services := &failingDirty{Services: embedded.New()}
-		defer services.Services.Close()
-		services.failures.Store(2)
-		reg, g := checkpointedJob(false)
-		canceled := make(chan time.Time, 1)
-		mc := start(t, minicluster.Config{Registry: reg, HA: services,
-			JobStatusListener: func(_ jobgraph.JobID, st jobgraph.JobStatus, at time.Time) {
-				if st == jobgraph.JobStatusCanceled {
-					canceled <- at
-				}
-			}})
-		ctx := context.Background()
-		require.NoError(t, mc.SubmitJob(ctx, g))
-		time.Sleep(350 * time.Millisecond)
-		require.NoError(t, mc.CancelJob(ctx, g.JobID))
-		ended := <-canceled
-		factory := services.Services.CheckpointRecoveryFactory().(*checkpoint.StandaloneCheckpointRecoveryFactory)
-		for _, at := range []time.Duration{0, time.Second, 3*time.Second - time.Nanosecond} {
-			time.Sleep(at - time.Since(ended))
-			synctest.Wait()
-			latest, next := latestCheckpoint(t, factory, g.JobID)
-			assert.Equal(t, checkpoint.CheckpointID(3), latest, "at +%v", at)
-			assert.Equal(t, checkpoint.CheckpointID(4), next, "at +%v", at)
-			_, err := services.Services.JobResultStore().Get(ctx, g.JobID)
-			assert.ErrorIs(t, err, ha.ErrNotFound, "at +%v", at)
-		}
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		assert.Empty(t, factory.Jobs(), "discarded once the dirty entry was written")
-		entry, err := services.Services.JobResultStore().Get(ctx, g.JobID)
-		require.NoError(t, err)
-		assert.True(t, entry.Clean)
-		res, err := mc.RequestJobResult(ctx, g.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusCanceled, res.Status)
-	})
 }

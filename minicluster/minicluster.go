@@ -113,6 +113,14 @@ type Config struct {
 	// (0) 1 min: how often the Dispatcher cancels the jobs whose attached client stopped
 	// heartbeating (SubmitAttached). See dispatcher.Config.ClientAlivenessCheckInterval.
 	ClientAlivenessCheckInterval time.Duration
+	// CleanupExponentialDelayInitialBackoff, …MaxBackoff and …Attempts: Flink's
+	// cleanup-strategy.exponential-delay.initial-backoff (default 1 s), .max-backoff (default
+	// 1 h) and .attempts (default 0: unlimited), the retries of a globally terminated job's
+	// cleanup steps. See dispatcher.Config.CleanupExponentialDelayInitialBackoff; New returns
+	// the Dispatcher's error for bad values.
+	CleanupExponentialDelayInitialBackoff time.Duration
+	CleanupExponentialDelayMaxBackoff     time.Duration
+	CleanupExponentialDelayAttempts       int
 	// RunCancelTimeout bounds how long Run waits, once its ctx ended, for the job it canceled to
 	// reach a terminal state; default 60 s. No Flink option: Flink's MiniCluster.executeJobBlocking
 	// leaves the job running.
@@ -283,15 +291,18 @@ func New(cfg Config) (*MiniCluster, error) {
 	}
 	d, err := dispatcher.NewRunner(dispatcher.RunnerConfig{
 		Dispatcher: dispatcher.Config{
-			HA:                           mc.ha,
-			Logger:                       log,
-			JobStoreExpiration:           cfg.JobStoreExpiration,
-			JobStoreMaxCapacity:          cfg.JobStoreMaxCapacity,
-			ParallelismOverrides:         cfg.ParallelismOverrides,
-			ClientAlivenessCheckInterval: cfg.ClientAlivenessCheckInterval,
-			Blocklist:                    blocklistOperations(cfg, rm),
-			BlocklistItemTimeout:         cfg.BlocklistItemTimeout,
-			BlocklistAction:              cfg.BlocklistAction,
+			HA:                                    mc.ha,
+			Logger:                                log,
+			JobStoreExpiration:                    cfg.JobStoreExpiration,
+			JobStoreMaxCapacity:                   cfg.JobStoreMaxCapacity,
+			ParallelismOverrides:                  cfg.ParallelismOverrides,
+			ClientAlivenessCheckInterval:          cfg.ClientAlivenessCheckInterval,
+			Blocklist:                             blocklistOperations(cfg, rm),
+			BlocklistItemTimeout:                  cfg.BlocklistItemTimeout,
+			BlocklistAction:                       cfg.BlocklistAction,
+			CleanupExponentialDelayInitialBackoff: cfg.CleanupExponentialDelayInitialBackoff,
+			CleanupExponentialDelayMaxBackoff:     cfg.CleanupExponentialDelayMaxBackoff,
+			CleanupExponentialDelayAttempts:       cfg.CleanupExponentialDelayAttempts,
 			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
 				f, err := jobmaster.NewFactory(g, jmConfig)
 				if err != nil {

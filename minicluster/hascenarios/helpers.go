@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,11 @@ func (c *counting) registry() *taskexecutor.Registry {
 	})
 	reg.Register("discard", func(ctx context.Context, env taskexecutor.Environment) error {
 		for {
-			if _, err := env.Input(0).Next(ctx); err != nil {
+			_, err := env.Input(0).Next(ctx)
+			if errors.Is(err, io.EOF) { // the source stopped with a savepoint
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 		}
