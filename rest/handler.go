@@ -123,10 +123,11 @@ type Handler struct {
 	log       *slog.Logger
 	dashboard http.Handler
 
-	ops *operations
+	ops    *operations
+	graphs graphs
 
 	overviewMu sync.Mutex
-	overview   map[overviewKey]jobDetails // details of globally terminated jobs, which no longer change
+	overview   map[overviewKey][]byte // the encoded details of globally terminated jobs, which no longer change
 }
 
 // New returns a Handler. Errors: ErrInvalidConfig for a missing Dispatcher or a negative limit.
@@ -161,7 +162,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger.With("component", "rest"), overview: map[overviewKey]jobDetails{}}
+	h := &Handler{cfg: cfg, log: cfg.Logger.With("component", "rest"), overview: map[overviewKey][]byte{}}
 	h.ops = newOperations(cfg.AsyncOperationStoreDuration)
 	switch {
 	case cfg.NoDashboard:
@@ -246,6 +247,7 @@ func match(pattern, segs []string) (params, bool) {
 // ServeHTTP authenticates the request, then routes it: the REST paths at the root and below
 // /v1, the dashboard at / and /web/, 404 or 405 with Flink's error body otherwise.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(context.WithValue(r.Context(), arrivalKey{}, h.graphs.arrival()))
 	if o := h.cfg.AccessControlAllowOrigin; o != "" {
 		w.Header().Set("Access-Control-Allow-Origin", o)
 	}
@@ -378,12 +380,22 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, p params) *executi
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	a, err := h.cfg.Dispatcher.RequestJob(ctx, id)
+	a, err := h.requestJob(ctx, r, id)
 	if err != nil {
 		h.fail(w, r, err)
 		return nil
 	}
 	return a
+}
+
+// arrivalKey is the context key of a request's arrival (graphs.arrival).
+type arrivalKey struct{}
+
+// requestJob asks the Dispatcher for the job's graph, joining a call in flight that started
+// after r arrived (see graphs).
+func (h *Handler) requestJob(ctx context.Context, r *http.Request, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
+	arrived, _ := r.Context().Value(arrivalKey{}).(uint64)
+	return h.graphs.request(ctx, h.cfg.Dispatcher, id, arrived)
 }
 
 // millis is t in Unix milliseconds, or -1 for the zero time.

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,21 +69,60 @@ func (h *Handler) getJobStatus(w http.ResponseWriter, r *http.Request, p params)
 // ---------------------------------------------------------------------------------------------
 // GET /jobs/overview
 
-// jobDetails is Flink's JobDetails as its JSON shows it; multipleJobsDetails its
-// MultipleJobsDetails.
+// jobDetails is Flink's JobDetails as its JSON shows it (the body of MultipleJobsDetails'
+// "jobs").
 type jobDetails struct {
-	JID              string         `json:"jid"`
-	Name             string         `json:"name"`
-	StartTime        int64          `json:"start-time"`
-	EndTime          int64          `json:"end-time"`
-	Duration         int64          `json:"duration"`
-	State            string         `json:"state"`
-	LastModification int64          `json:"last-modification"`
-	Tasks            map[string]int `json:"tasks"`
+	JID              string     `json:"jid"`
+	Name             string     `json:"name"`
+	StartTime        int64      `json:"start-time"`
+	EndTime          int64      `json:"end-time"`
+	Duration         int64      `json:"duration"`
+	State            string     `json:"state"`
+	LastModification int64      `json:"last-modification"`
+	Tasks            taskCounts `json:"tasks"`
+	terminal         bool       // globally terminal: the details never change
 }
 
-type multipleJobsDetails struct {
-	Jobs []jobDetails `json:"jobs"`
+// taskCounts is JobDetails' "tasks": the number of subtasks per execution state (Flink's
+// lower-case names) and their total. A struct, not a map, so encoding it sorts nothing.
+type taskCounts struct {
+	Total        int `json:"total"`
+	Created      int `json:"created"`
+	Scheduled    int `json:"scheduled"`
+	Deploying    int `json:"deploying"`
+	Running      int `json:"running"`
+	Finished     int `json:"finished"`
+	Canceling    int `json:"canceling"`
+	Canceled     int `json:"canceled"`
+	Failed       int `json:"failed"`
+	Reconciling  int `json:"reconciling"`
+	Initializing int `json:"initializing"`
+}
+
+func (c *taskCounts) add(s jobgraph.ExecutionState) {
+	c.Total++
+	switch s {
+	case jobgraph.ExecutionStateCreated:
+		c.Created++
+	case jobgraph.ExecutionStateScheduled:
+		c.Scheduled++
+	case jobgraph.ExecutionStateDeploying:
+		c.Deploying++
+	case jobgraph.ExecutionStateRunning:
+		c.Running++
+	case jobgraph.ExecutionStateFinished:
+		c.Finished++
+	case jobgraph.ExecutionStateCanceling:
+		c.Canceling++
+	case jobgraph.ExecutionStateCanceled:
+		c.Canceled++
+	case jobgraph.ExecutionStateFailed:
+		c.Failed++
+	case jobgraph.ExecutionStateReconciling:
+		c.Reconciling++
+	case jobgraph.ExecutionStateInitializing:
+		c.Initializing++
+	}
 }
 
 // overviewKey names one job of the overview cache: a JobID may be submitted again once the
@@ -102,22 +143,15 @@ func detailsOf(a *executiongraph.ArchivedExecutionGraph, start int64, now time.T
 		end = millis(a.StatusTimestamp(a.Status))
 	}
 	d := jobDetails{JID: a.JobID.String(), Name: a.JobName, StartTime: start, EndTime: end,
-		Duration: durationOf(start, end, now), State: a.Status.String(), Tasks: make(map[string]int, jobgraph.NumExecutionStates+1)}
-	var counts [jobgraph.NumExecutionStates]int
-	total := 0
+		Duration: durationOf(start, end, now), State: a.Status.String(), terminal: a.Status.IsGloballyTerminal()}
 	last := int64(0)
 	for _, v := range a.JobVertices {
 		for _, s := range v.Subtasks {
-			counts[s.State]++
-			total++
+			d.Tasks.add(s.State)
 			last = max(last, millis(s.StateTimestamps[s.State]))
 		}
 	}
 	d.LastModification = max(last, end)
-	d.Tasks["total"] = total
-	for s := range jobgraph.ExecutionState(jobgraph.NumExecutionStates) {
-		d.Tasks[strings.ToLower(s.String())] = counts[s]
-	}
 	return d
 }
 
@@ -146,8 +180,8 @@ func durationOf(start, end int64, now time.Time) int64 {
 const overviewParallelism = 8
 
 // getJobsOverview lists every job the Dispatcher lists with its details. The details of a
-// globally terminated job never change, so they are computed once and kept while the job is
-// listed; a running job's graph is asked for on every request.
+// globally terminated job never change, so they are computed and encoded once and kept while
+// the job is listed; a running job's graph is asked for on every request.
 func (h *Handler) getJobsOverview(w http.ResponseWriter, r *http.Request, _ params) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
@@ -156,12 +190,12 @@ func (h *Handler) getJobsOverview(w http.ResponseWriter, r *http.Request, _ para
 		h.fail(w, r, err)
 		return
 	}
-	out := multipleJobsDetails{Jobs: make([]jobDetails, len(jobs))}
+	encoded := make([][]byte, len(jobs))
 	var todo []int
 	h.overviewMu.Lock()
 	for i, j := range jobs {
-		if d, ok := h.overview[overviewKey{j.JobID, j.StartTime}]; ok {
-			out.Jobs[i] = d
+		if e, ok := h.overview[overviewKey{j.JobID, j.StartTime}]; ok {
+			encoded[i] = e
 		} else {
 			todo = append(todo, i)
 		}
@@ -169,6 +203,7 @@ func (h *Handler) getJobsOverview(w http.ResponseWriter, r *http.Request, _ para
 	h.overviewMu.Unlock()
 
 	now := time.Now()
+	terminal := make([]bool, len(jobs))
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
@@ -177,18 +212,27 @@ func (h *Handler) getJobsOverview(w http.ResponseWriter, r *http.Request, _ para
 		wg.Go(func() {
 			for i := range next {
 				j := jobs[i]
-				a, err := h.cfg.Dispatcher.RequestJob(ctx, j.JobID)
-				if err != nil {
-					if statusOf(err) == http.StatusNotFound { // it left the archive since ListJobs
-						out.Jobs[i] = statusOnlyDetails(j, now)
-						continue
-					}
+				var d jobDetails
+				a, err := h.requestJob(ctx, r, j.JobID)
+				switch {
+				case err == nil:
+					d = detailsOf(a, j.StartTime, now)
+				case statusOf(err) == http.StatusNotFound: // it left the archive since ListJobs
+					d = statusOnlyDetails(j, now)
+				default:
 					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
+					firstErr = cmp.Or(firstErr, err)
 					mu.Unlock()
 					continue
 				}
-				out.Jobs[i] = detailsOf(a, j.StartTime, now)
+				data, err := json.Marshal(d)
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					continue
+				}
+				encoded[i], terminal[i] = data, d.terminal
 			}
 		})
 	}
@@ -203,34 +247,41 @@ func (h *Handler) getJobsOverview(w http.ResponseWriter, r *http.Request, _ para
 	}
 
 	// Keep the details of the globally terminated jobs listed now, and only those.
-	keep := make(map[overviewKey]jobDetails)
+	h.overviewMu.Lock()
+	keep := make(map[overviewKey][]byte, len(h.overview)+len(todo))
 	for i, j := range jobs {
-		if s, err := jobgraph.ParseJobStatus(out.Jobs[i].State); err == nil && s.IsGloballyTerminal() {
-			keep[overviewKey{j.JobID, j.StartTime}] = out.Jobs[i]
+		k := overviewKey{j.JobID, j.StartTime}
+		if e, ok := h.overview[k]; ok {
+			keep[k] = e
+		} else if terminal[i] {
+			keep[k] = encoded[i]
 		}
 	}
-	h.overviewMu.Lock()
 	h.overview = keep
 	h.overviewMu.Unlock()
-	writeJSON(w, http.StatusOK, out)
-}
 
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
+	size := len(`{"jobs":[]}`) + len(encoded)
+	for _, e := range encoded {
+		size += len(e)
 	}
-	return err
+	buf := make([]byte, 0, size)
+	buf = append(buf, `{"jobs":[`...)
+	for i, e := range encoded {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, e...)
+	}
+	buf = append(buf, "]}"...)
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf)
 }
 
 // statusOnlyDetails are the details of a job whose graph is gone: what ListJobs said.
 func statusOnlyDetails(j rpc.JobStatusMessage, now time.Time) jobDetails {
-	d := jobDetails{JID: j.JobID.String(), Name: j.Name, StartTime: j.StartTime, EndTime: -1, State: j.Status.String(),
-		Tasks: map[string]int{"total": 0}}
-	d.Duration = durationOf(j.StartTime, -1, now)
-	for s := range jobgraph.ExecutionState(jobgraph.NumExecutionStates) {
-		d.Tasks[strings.ToLower(s.String())] = 0
-	}
-	return d
+	return jobDetails{JID: j.JobID.String(), Name: j.Name, StartTime: j.StartTime, EndTime: -1, State: j.Status.String(),
+		Duration: durationOf(j.StartTime, -1, now)}
 }
 
 // ---------------------------------------------------------------------------------------------
