@@ -260,3 +260,31 @@ func TestOperationResultExpires(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, status)
 	})
 }
+
+// Close cancels the context of an operation still running and waits for its goroutine (goleak
+// checks nothing stays behind); the operation's result is ctx's error, and a trigger after Close
+// answers 503. A "block" task never reaches its mailbox, so its savepoint never completes.
+func TestCloseEndsOperationsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mc := startCluster(t, minicluster.Config{})
+		h, err := rest.New(rest.Config{Dispatcher: mc})
+		require.NoError(t, err)
+		g := blockJob("stuck")
+		require.NoError(t, mc.SubmitJob(context.Background(), g))
+		synctest.Wait()
+		u := "/jobs/" + g.JobID.String()
+		id := trigger(t, h, u+"/savepoints", `{"target-directory":`+quote(t.TempDir())+`}`)
+		time.Sleep(time.Second)
+		_, v := getJSON(t, h, u+"/savepoints/"+id)
+		require.Equal(t, obj{"status": obj{"id": "IN_PROGRESS"}}, v)
+
+		require.NoError(t, h.Close())
+		_, v = getJSON(t, h, u+"/savepoints/"+id)
+		assert.Equal(t, obj{"id": "COMPLETED"}, path(v, "status"))
+		assert.Equal(t, "context canceled", path(v, "operation", "failure-cause", "stack-trace"))
+		status, body := do(h, http.MethodPost, u+"/savepoints", `{}`)
+		assert.Equal(t, http.StatusServiceUnavailable, status)
+		assert.JSONEq(t, `{"errors":["rest: the REST handler is closed"]}`, string(body))
+		require.NoError(t, h.Close(), "Close twice")
+	})
+}
