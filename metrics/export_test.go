@@ -16,5 +16,5 @@ func JobsIndexed(r *Registry) int {
 func MetersHeld(r *Registry) int {
 	r.updMu.Lock()
 	defer r.updMu.Unlock()
-	return len(r.meters)
+	return len(r.views)
 }

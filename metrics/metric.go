@@ -213,3 +213,65 @@ func (h *Histogram) Statistics() HistogramStatistics {
 	}
 	return s
 }
+
+// TimerGauge measures how much of each UpdateInterval something took, in milliseconds per second
+// (0 to 1000), as Flink's TimerGauge behind `backPressuredTimeMsPerSecond`: its owner brackets
+// each wait with MarkStart and MarkEnd, and every UpdateInterval the registry's updater turns the
+// time measured in the interval just ended (a wait still going on counts up to the update) into
+// the value. Until the first update the value is 0. Safe for concurrent use (its own lock); the
+// owner's calls are cheap: a clock read and the lock.
+type TimerGauge struct {
+	mu          sync.Mutex
+	start       time.Time // of the wait going on, zero if none
+	accumulated time.Duration
+	value       int64
+}
+
+func newTimerGauge() *TimerGauge { return &TimerGauge{} }
+
+// MarkStart starts a measured wait; nothing if one is going on already. Nothing on a nil
+// *TimerGauge.
+func (t *TimerGauge) MarkStart() {
+	if t == nil {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	if t.start.IsZero() {
+		t.start = now
+	}
+	t.mu.Unlock()
+}
+
+// MarkEnd ends the wait MarkStart started; nothing if none is going on, or on a nil *TimerGauge.
+func (t *TimerGauge) MarkEnd() {
+	if t == nil {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	if !t.start.IsZero() {
+		t.accumulated += now.Sub(t.start)
+		t.start = time.Time{}
+	}
+	t.mu.Unlock()
+}
+
+// Value returns the milliseconds per second measured over the last complete UpdateInterval.
+func (t *TimerGauge) Value() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.value
+}
+
+func (t *TimerGauge) update() {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.start.IsZero() {
+		t.accumulated += now.Sub(t.start)
+		t.start = now
+	}
+	t.value = t.accumulated.Milliseconds() / int64(UpdateInterval/time.Second)
+	t.accumulated = 0
+}

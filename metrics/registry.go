@@ -117,7 +117,19 @@ type entry struct {
 	intFn   func() int64
 	floatFn func() float64
 	meter   *Meter
+	timer   *TimerGauge
 	hist    *Histogram
+}
+
+// view returns the metric's View, updated every UpdateInterval, or nil.
+func (e *entry) view() view {
+	switch {
+	case e.meter != nil:
+		return e.meter
+	case e.timer != nil:
+		return e.timer
+	}
+	return nil
 }
 
 // Registry holds the metric groups of one cluster (Flink's MetricRegistryImpl) and updates their
@@ -130,7 +142,7 @@ type Registry struct {
 	byJob  map[jobgraph.JobID]map[Scope]struct{}
 
 	updMu  sync.Mutex
-	meters map[*Meter]struct{}
+	views  map[view]struct{}
 	timer  *time.Timer
 	closed bool
 }
@@ -140,7 +152,7 @@ func NewRegistry() *Registry {
 	return &Registry{
 		scopes: make(map[Scope]map[string]*entry),
 		byJob:  make(map[jobgraph.JobID]map[Scope]struct{}),
-		meters: make(map[*Meter]struct{}),
+		views:  make(map[view]struct{}),
 	}
 }
 
@@ -348,6 +360,8 @@ func (e *entry) read(s Scope, name string) Value {
 	case e.meter != nil:
 		v.Float, v.IsFloat = e.meter.Rate(), true
 		v.Int = e.meter.Count()
+	case e.timer != nil:
+		v.Int = e.timer.Value()
 	case e.hist != nil:
 		v.Histogram = e.hist.Statistics()
 		v.Int = v.Histogram.Count
@@ -374,24 +388,24 @@ func (r *Registry) add(s Scope, name string, e *entry) {
 	old := names[name]
 	names[name] = e
 	r.mu.Unlock()
-	if old != nil && old.meter != nil {
-		r.dropMeter(old.meter)
+	if old != nil && old.view() != nil {
+		r.dropView(old.view())
 	}
-	if e.meter != nil {
-		r.addMeter(e.meter)
+	if v := e.view(); v != nil {
+		r.addView(v)
 	}
 }
 
 // remove unregisters the listed names of scope s that owner still owns.
 func (r *Registry) remove(s Scope, owner *Group, names map[string]struct{}) {
-	var dropped []*Meter
+	var dropped []view
 	r.mu.Lock()
 	reg := r.scopes[s]
 	for n := range names {
 		if e := reg[n]; e != nil && e.owner == owner {
 			delete(reg, n)
-			if e.meter != nil {
-				dropped = append(dropped, e.meter)
+			if v := e.view(); v != nil {
+				dropped = append(dropped, v)
 			}
 		}
 	}
@@ -405,44 +419,49 @@ func (r *Registry) remove(s Scope, owner *Group, names map[string]struct{}) {
 		}
 	}
 	r.mu.Unlock()
-	for _, m := range dropped {
-		r.dropMeter(m)
+	for _, v := range dropped {
+		r.dropView(v)
 	}
 }
 
-func (r *Registry) addMeter(m *Meter) {
+// view is a metric the registry updates every UpdateInterval: Flink's View (a Meter's
+// MeterView, a TimerGauge).
+type view interface{ update() }
+
+func (r *Registry) addView(v view) {
 	r.updMu.Lock()
 	defer r.updMu.Unlock()
-	r.meters[m] = struct{}{}
+	r.views[v] = struct{}{}
 	if r.timer == nil && !r.closed {
-		r.timer = time.AfterFunc(UpdateInterval, r.updateMeters)
+		r.timer = time.AfterFunc(UpdateInterval, r.updateViews)
 	}
 }
 
-func (r *Registry) dropMeter(m *Meter) {
+func (r *Registry) dropView(v view) {
 	r.updMu.Lock()
 	defer r.updMu.Unlock()
-	delete(r.meters, m)
+	delete(r.views, v)
 }
 
-// updateMeters is the view updater: every UpdateInterval while meters are registered. The timer
-// is re-armed before the meters are updated, so a slow update does not shift the period; once no
-// meter is left it is dropped, and the next registered meter arms a new one.
-func (r *Registry) updateMeters() {
+// updateViews is the view updater (Flink's MetricRegistryImpl.ViewUpdater): every UpdateInterval
+// while views are registered, all of them at once. The timer is re-armed before the views are
+// updated, so a slow update does not shift the period; once no view is left it is dropped, and
+// the next registered view arms a new one, in its own phase.
+func (r *Registry) updateViews() {
 	r.updMu.Lock()
-	if r.closed || len(r.meters) == 0 {
+	if r.closed || len(r.views) == 0 {
 		r.timer = nil
 		r.updMu.Unlock()
 		return
 	}
-	ms := make([]*Meter, 0, len(r.meters))
-	for m := range r.meters {
-		ms = append(ms, m)
+	vs := make([]view, 0, len(r.views))
+	for v := range r.views {
+		vs = append(vs, v)
 	}
 	r.timer.Reset(UpdateInterval)
 	r.updMu.Unlock()
-	for _, m := range ms {
-		m.update()
+	for _, v := range vs {
+		v.update()
 	}
 }
 
@@ -510,7 +529,7 @@ func (g *Group) register(name string, e *entry) {
 	case !validName(name):
 		g.errs = append(g.errs, fmt.Errorf("%w %q in scope %s: want 1 to 256 of [A-Za-z0-9_.-]", ErrInvalidName, jobgraph.Truncate(name), g.scope.Kind))
 		return
-	case e.kind == KindGauge && e.intFn == nil && e.floatFn == nil:
+	case e.kind == KindGauge && e.intFn == nil && e.floatFn == nil && e.timer == nil:
 		g.errs = append(g.errs, fmt.Errorf("%w for %q in scope %s", ErrNilGauge, name, g.scope.Kind))
 		return
 	case g.closed:
@@ -554,6 +573,14 @@ func (g *Group) Meter(name string, counter *Counter) *Meter {
 	m := newMeter(counter)
 	g.register(name, &entry{kind: KindMeter, meter: m})
 	return m
+}
+
+// TimerGauge registers and returns a TimerGauge named name (Flink: TimerGauge, registered as a
+// gauge, as `backPressuredTimeMsPerSecond`); its Kind is KindGauge.
+func (g *Group) TimerGauge(name string) *TimerGauge {
+	t := newTimerGauge()
+	g.register(name, &entry{kind: KindGauge, timer: t})
+	return t
 }
 
 // Histogram registers and returns a Histogram named name keeping the last windowSize values

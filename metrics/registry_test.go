@@ -298,3 +298,43 @@ func TestConcurrentUse(t *testing.T) {
 		assert.Empty(t, reg.Snapshot())
 	})
 }
+
+// The TimerGauge is Flink's: the time measured within each 5 s update interval, in ms per second,
+// a wait going on at an update counting up to it.
+func TestTimerGaugeIsMillisecondsPerSecondOfTheLastInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := metrics.NewRegistry()
+		defer reg.Close()
+		g := reg.TaskGroup(metrics.Scope{JobID: jobgraph.NewJobID()})
+		bp := g.TimerGauge("backPressuredTimeMsPerSecond")
+		time.Sleep(time.Second)
+		bp.MarkStart()
+		time.Sleep(2 * time.Second)
+		bp.MarkEnd()
+		time.Sleep(2 * time.Second) // the update at 5 s
+		synctest.Wait()
+		assert.Equal(t, int64(400), bp.Value(), "2 s of 5")
+		time.Sleep(time.Second)
+		bp.MarkStart() // at 6 s, still going on at the update at 10 s
+		bp.MarkStart() // no effect
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int64(800), bp.Value(), "4 s of 5")
+		time.Sleep(2 * time.Second)
+		bp.MarkEnd() // at 12 s
+		bp.MarkEnd() // no effect
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int64(400), bp.Value(), "the 2 s after the update at 10 s")
+		time.Sleep(metrics.UpdateInterval)
+		synctest.Wait()
+		assert.Equal(t, int64(0), bp.Value())
+		v := reg.Snapshot()
+		require.Len(t, v, 1)
+		assert.Equal(t, metrics.KindGauge, v[0].Kind)
+		var nilTimer *metrics.TimerGauge
+		nilTimer.MarkStart()
+		nilTimer.MarkEnd()
+		g.Close()
+	})
+}
