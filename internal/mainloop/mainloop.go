@@ -29,6 +29,8 @@ type Loop struct {
 	timers  map[*time.Timer]struct{}
 	wake    chan struct{}
 	stopped chan struct{}
+
+	afterEach func() // the loop goroutine's only (SetAfterEach)
 }
 
 // New starts a loop. name is for diagnostics.
@@ -81,9 +83,21 @@ func (l *Loop) run() {
 		for i, t := range batch {
 			t.run()
 			batch[i] = nil
+			if l.afterEach != nil {
+				l.afterEach()
+			}
 		}
 	}
 }
+
+// SetAfterEach has fn run on the loop once it is installed and after every closure that runs
+// after that (the closures of Execute, Schedule, Call and Submit), replacing an earlier fn; nil
+// removes it. An endpoint
+// publishes what its metrics read there (metrics gauges read values the loop owns only through
+// atomics the loop stores), so every change is published before the loop runs anything else. A
+// Call's reply is sent from inside its closure, so its caller may read the published values a
+// moment before fn ran for it. It is itself posted like Execute (nothing when closed).
+func (l *Loop) SetAfterEach(fn func()) { l.Execute(func() { l.afterEach = fn }) }
 
 // Execute posts fn to run on the loop and returns at once. It reports false, and fn never runs,
 // when the loop is closed.

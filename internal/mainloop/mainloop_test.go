@@ -400,3 +400,25 @@ func TestCallAndSubmitAllocateTwoObjects(t *testing.T) {
 	sub := func() (int, error) { return 1, nil }
 	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() { _, _ = mainloop.Submit(ctx, l, sub) }), "Submit")
 }
+
+// SetAfterEach runs its function once installed and after every closure posted after it, on the
+// loop, so a value the loop changes is published before the next closure runs.
+func TestSetAfterEachRunsAfterEveryLaterClosure(t *testing.T) {
+	l := mainloop.New("after-each")
+	defer l.Close()
+	var state int                                                   // the loop's
+	var published []int                                             // the loop's: what afterEach saw, in order
+	l.Execute(func() { state = 1 })                                 // before SetAfterEach: not followed itself
+	l.SetAfterEach(func() { published = append(published, state) }) // runs once installed: 1
+	l.Execute(func() { state = 2 })
+	require.NoError(t, l.Call(context.Background(), func() error { state = 3; return nil }))
+	got, err := mainloop.Submit(context.Background(), l, func() ([]int, error) {
+		return append([]int(nil), published...), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 3}, got, "once installed, then once after each later closure")
+	l.SetAfterEach(nil)
+	require.NoError(t, l.Call(context.Background(), func() error { state = 4; return nil }))
+	got, _ = mainloop.Submit(context.Background(), l, func() ([]int, error) { return append([]int(nil), published...), nil })
+	assert.Equal(t, []int{1, 2, 3, 3}, got, "the Submit above was followed; nothing after SetAfterEach(nil)")
+}
