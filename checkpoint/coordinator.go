@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/metrics"
 )
 
 // DefaultMaxQueuedRequests bounds the queue of trigger requests (Flink's
@@ -95,6 +96,9 @@ type Config struct {
 	MaxQueuedRequests int
 	// StatsHistorySize is web.checkpoints.history; 0 means DefaultStatsHistorySize.
 	StatsHistorySize int
+	// Metrics, if not nil, is the job's metric group: the coordinator's statistics register
+	// Flink's checkpoint metrics there (CheckpointStatsTracker.RegisterMetrics).
+	Metrics *metrics.Group
 }
 
 type triggerRequest struct {
@@ -199,6 +203,7 @@ func NewCheckpointCoordinator(cfg Config) (*CheckpointCoordinator, error) {
 		timeout: s.Timeout, minPause: s.MinPauseBetweenCheckpoints, maxConc: s.MaxConcurrentCheckpoints,
 		maxQueue: cfg.MaxQueuedRequests, failures: fm, stats: NewCheckpointStatsTracker(cfg.StatsHistorySize),
 		pending: map[CheckpointID]*PendingCheckpoint{}}
+	c.stats.RegisterMetrics(cfg.Metrics)
 	if c.now == nil {
 		c.now = time.Now
 	}

@@ -1,9 +1,11 @@
 package checkpoint
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/metrics"
 )
 
 // DefaultStatsHistorySize is Flink's web.checkpoints.history default: how many checkpoints the
@@ -112,6 +114,71 @@ type CheckpointStatsTracker struct {
 	byID                                           map[CheckpointID]*CheckpointStatistics
 	latestCompleted, latestSavepoint, latestFailed *CheckpointStatistics
 	restored                                       *RestoredCheckpoint
+
+	pub *statsMetrics // what RegisterMetrics' gauges read; nil until then
+}
+
+// statsMetrics are the values of the tracker's metrics, published by its owner after every change
+// and read by the gauges on any goroutine.
+type statsMetrics struct {
+	total, inProgress, completed, failed atomic.Int64
+	lastDuration, lastSize, lastID       atomic.Int64
+	restoreTimestamp                     atomic.Int64
+}
+
+// RegisterMetrics registers the tracker's metrics on g under Flink's names
+// (CheckpointStatsTracker's): totalNumberOfCheckpoints, numberOfInProgressCheckpoints,
+// numberOfCompletedCheckpoints, numberOfFailedCheckpoints (counts, savepoints included, as in
+// Flink); lastCheckpointDuration (ms, trigger to completion), lastCheckpointSize and
+// lastCheckpointFullSize (bytes, the state size the subtasks acknowledged) and
+// lastCompletedCheckpointId of the latest completed checkpoint that is not a savepoint, each -1
+// while there is none; lastCheckpointRestoreTimestamp (epoch ms of the latest restore, -1 for
+// none). The gauges read values the tracker publishes atomically after each change, so they may
+// be read on any goroutine while the owner goes on. Call it once, from the tracker's owner, before
+// reporting anything else. Where we differ: with no incremental checkpoints, lastCheckpointSize
+// (Flink's checkpointed size) equals lastCheckpointFullSize. A nil g registers nothing.
+func (s *CheckpointStatsTracker) RegisterMetrics(g *metrics.Group) {
+	if g == nil {
+		return
+	}
+	p := &statsMetrics{}
+	s.pub = p
+	s.publish()
+	g.Gauge("totalNumberOfCheckpoints", p.total.Load)
+	g.Gauge("numberOfInProgressCheckpoints", p.inProgress.Load)
+	g.Gauge("numberOfCompletedCheckpoints", p.completed.Load)
+	g.Gauge("numberOfFailedCheckpoints", p.failed.Load)
+	g.Gauge("lastCheckpointDuration", p.lastDuration.Load)
+	g.Gauge("lastCheckpointSize", p.lastSize.Load)
+	g.Gauge("lastCheckpointFullSize", p.lastSize.Load)
+	g.Gauge("lastCompletedCheckpointId", p.lastID.Load)
+	g.Gauge("lastCheckpointRestoreTimestamp", p.restoreTimestamp.Load)
+}
+
+// publish copies the values of the metrics for RegisterMetrics' gauges.
+func (s *CheckpointStatsTracker) publish() {
+	p := s.pub
+	if p == nil {
+		return
+	}
+	p.total.Store(s.counts.Total)
+	p.inProgress.Store(s.counts.InProgress)
+	p.completed.Store(s.counts.Completed)
+	p.failed.Store(s.counts.Failed)
+	if c := s.latestCompleted; c != nil {
+		p.lastDuration.Store(c.EndToEndDuration)
+		p.lastSize.Store(c.StateSize)
+		p.lastID.Store(int64(c.ID))
+	} else {
+		p.lastDuration.Store(-1)
+		p.lastSize.Store(-1)
+		p.lastID.Store(-1)
+	}
+	if r := s.restored; r != nil {
+		p.restoreTimestamp.Store(r.RestoreTimestamp)
+	} else {
+		p.restoreTimestamp.Store(-1)
+	}
 }
 
 // NewCheckpointStatsTracker keeps historySize checkpoints in the history (0 means
@@ -145,6 +212,7 @@ func (s *CheckpointStatsTracker) reportPending(id CheckpointID, trigger time.Tim
 	}
 	s.counts.Total++
 	s.counts.InProgress++
+	defer s.publish()
 	s.byID[id] = st
 	s.history = append(s.history, st)
 	if len(s.history) > s.historySize {
@@ -215,6 +283,7 @@ func (s *CheckpointStatsTracker) ReportCompletedCheckpoint(id CheckpointID, comp
 	if st == nil {
 		return
 	}
+	defer s.publish()
 	s.counts.Completed++
 	st.EndToEndDuration = millis(completion) - st.TriggerTimestamp
 	st.ExternalPath = externalPath
@@ -231,6 +300,7 @@ func (s *CheckpointStatsTracker) ReportFailedCheckpoint(id CheckpointID, failure
 	if st == nil {
 		return
 	}
+	defer s.publish()
 	s.counts.Failed++
 	st.FailureTimestamp = millis(failure)
 	st.EndToEndDuration = millis(failure) - st.TriggerTimestamp
@@ -245,12 +315,14 @@ func (s *CheckpointStatsTracker) ReportFailedCheckpoint(id CheckpointID, failure
 func (s *CheckpointStatsTracker) ReportFailedCheckpointsWithoutInProgress() {
 	s.counts.Failed++
 	s.counts.Total++
+	s.publish()
 }
 
 // ReportRestoredCheckpoint records a restore from cp at restore.
 func (s *CheckpointStatsTracker) ReportRestoredCheckpoint(cp CompletedCheckpoint, restore time.Time) {
 	s.counts.Restored++
 	s.restored = &RestoredCheckpoint{ID: cp.CheckpointID, RestoreTimestamp: millis(restore), IsSavepoint: cp.Properties.IsSavepoint(), ExternalPath: cp.ExternalPointer}
+	s.publish()
 }
 
 // Snapshot returns a deep copy, the history newest first as Flink's REST API lists it.

@@ -20,6 +20,7 @@ import (
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -192,6 +193,12 @@ type Config struct {
 	// ("" means it) or rpc.BlockActionMarkBlockedAndEvacuateTasks. Option
 	// cluster.resource-blocklist.action (ours, after FLIP-224's actions).
 	BlocklistAction rpc.BlockAction
+	// Metrics, if not nil, is where the Dispatcher registers numRunningJobs (an int64 gauge: the
+	// jobs whose JobManagerRunner runs, from its start until it reported the job's outcome) in a
+	// group of the jobmanager scope it closes on Close; the loop publishes it after every closure.
+	// Pass the same registry as jobmaster.Config.Metrics. Flink: Dispatcher's
+	// registerDispatcherMetrics (the JobManagerRunnerRegistry's size).
+	Metrics *metrics.Registry
 }
 
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
@@ -293,6 +300,8 @@ type StandaloneDispatcher struct {
 	clientExpiry     map[jobgraph.JobID]time.Time
 	clientCheckArmed bool // the aliveness check is scheduled
 	clientCheckEvery time.Duration
+
+	metrics *metrics.Group // Config.Metrics' group; nil without
 
 	submitting sync.WaitGroup // submissions past their reservation; Close waits for them
 	watchers   sync.WaitGroup
@@ -415,7 +424,7 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 		expiration = DefaultJobStoreExpiration
 	}
 	stopped, stop := context.WithCancel(context.Background())
-	return &StandaloneDispatcher{
+	d := &StandaloneDispatcher{
 		stopped:     stopped,
 		stop:        stop,
 		cfg:         cfg,
@@ -433,6 +442,8 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 
 		retryStrategy: retryStrategy,
 	}
+	d.registerMetrics(cfg.Metrics)
+	return d
 }
 
 // leads is the fencing check (Config.LeaderElection); off the loop: the election may take time.
@@ -1057,5 +1068,6 @@ func (d *StandaloneDispatcher) Close() error {
 	wg.Wait()
 	d.watchers.Wait()
 	d.loop.Close()
+	d.metrics.Close()
 	return nil
 }

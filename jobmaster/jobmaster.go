@@ -16,6 +16,7 @@ import (
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/internal/registration"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/scheduler"
 	"github.com/jobgraph/jobgraph/slotpool"
@@ -146,6 +147,13 @@ type Config struct {
 	// means checkpoint.LoadSavepoint (a savepoint directory or its _metadata file). Flink:
 	// Checkpoints.loadAndValidateCheckpoint.
 	LoadSavepoint func(path string) (checkpoint.CompletedCheckpoint, error)
+	// Metrics, if not nil, is the registry where each JobMaster opens the job's metric group
+	// (metrics.Registry.JobGroup: job_id, job_name) and its scheduler registers the job's
+	// metrics there (uptime, downtime, numRestarts, runningTime, restartingTime, the checkpoint
+	// metrics…: see scheduler.Config.Metrics); the JobMaster closes the group when it closes,
+	// so the registry forgets the job. A JobMaster of a later leader session replaces them.
+	// Flink: JobManagerJobMetricGroup, from the JobManagerMetricGroup of the MetricRegistry.
+	Metrics *metrics.Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -278,6 +286,7 @@ type DefaultJobMaster struct {
 
 	// Owned by loop.
 	pool          *slotpool.Pool
+	metricGroup   *metrics.Group // the job's (Config.Metrics); nil without one
 	sched         scheduler.SchedulerNG
 	rm            rpc.ResourceManagerGateway
 	rmID          jobgraph.ResourceManagerID // the fencing token RegisterJobMaster returned
@@ -491,12 +500,17 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		JobMasterID:            jm.token,
 		CheckpointIOExecutor:   ioExecutor{jm},
 	}
+	if jm.cfg.Metrics != nil {
+		jm.metricGroup = jm.cfg.Metrics.JobGroup(g.JobID, g.Name)
+		scfg.Metrics = jm.metricGroup
+	}
 	if recovery != nil {
 		scfg.CheckpointRecoveryFactory = recovery
 		scfg.LoadSavepoint = recovery.loadSavepoint
 	}
 	sched, err := newScheduler(g, scheduler.FromSlotPool(pool), deployer{jm}, scfg)
 	if err != nil {
+		jm.metricGroup.Close()
 		return err
 	}
 	if sched == nil {
@@ -1156,7 +1170,8 @@ func (jm *DefaultJobMaster) shutDown() {
 		}
 	}
 	jm.cfg.RPC.Unregister(jm.address)
-	jm.loop.Close() // no heartbeat goroutine or registration attempt is started after this
+	jm.loop.Close()        // no heartbeat goroutine or registration attempt is started after this
+	jm.metricGroup.Close() // after the loop: nothing registers or publishes any more
 	if jm.rmCancel != nil {
 		jm.rmCancel()
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/resourcemanager"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/scheduler"
@@ -147,6 +148,15 @@ type Config struct {
 	// need ResourceBlocklistEnabled.
 	BlocklistMaxTaskFailuresPerInterval int
 	BlocklistTaskFailureInterval        time.Duration
+	// Metrics is the metric registry every component of the cluster reports to under Flink's
+	// names: the ResourceManager's and the Dispatcher's cluster metrics (numRegisteredTaskManagers,
+	// taskSlotsAvailable, taskSlotsTotal, numRunningJobs), each JobMaster's job metrics (uptime,
+	// numRestarts, the checkpoint metrics…: scheduler.Config.Metrics) and each task's I/O
+	// metrics (numRecordsIn, numRecordsOutPerSecond, backPressuredTimeMsPerSecond…:
+	// taskexecutor.Config.Metrics). nil: the cluster makes one, which MiniCluster.Metrics
+	// returns and Close closes; a host's registry is never closed by the cluster. Flink: the
+	// MiniCluster's MetricRegistry.
+	Metrics *metrics.Registry
 	// Logger defaults to a logger that discards everything.
 	Logger *slog.Logger
 }
@@ -211,6 +221,8 @@ type MiniCluster struct {
 	ha         ha.Services
 	ownHA      bool
 	ownRPC     bool
+	metrics    *metrics.Registry
+	ownMetrics bool
 	shuffle    *taskexecutor.Shuffle
 	rm         *resourcemanager.ResourceManager
 	dispatcher *dispatcher.Runner
@@ -254,7 +266,12 @@ func New(cfg Config) (*MiniCluster, error) {
 	if mc.ha == nil {
 		mc.ha, mc.ownHA = embedded.New(), true
 	}
+	mc.metrics = cfg.Metrics
+	if mc.metrics == nil {
+		mc.metrics, mc.ownMetrics = metrics.NewRegistry(), true
+	}
 	rm, err := resourcemanager.New(resourcemanager.Config{
+		Metrics:               mc.metrics,
 		Address:               ResourceManagerAddress,
 		RPC:                   mc.rpc,
 		Logger:                log,
@@ -269,6 +286,7 @@ func New(cfg Config) (*MiniCluster, error) {
 	}
 	mc.rm = rm
 	jmConfig := jobmaster.Config{
+		Metrics:                             mc.metrics,
 		RPC:                                 mc.rpc,
 		ResourceManagerRetrieval:            mc.ha.ResourceManagerLeaderRetrieval,
 		SlotRequestTimeout:                  cfg.SlotRequestTimeout,
@@ -291,6 +309,7 @@ func New(cfg Config) (*MiniCluster, error) {
 	}
 	d, err := dispatcher.NewRunner(dispatcher.RunnerConfig{
 		Dispatcher: dispatcher.Config{
+			Metrics:                               mc.metrics,
 			HA:                                    mc.ha,
 			Logger:                                log,
 			JobStoreExpiration:                    cfg.JobStoreExpiration,
@@ -325,6 +344,9 @@ func New(cfg Config) (*MiniCluster, error) {
 
 // abandon releases what New built before failing with err.
 func (mc *MiniCluster) abandon(err error) error {
+	if mc.ownMetrics {
+		mc.metrics.Close()
+	}
 	if mc.ownHA {
 		err = errors.Join(err, mc.ha.Close())
 	}
@@ -333,6 +355,12 @@ func (mc *MiniCluster) abandon(err error) error {
 	}
 	return err
 }
+
+// Metrics returns the cluster's metric registry (Config.Metrics, or the one the cluster made):
+// read it with Snapshot, JobMetrics and TaskMetrics at any time, from any goroutine; the
+// metrics of a job are there while its JobMaster runs, those of a task while it runs. Flink:
+// MiniCluster's MetricRegistry, read by the REST endpoint's MetricFetcher.
+func (mc *MiniCluster) Metrics() *metrics.Registry { return mc.metrics }
 
 // validate refuses what the components would otherwise accept and fail every job with, and fills
 // in the defaults of the cluster's own fields.
@@ -460,6 +488,7 @@ func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.Tas
 		RPC:                      mc.rpc,
 		ResourceManagerRetrieval: mc.ha.ResourceManagerLeaderRetrieval(),
 		Shuffle:                  mc.shuffle,
+		Metrics:                  mc.metrics,
 		Logger:                   mc.log,
 		HeartbeatInterval:        mc.cfg.HeartbeatInterval,
 		HeartbeatTimeout:         mc.cfg.HeartbeatTimeout,
@@ -943,6 +972,9 @@ func (mc *MiniCluster) Close() error {
 	}
 	if mc.ownRPC {
 		err = errors.Join(err, mc.rpc.Close())
+	}
+	if mc.ownMetrics {
+		mc.metrics.Close()
 	}
 	return err
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -141,6 +142,14 @@ type Config struct {
 	// (JobMasterGateway.DisconnectResourceManager) in case it is still there. Option
 	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
+	// Metrics, if not nil, is where the ResourceManager registers the cluster's metrics, in a
+	// group of the jobmanager scope (metrics.Registry.JobManagerGroup) it closes on Close, all
+	// int64 gauges under Flink's names: numRegisteredTaskManagers (TaskExecutors registered),
+	// taskSlotsTotal (their slots) and taskSlotsAvailable (those free: neither allocated nor
+	// pending), published by the loop after every closure it runs. A ResourceManager that does
+	// not lead has none registered, so it shows 0s. Flink: ResourceManager.registerMetrics and
+	// the SlotManager's metrics (ResourceManagerMetricGroup).
+	Metrics *metrics.Registry
 }
 
 type taskExecutorRegistration struct {
@@ -194,6 +203,7 @@ type ResourceManager struct {
 	leading        bool
 	id             jobgraph.ResourceManagerID
 	sm             *SlotManager
+	metrics        *rmMetrics // nil without Config.Metrics
 	taskExecutors  map[jobgraph.ResourceID]*taskExecutorRegistration
 	retryScheduled bool
 	// Heartbeats: the ResourceManager requests them from every registered TaskExecutor and
@@ -278,6 +288,7 @@ func New(cfg Config) (*ResourceManager, error) {
 		rm.loop.Close()
 		return nil, err
 	}
+	rm.registerMetrics(cfg.Metrics)
 	return rm, nil
 }
 
@@ -459,6 +470,7 @@ func (rm *ResourceManager) Close() error {
 	rm.cancel()
 	rm.loop.Close() // no closure runs after this, so no new slot request starts
 	rm.wg.Wait()
+	rm.metrics.close()
 	if rm.leaders != nil {
 		rm.leaders.forgetAll()
 	}

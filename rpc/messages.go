@@ -131,7 +131,10 @@ type InputGateDeploymentDescriptor struct {
 // TaskDeploymentDescriptor is everything a TaskExecutor needs to run one execution attempt.
 // Flink: org.apache.flink.runtime.deployment.TaskDeploymentDescriptor.
 type TaskDeploymentDescriptor struct {
-	JobID              jobgraph.JobID              `json:"jobId"`
+	JobID jobgraph.JobID `json:"jobId"`
+	// JobName is the job's name (Flink's JobInformation carries it), for the task's metric
+	// scope (<job_name>).
+	JobName            string                      `json:"jobName,omitempty"`
 	ExecutionAttemptID jobgraph.ExecutionAttemptID `json:"executionAttemptId"`
 	AllocationID       jobgraph.AllocationID       `json:"allocationId"`
 	// TaskName is "<vertex name> (<subtask+1>/<parallelism>)", as Flink prints it.

@@ -8,6 +8,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/slotpool"
 )
@@ -84,8 +85,30 @@ type Config struct {
 	// Option slot.request.timeout.
 	SlotRequestTimeout time.Duration
 	// Clock stamps job status and execution state changes and exception history entries, and is
-	// the restart strategy's clock; nil means time.Now.
+	// the restart strategy's clock; nil means time.Now. With Metrics it is also read by the
+	// job's time gauges on the goroutine of whoever reads them, so it must then be safe for
+	// concurrent use.
 	Clock func() time.Time
+	// Metrics, if not nil, is the job's metric group (the JobMaster's, metrics.Registry.JobGroup)
+	// where the scheduler registers the job's metrics under Flink's names (SchedulerBase's
+	// registerJobMetrics, JobStatusMetrics, CheckpointStatsTracker), all int64 gauges reading
+	// values it publishes atomically on its owner's loop:
+	//   - uptime: ms since the job entered RUNNING while it is RUNNING, -1 once it is terminal
+	//     (SUSPENDED included), else 0 (Flink's UpTimeGauge);
+	//   - downtime: -1 once terminal; ms since it entered FAILING or RESTARTING if it was not
+	//     RUNNING since, else 0 (Flink's DownTimeGauge, which looks at FAILING only: our
+	//     failovers go RUNNING → RESTARTING directly);
+	//   - numRestarts: restart attempts so far (a failure merged into a pending attempt, as the
+	//     exception history merges it, does not count; Flink's ExecutionFailureHandler);
+	//   - createdTime, runningTime, failingTime, cancellingTime, restartingTime, initializingTime:
+	//     ms since the job entered that status while it is in it, else 0 (JobStatusMetrics'
+	//     CURRENT_TIME gauges; initializingTime stays 0, the scheduler exists only after it);
+	//   - the checkpoint metrics of checkpoint.CheckpointStatsTracker.RegisterMetrics
+	//     (numberOfCompletedCheckpoints, lastCheckpointDuration, …; for a job without
+	//     checkpoints those of a tracker that saw none: counts 0, the latest checkpoint's -1).
+	// Where we differ: region failovers make the job RESTARTING (Flink's stays RUNNING), so
+	// uptime and runningTime start again after every restart.
+	Metrics *metrics.Group
 	// Timers runs the restart backoff on the main loop: the JobMaster passes its *mainloop.Loop.
 	// Required (New fails with ErrNoTimers) unless the job's restart strategy resolves to "none".
 	Timers Timers

@@ -210,6 +210,7 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 		IDCounter:   counter,
 		Executor:    enteringExecutor{s, exec},
 		FailJob:     failJobCallback{s},
+		Metrics:     cfg.Metrics,
 	})
 	if err != nil {
 		return err

@@ -59,6 +59,8 @@ type DefaultScheduler struct {
 	nonTerminal int
 	rootCause   error
 	terminated  bool // OnTerminal ran (or the job was suspended)
+
+	metrics *jobMetrics // nil without Config.Metrics
 }
 
 // New builds the ExecutionGraph of g (status CREATED, reported to Config.JobStatusListener) and a
@@ -169,6 +171,7 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 	} else {
 		s.strategy = NewPipelinedRegionSchedulingStrategy(ops, eg.Topology())
 	}
+	s.registerJobMetrics(cfg.Metrics)
 	s.notifyJobStatus(jobgraph.JobStatusCreated)
 	return s, nil
 }
@@ -639,6 +642,7 @@ func (s *DefaultScheduler) transitionJob(to jobgraph.JobStatus) {
 }
 
 func (s *DefaultScheduler) notifyJobStatus(st jobgraph.JobStatus) {
+	s.metrics.publishStatus(st, s.graph.StatusTimestamp(st))
 	if l := s.cfg.JobStatusListener; l != nil {
 		l(s.graph.JobID(), st, s.graph.StatusTimestamp(st))
 	}
@@ -652,6 +656,9 @@ func (s *DefaultScheduler) applyFailure(d failureDecision, entry jobgraph.Except
 	if !d.restart {
 		s.failJob(d.jobCause)
 		return
+	}
+	if d.newAttempt {
+		s.metrics.countRestart() // Flink: ExecutionFailureHandler counts each new restart attempt
 	}
 	s.restartTasksWithDelay(d, seq)
 }

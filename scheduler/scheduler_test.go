@@ -312,6 +312,7 @@ func TestTaskDeploymentDescriptors(t *testing.T) {
 				tdd := byName[e.Vertex().Name()]
 				assert.Equal(t, rpc.TaskDeploymentDescriptor{
 					JobID:              g.JobID,
+					JobName:            g.Name,
 					ExecutionAttemptID: e.AttemptID(),
 					AllocationID:       e.AllocationID,
 					TaskName:           e.Vertex().Name(),

@@ -58,6 +58,7 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 	attempt := e.AttemptID()
 	tdd := rpc.TaskDeploymentDescriptor{
 		JobID:              f.graph.JobID(),
+		JobName:            f.graph.JobName(),
 		ExecutionAttemptID: attempt,
 		AllocationID:       e.AllocationID,
 		TaskName:           v.Name(),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -70,6 +71,10 @@ type task struct {
 	mail     *mailbox
 	reporter *taskReporter
 
+	// metrics is the task's metric group (Config.Metrics; nil without), opened in setup and
+	// closed when execute returns, both on the task's goroutine.
+	metrics *metrics.Group
+
 	watch    *watchdog // the loop's; set once the task is stopped (TaskExecutor.stopTask)
 	released sync.Once // Close no longer waits for the goroutine (task.release)
 }
@@ -117,6 +122,7 @@ func (t *task) stopped() *stopReason {
 // run is the task's goroutine: Flink's Task.doRun.
 func (t *task) run() {
 	final, err := t.execute()
+	t.metrics.Close()
 	t.reporter.waitSent() // its acks reach the JobMaster before its final state
 	t.cancel(nil)         // release the context's resources
 	// Unregister the task before reporting its final state, as Flink's
@@ -254,13 +260,22 @@ func (t *task) setup() (*environment, error) {
 		CheckpointingEnabled: tdd.CheckpointingEnabled,
 	})
 	env.accs = t.accs
+	if te.metrics != nil {
+		t.metrics = te.metrics.TaskGroup(metrics.Scope{JobID: tdd.JobID, JobName: tdd.JobName,
+			TaskID: tdd.ExecutionAttemptID.ExecutionVertexID.JobVertexID, TaskName: tdd.VertexName,
+			SubtaskIndex: tdd.SubtaskIndex, AttemptNumber: tdd.AttemptNumber})
+		env.recordsIn, env.recordsOut = t.metrics.Counter("numRecordsIn"), t.metrics.Counter("numRecordsOut")
+		t.metrics.Meter("numRecordsInPerSecond", env.recordsIn)
+		t.metrics.Meter("numRecordsOutPerSecond", env.recordsOut)
+		env.backPressure = t.metrics.TimerGauge("backPressuredTimeMsPerSecond")
+	}
 	env.restore = tdd.TaskRestore
 	env.snapshots = tdd.CheckpointingEnabled || tdd.HasCheckpointCoordinator
 	env.wake, env.cp.mail = t.mail.wake, t.mail
 	env.cp.reporter = t.reporter
 	env.cp.fail = func(err error) { t.stop(&stopReason{kind: stopFail, err: err}) }
 	owner := t.ioOwner()
-	owner.Wake, owner.BeforeWait = env.wake, env.flushIdle
+	owner.Wake, owner.BeforeWait, owner.BackPressure = env.wake, env.flushIdle, env.backPressure
 	writers, err := te.shuffle.CreateResultPartitionWriters(owner, tdd.ProducedPartitions)
 	if err != nil {
 		return nil, err
@@ -297,6 +312,11 @@ type environment struct {
 
 	accs *AccumulatorRegistry
 
+	// The task's I/O metrics (taskexecutor.Config.Metrics): never nil, registered nowhere
+	// without a registry, so counting costs the same atomic add either way.
+	recordsIn, recordsOut *metrics.Counter
+	backPressure          *metrics.TimerGauge // nil without a registry
+
 	// Checkpoints: the handler the task registered and the state it starts from (nil: none).
 	checkpointHandler CheckpointHandler
 	restore           *rpc.TaskRestore
@@ -320,7 +340,7 @@ var (
 func newEnvironment(stop *TaskStop, info TaskInfo) *environment {
 	wake := make(chan struct{}, 1)
 	return &environment{stop: stop, info: info, wake: wake, cur: -1, accs: NewAccumulatorRegistry(),
-		cp: checkpoints{mail: newMailbox(wake)}}
+		cp: checkpoints{mail: newMailbox(wake)}, recordsIn: new(metrics.Counter), recordsOut: new(metrics.Counter)}
 }
 
 // openInput attaches the task's next input gate, reading what d names (in tests).
@@ -374,8 +394,17 @@ func (e *environment) Output(i int) ResultPartitionWriter {
 	return &e.outputs[i]
 }
 
-// NextAny hands out the records of the batch it took last; see AnyInputReader.
+// NextAny hands out the records of the batch it took last; see AnyInputReader. Each record
+// counts in numRecordsIn.
 func (e *environment) NextAny(ctx context.Context) (int, any, error) {
+	i, r, err := e.nextAny(ctx)
+	if err == nil {
+		e.recordsIn.Inc()
+	}
+	return i, r, err
+}
+
+func (e *environment) nextAny(ctx context.Context) (int, any, error) {
 	if err := e.stop.Err(); err != nil {
 		return -1, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -601,6 +602,8 @@ type partitionWriter struct {
 	p    *partition
 	stop *TaskStop // the writing task's
 	n    int       // subpartitions
+	// backPressure measures the waits for room (ShuffleIOOwnerContext.BackPressure); nil: none.
+	backPressure *metrics.TimerGauge
 	// slot maps a subpartition to 1 + its index in outs, 0 for none yet: 4 bytes per
 	// subpartition, allocated at the first record. outs holds only subpartitions written to.
 	slot      []int32
@@ -827,15 +830,26 @@ func (w *partitionWriter) handOver(ctx context.Context, o *outBuf, batch []any, 
 		if !block {
 			return false, false, nil
 		}
-		select {
-		case <-wait:
-		case <-p.done:
-			return false, false, p.err
-		case <-ctx.Done():
-			return false, false, ctx.Err()
-		case <-w.stop.ctx.Done():
-			return false, false, w.stop.ctx.Err()
+		if err := w.waitForRoom(ctx, wait); err != nil {
+			return false, false, err
 		}
+	}
+}
+
+// waitForRoom waits until wait is closed (nil), the partition ends (its error), ctx ends or the
+// task stops, measured as back-pressure.
+func (w *partitionWriter) waitForRoom(ctx context.Context, wait <-chan struct{}) error {
+	w.backPressure.MarkStart()
+	defer w.backPressure.MarkEnd()
+	select {
+	case <-wait:
+		return nil
+	case <-w.p.done:
+		return w.p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.stop.ctx.Done():
+		return w.stop.ctx.Err()
 	}
 }
 

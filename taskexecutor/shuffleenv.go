@@ -7,6 +7,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -65,6 +66,11 @@ type ShuffleIOOwnerContext struct {
 	// BeforeWait, if not nil, runs before a reader waits for data: the task hands over what it
 	// wrote to its own outputs.
 	BeforeWait func()
+	// BackPressure, if not nil, is the task's backPressuredTimeMsPerSecond: a writer brackets
+	// every wait for room (Emit, Broadcast, BroadcastBarrier, Finish) with its MarkStart and
+	// MarkEnd, and calls neither while it does not wait. Flink: TaskIOMetricGroup's
+	// backPressuredTimePerSecond, measured where a buffer request blocks.
+	BackPressure *metrics.TimerGauge
 }
 
 // ShuffleWriter is a ResultPartitionWriter as the TaskExecutor drives it. Used only from the
@@ -210,6 +216,7 @@ func (s *Shuffle) CreateResultPartitionWriters(owner ShuffleIOOwnerContext, desc
 		if owner.Stop != nil {
 			w.stop = owner.Stop
 		}
+		w.backPressure = owner.BackPressure
 		out = append(out, w)
 	}
 	return out, nil

@@ -425,7 +425,16 @@ type taskInput struct {
 	i int
 }
 
+// Next counts each record it returns in numRecordsIn.
 func (in *taskInput) Next(ctx context.Context) (any, error) {
+	r, err := in.next(ctx)
+	if err == nil {
+		in.e.recordsIn.Inc()
+	}
+	return r, err
+}
+
+func (in *taskInput) next(ctx context.Context) (any, error) {
 	e := in.e
 	if err := e.stop.Err(); err != nil {
 		return nil, err
@@ -525,7 +534,11 @@ func (o *taskOutput) Emit(ctx context.Context, s int, record any) error {
 			return err
 		}
 	}
-	return o.w.Emit(ctx, s, record)
+	if err := o.w.Emit(ctx, s, record); err != nil {
+		return err
+	}
+	o.e.recordsOut.Inc()
+	return nil
 }
 
 func (o *taskOutput) Broadcast(ctx context.Context, record any) error {
@@ -534,7 +547,11 @@ func (o *taskOutput) Broadcast(ctx context.Context, record any) error {
 			return err
 		}
 	}
-	return o.w.Broadcast(ctx, record)
+	if err := o.w.Broadcast(ctx, record); err != nil {
+		return err
+	}
+	o.e.recordsOut.Inc()
+	return nil
 }
 
 // taskReporter is a task's checkpointReporter: one goroutine at a time sends what is queued,

@@ -24,6 +24,7 @@ import (
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/internal/registration"
+	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -137,6 +138,16 @@ type Config struct {
 	// TaskExecutor's ShuffleEnvironment, chosen by shuffle-service-factory.class). A private
 	// in-memory *Shuffle when nil; TaskExecutors of one process that exchange records share one.
 	Shuffle ShuffleEnvironment
+	// Metrics, if not nil, is the registry where every task attempt opens its metric group
+	// (metrics.Registry.TaskGroup: job_id, job_name, task_id, task_name, subtask_index,
+	// task_attempt_num) for the time it runs, with Flink's task I/O metrics (TaskIOMetricGroup):
+	// numRecordsIn and numRecordsOut (counters: records the task code read, barriers excluded,
+	// and emitted, a broadcast record once), numRecordsInPerSecond and numRecordsOutPerSecond
+	// (meters over them) and backPressuredTimeMsPerSecond (a TimerGauge: ms per second its
+	// writers waited for room, see ShuffleIOOwnerContext.BackPressure). The group is closed
+	// when the task's goroutine ends, before its final state is reported. Flink: the
+	// TaskManager's MetricRegistry and TaskMetricGroup.
+	Metrics *metrics.Registry
 	// Logger receives the TaskExecutor's logs (slog.Default() when nil).
 	Logger *slog.Logger
 	// HeartbeatInterval is option heartbeat.interval (default 10 s; 0 means the default). The
@@ -180,6 +191,7 @@ type TaskExecutor struct {
 	rmConn      *registration.Connection[rpc.ResourceManagerGateway]
 	retrieving  atomic.Bool // rmRetrieval was started
 	shuffle     ShuffleEnvironment
+	metrics     *metrics.Registry
 	log         *slog.Logger
 
 	loop *mainloop.Loop
@@ -319,6 +331,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 		rmAddr:      cfg.ResourceManagerAddress,
 		rmRetrieval: cfg.ResourceManagerRetrieval,
 		shuffle:     cfg.Shuffle,
+		metrics:     cfg.Metrics,
 		log:         cfg.Logger.With("taskExecutor", string(cfg.ResourceID)),
 		loop:        mainloop.NewWithClosedError("taskexecutor "+string(cfg.ResourceID), fmt.Errorf("TaskExecutor %s: %w", cfg.ResourceID, ErrClosed)),
 		ctx:         ctx,
