@@ -327,3 +327,43 @@ func TestMetricsOfAThousandFinishedJobsAreGone(t *testing.T) {
 			"jobmanager/taskSlotsAvailable", "jobmanager/taskSlotsTotal"}, left)
 	})
 }
+
+// A source whose sink does not read waits for room from its first instant on: after the first
+// 5 s update its backPressuredTimeMsPerSecond is 1000 (Flink's maximum), the sink's 0.
+func TestBackPressuredTimeOfABlockedSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		begin := time.Now()
+		reg := registry()
+		reg.Register("flood", func(ctx context.Context, env taskexecutor.Environment) error {
+			for i := int64(0); ; i++ {
+				if err := env.Output(0).Emit(ctx, 0, i); err != nil {
+					return err
+				}
+			}
+		})
+		reg.Register("stall", func(ctx context.Context, env taskexecutor.Environment) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		mc := start(t, minicluster.Config{SlotsPerTaskExecutor: 2, Registry: reg})
+		m := mc.Metrics()
+		g := jobgraph.New("back-pressure", jobgraph.Streaming)
+		src := g.AddVertex("src", "flood", 1)
+		sink := g.AddVertex("sink", "stall", 1)
+		g.Connect(src, sink, jobgraph.Pointwise, jobgraph.Pipelined)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+
+		at(begin, 5*time.Second-time.Nanosecond)
+		_, s := taskValues(t, m, g.JobID, src.ID)
+		assert.Equal(t, "0", s["backPressuredTimeMsPerSecond"], "no update yet")
+		at(begin, 5*time.Second)
+		_, s = taskValues(t, m, g.JobID, src.ID)
+		assert.Equal(t, "1000", s["backPressuredTimeMsPerSecond"])
+		_, k := taskValues(t, m, g.JobID, sink.ID)
+		assert.Equal(t, "0", k["backPressuredTimeMsPerSecond"])
+		require.NoError(t, mc.CancelJob(ctx, g.JobID))
+		_, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+	})
+}
