@@ -249,7 +249,22 @@ func (f *Factory) JobType() jobgraph.JobType { return f.g.Type }
 // unreachable; with Config.ResourceManagerRetrieval the registration happens after Create, and
 // is retried).
 func (f *Factory) Create(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, error) {
-	return start(ctx, f.g, token, f.cfg)
+	jm, err := start(ctx, f.g, token, f.cfg)
+	if err != nil {
+		return nil, err
+	}
+	jm.startScheduling()
+	return jm, nil
+}
+
+// createUnscheduled is Create without the start of scheduling: the ServiceProcess makes the
+// JobMaster known to its runner first and then calls startScheduling (see deferredStart).
+func (f *Factory) createUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, func(), error) {
+	jm, err := start(ctx, f.g, token, f.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jm, jm.startScheduling, nil
 }
 
 // DefaultJobMaster runs one job for one leader session: its slot pool and scheduler live on the
@@ -394,12 +409,17 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		jm.shutDown()
 		return nil, err
 	}
+	return jm, nil
+}
+
+// startScheduling starts the job's scheduling on the loop, unless the JobMaster was closed (or
+// its job ended) first.
+func (jm *DefaultJobMaster) startScheduling() {
 	jm.loop.Execute(func() {
 		if !jm.closed && !jm.terminal {
 			jm.sched.StartScheduling()
 		}
 	})
-	return jm, nil
 }
 
 // rmLeaderListener hears the ResourceManager's leader retrieval and posts what it learns to the

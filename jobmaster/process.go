@@ -44,12 +44,27 @@ func startServiceProcess(factory JobMasterServiceFactory, token jobgraph.JobMast
 // Token is the JobMasterID of the process's session.
 func (p *ServiceProcess) Token() jobgraph.JobMasterID { return p.token }
 
+// deferredStart is implemented by factories (the default Factory) whose JobMasters can be built
+// without starting to schedule. The process then publishes the JobMaster before its job can move:
+// otherwise a task of the job could start, and the JobMaster report RUNNING, while the runner
+// still answered INITIALIZING from a process whose JobMaster it did not know yet.
+type deferredStart interface {
+	createUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, func(), error)
+}
+
 func (p *ServiceProcess) run() {
 	defer close(p.exited)
-	svc, err := p.factory.Create(p.ctx, p.token)
+	var svc JobMaster
+	var err error
+	startScheduling := func() {}
+	if f, ok := p.factory.(deferredStart); ok {
+		svc, startScheduling, err = f.createUnscheduled(p.ctx, p.token)
+	} else {
+		svc, err = p.factory.Create(p.ctx, p.token)
+	}
 	if p.ctx.Err() != nil {
 		if err == nil {
-			p.setService(svc) // Close closes it
+			p.setService(svc) // Close closes it; it never schedules
 		}
 		return
 	}
@@ -62,6 +77,7 @@ func (p *ServiceProcess) run() {
 		return
 	}
 	p.setService(svc)
+	startScheduling() // after setService: from here on the runner answers from the JobMaster
 	p.callbacks.processCreated(p, svc)
 	select {
 	case <-svc.Done():
