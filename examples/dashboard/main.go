@@ -1,7 +1,8 @@
 // Command dashboard runs a MiniCluster with the streaming example's job (examples/streaming:
 // source → keyed running sum → exactly-once file sink, checkpointed) and serves the REST API
-// (package rest, Flink's REST API v1) with the dashboard (package rest/web) on 127.0.0.1:8081
-// until it is interrupted:
+// (package rest, Flink's REST API v1, with the cluster's metrics under Flink's names at
+// /jobs/:jobid/metrics) with the dashboard (package rest/web) on 127.0.0.1:8081 until it is
+// interrupted:
 //
 //	go run ./examples/dashboard                 # then open http://127.0.0.1:8081/
 //	go run ./cmd/jobgraph list -m 127.0.0.1:8081
@@ -186,7 +187,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, ready func(addr s
 	}
 	defer func() { err = errors.Join(err, mc.Close()) }()
 
-	srv, err := rest.Start(rest.Config{Dispatcher: mc, Cluster: mc, BindAddress: host, Port: port})
+	srv, err := rest.Start(rest.Config{Dispatcher: mc, Cluster: mc, Metrics: mc.Metrics(), BindAddress: host, Port: port})
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (s *syncBuffer) String() string {
 }
 
 // The program on a free port: once it says the job runs, GET /jobs/overview lists the
-// streaming job RUNNING and GET / is the dashboard; the interrupt (ctx) cancels the job, and
+// streaming job RUNNING, its numRestarts metric is 0 and GET / is the dashboard; the interrupt (ctx) cancels the job, and
 // run returns nil once the job ended CANCELED and everything closed (goleak checks the rest).
 func TestDashboardServesTheRunningJob(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
@@ -86,6 +86,11 @@ func TestDashboardServesTheRunningJob(t *testing.T) {
 	assert.Equal(t, keyedsum.JobName, overview.Jobs[0].Name)
 	assert.Equal(t, "RUNNING", overview.Jobs[0].State)
 	assert.Contains(t, out.String(), "dashboard: http://"+addr+"/  (job \""+keyedsum.JobName+"\" "+overview.Jobs[0].JID+"; Ctrl-C to stop)\n")
+
+	// The job's metrics under Flink's names (the cluster's registry).
+	resp, body = get("/jobs/" + overview.Jobs[0].JID + "/metrics?get=numRestarts")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.JSONEq(t, `[{"id":"numRestarts","value":"0"}]`, string(body))
 
 	resp, body = get("/")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
