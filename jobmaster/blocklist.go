@@ -67,7 +67,7 @@ func (jm *DefaultJobMaster) blockNodes(nodes []rpc.BlockedNode) []rpc.BlockedNod
 	}
 	changed := jm.bl.blocked.Add(valid)
 	for _, n := range changed {
-		cause := fmt.Errorf("%w: %s (%s)", ErrTaskExecutorBlocked, n.NodeID, n.Cause)
+		cause := jm.blockedCause(n.NodeID)
 		if n.Action == rpc.BlockActionMarkBlockedAndEvacuateTasks {
 			released := jm.pool.ReleaseSlots(n.NodeID, cause)
 			jm.log.Info("TaskExecutor blocked; evacuating its tasks", "taskExecutor", n.NodeID, "slots", len(released), "until", n.EndTimestamp)
@@ -86,6 +86,16 @@ func (jm *DefaultJobMaster) blockNodes(nodes []rpc.BlockedNode) []rpc.BlockedNod
 		jm.scheduleUnblock()
 	}
 	return changed
+}
+
+// blockedCause is the slot pool's Config.BlockedTaskExecutor: ErrTaskExecutorBlocked naming id
+// while it is blocked, else nil. On the loop.
+func (jm *DefaultJobMaster) blockedCause(id jobgraph.ResourceID) error {
+	n, ok := jm.bl.blocked.Entry(id)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (%s)", ErrTaskExecutorBlocked, n.NodeID, n.Cause)
 }
 
 // scheduleUnblock arms the timer that removes the earliest entry at its end. On the loop.

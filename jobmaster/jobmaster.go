@@ -493,6 +493,7 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		IdleSlotTimeout:       jm.cfg.IdleSlotTimeout,
 		OnRequirementsChanged: jm.declareRequirements,
 		OnReturnSlot:          jm.freeSlot,
+		BlockedTaskExecutor:   jm.blockedCause,
 	})
 	if err != nil {
 		return err

@@ -272,3 +272,47 @@ func TestBlocklistResourceManagerRefusesBadEntriesAndStaleNotifications(t *testi
 		assert.Equal(t, []rpc.BlockedNode{{NodeID: "taskexecutor-0", EndTimestamp: later, Action: rpc.BlockActionMarkBlocked}}, blocked)
 	})
 }
+
+// Scenario (MARK_BLOCKED, a slot in use): v runs on taskexecutor-0, which is blocked at 5 s; v
+// keeps running there until it fails at 10 s. Its slot, given back then, leaves the job's pool
+// instead of becoming free (Flink's BlocklistDeclarativeSlotPool), so the restart at 11 s runs
+// on taskexecutor-1.
+func TestBlocklistSlotInUseOnABlockedTaskExecutorIsNotReused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		begin := time.Now()
+		release := make(chan struct{})
+		tasks := &taskLog{begin: begin}
+		reg := registry()
+		reg.Register("fail-at-10s", func(ctx context.Context, env taskexecutor.Environment) error {
+			if env.Info().AttemptNumber > 0 {
+				return runsUntil(release, tasks)(ctx, env)
+			}
+			select {
+			case <-time.After(10 * time.Second):
+				tasks.add(env, "failed")
+				return errBoom
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		mc := start(t, minicluster.Config{TaskExecutors: 2, Registry: reg, ResourceBlocklistEnabled: true})
+		g := jobgraph.New("in-use", jobgraph.Streaming)
+		g.AddVertex("v", "fail-at-10s", 1)
+		g.RestartStrategy = jobgraph.FixedDelayRestart(3, time.Second)
+		require.NoError(t, mc.SubmitJob(ctx, g))
+		at(begin, 5*time.Second)
+		_, err := mc.BlockTaskExecutor(ctx, dispatcher.BlockRequest{TaskExecutor: "taskexecutor-0", Duration: time.Minute})
+		require.NoError(t, err)
+		synctest.Wait()
+		assert.Equal(t, []string{"v_0#0 RUNNING on taskexecutor-0"}, locations(t, mc, g.JobID), "MARK_BLOCKED: it keeps running")
+		at(begin, 11*time.Second)
+		assert.Equal(t, []string{"v_0#0 failed at 10s"}, tasks.get())
+		assert.Equal(t, []string{"v_0#1 RUNNING on taskexecutor-1"}, locations(t, mc, g.JobID))
+		close(release)
+		res, err := mc.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusFinished, res.Status)
+		allSlotsFree(t, mc)
+	})
+}

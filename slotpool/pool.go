@@ -63,6 +63,7 @@ type Pool struct {
 	onRequirements func([]rpc.ResourceRequirement)
 	onNewSlots     func([]AllocatedSlot)
 	onReturnSlot   func(AllocatedSlot, error)
+	blocked        func(jobgraph.ResourceID) error
 
 	// Requirements: declared (IncreaseRequirements & co.), requested (one per pending or allocated
 	// request) and their sum. fulfilled counts the slots in the pool by the requirement each
@@ -106,6 +107,7 @@ func New(cfg Config) (*Pool, error) {
 		onRequirements: cfg.OnRequirementsChanged,
 		onNewSlots:     cfg.OnNewSlots,
 		onReturnSlot:   cfg.OnReturnSlot,
+		blocked:        cfg.BlockedTaskExecutor,
 		declared:       counter{},
 		requested:      counter{},
 		total:          counter{},

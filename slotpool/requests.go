@@ -164,8 +164,16 @@ func (p *Pool) CancelRequest(id SlotRequestID, cause error) bool {
 	return true
 }
 
-// giveBack makes the allocated slot s free again.
+// giveBack makes the allocated slot s free again; a slot of a blocked TaskExecutor leaves the
+// pool instead (see Config.BlockedTaskExecutor).
 func (p *Pool) giveBack(s *slot, cause error) {
+	if p.blocked != nil {
+		if why := p.blocked(s.taskExecutor); why != nil {
+			p.releasePayload(s, cause)
+			p.remove(s, why)
+			return
+		}
+	}
 	p.releasePayload(s, cause)
 	p.pushFree(s, p.clock())
 	p.slotBecameFree(s)

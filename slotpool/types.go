@@ -52,6 +52,13 @@ type Config struct {
 	// TaskExecutor, idle, or at Close) with the reason; the JobMaster calls
 	// TaskExecutorGateway.FreeSlot (Flink does so in every one of these cases).
 	OnReturnSlot func(slot AllocatedSlot, cause error)
+	// BlockedTaskExecutor, if set, says whether a TaskExecutor is blocklisted, with the cause (nil
+	// when it is not). An allocated slot of a blocked TaskExecutor that is given back (its
+	// request canceled, FreeReservedSlot) leaves the pool with that cause instead of becoming
+	// free, so no new allocation uses it; the JobMaster also declines a blocked TaskExecutor's
+	// offers and releases its free slots when it is blocked. Called on the owner's loop. Flink:
+	// BlocklistDeclarativeSlotPool (freeReservedSlot releases such a slot).
+	BlockedTaskExecutor func(taskExecutor jobgraph.ResourceID) error
 }
 
 // AllocatedSlot describes a physical slot in the pool: a slot of a TaskExecutor that was offered to

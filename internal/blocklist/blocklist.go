@@ -56,6 +56,12 @@ func (t *Tracker) IsBlocked(id jobgraph.ResourceID) bool {
 	return ok
 }
 
+// Entry returns id's entry, if it is blocked.
+func (t *Tracker) Entry(id jobgraph.ResourceID) (rpc.BlockedNode, bool) {
+	n, ok := t.nodes[id]
+	return n, ok
+}
+
 // RemoveExpired removes and returns the entries whose EndTimestamp is not after now, sorted by
 // NodeID. Flink: DefaultBlocklistTracker.removeTimeoutNodes.
 func (t *Tracker) RemoveExpired(now time.Time) []rpc.BlockedNode {
