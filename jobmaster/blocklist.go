@@ -68,6 +68,9 @@ func (jm *DefaultJobMaster) blockNodes(nodes []rpc.BlockedNode) []rpc.BlockedNod
 	changed := jm.bl.blocked.Add(valid)
 	for _, n := range changed {
 		cause := jm.blockedCause(n.NodeID)
+		if cause == nil {
+			continue // it ended already
+		}
 		if n.Action == rpc.BlockActionMarkBlockedAndEvacuateTasks {
 			released := jm.pool.ReleaseSlots(n.NodeID, cause)
 			jm.log.Info("TaskExecutor blocked; evacuating its tasks", "taskExecutor", n.NodeID, "slots", len(released), "until", n.EndTimestamp)
@@ -90,9 +93,13 @@ func (jm *DefaultJobMaster) blockNodes(nodes []rpc.BlockedNode) []rpc.BlockedNod
 
 // blockedCause is the slot pool's Config.BlockedTaskExecutor: ErrTaskExecutorBlocked naming id
 // while it is blocked, else nil. On the loop.
+//
+// The entry's end is compared with the clock, not left to the timer that removes it: the
+// ResourceManager's timer for the same instant may fire first and have the TaskExecutor offer a
+// slot before this JobMaster's timer ran.
 func (jm *DefaultJobMaster) blockedCause(id jobgraph.ResourceID) error {
 	n, ok := jm.bl.blocked.Entry(id)
-	if !ok {
+	if !ok || !n.EndTimestamp.After(time.Now()) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s (%s)", ErrTaskExecutorBlocked, n.NodeID, n.Cause)

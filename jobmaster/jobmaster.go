@@ -919,7 +919,7 @@ func (jm *DefaultJobMaster) OfferSlots(ctx context.Context, token jobgraph.JobMa
 		if _, ok := jm.taskExecutors[taskExecutor]; !ok {
 			return fmt.Errorf("jobmaster: job %s: TaskExecutor %s offered slots before registering", jm.job, taskExecutor)
 		}
-		if jm.bl.blocked.IsBlocked(taskExecutor) {
+		if jm.blockedCause(taskExecutor) != nil {
 			jm.log.Debug("declining the slots of a blocked TaskExecutor", "taskExecutor", taskExecutor, "slots", len(offers))
 			return nil // Flink: BlocklistDeclarativeSlotPool.offerSlots
 		}

@@ -274,9 +274,11 @@ func TestBlocklistResourceManagerRefusesBadEntriesAndStaleNotifications(t *testi
 }
 
 // Scenario (MARK_BLOCKED, a slot in use): v runs on taskexecutor-0, which is blocked at 5 s; v
-// keeps running there until it fails at 10 s. Its slot, given back then, leaves the job's pool
-// instead of becoming free (Flink's BlocklistDeclarativeSlotPool), so the restart at 11 s runs
-// on taskexecutor-1.
+// keeps running there until it fails at 12 s. Its slot, given back then, leaves the job's pool
+// instead of becoming free (Flink's BlocklistDeclarativeSlotPool), so the restart at 13 s runs
+// on taskexecutor-1. (Not at 10 s: a ResourceManager heartbeat's slot report taken at that
+// instant, just before the slot was freed, may restore it to the job there for one interval —
+// the stale-report window ARCHITECTURE.md describes — and the restart would wait until 20 s.)
 func TestBlocklistSlotInUseOnABlockedTaskExecutorIsNotReused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -284,12 +286,12 @@ func TestBlocklistSlotInUseOnABlockedTaskExecutorIsNotReused(t *testing.T) {
 		release := make(chan struct{})
 		tasks := &taskLog{begin: begin}
 		reg := registry()
-		reg.Register("fail-at-10s", func(ctx context.Context, env taskexecutor.Environment) error {
+		reg.Register("fail-at-12s", func(ctx context.Context, env taskexecutor.Environment) error {
 			if env.Info().AttemptNumber > 0 {
 				return runsUntil(release, tasks)(ctx, env)
 			}
 			select {
-			case <-time.After(10 * time.Second):
+			case <-time.After(12 * time.Second):
 				tasks.add(env, "failed")
 				return errBoom
 			case <-ctx.Done():
@@ -298,7 +300,7 @@ func TestBlocklistSlotInUseOnABlockedTaskExecutorIsNotReused(t *testing.T) {
 		})
 		mc := start(t, minicluster.Config{TaskExecutors: 2, Registry: reg, ResourceBlocklistEnabled: true})
 		g := jobgraph.New("in-use", jobgraph.Streaming)
-		g.AddVertex("v", "fail-at-10s", 1)
+		g.AddVertex("v", "fail-at-12s", 1)
 		g.RestartStrategy = jobgraph.FixedDelayRestart(3, time.Second)
 		require.NoError(t, mc.SubmitJob(ctx, g))
 		at(begin, 5*time.Second)
@@ -306,8 +308,8 @@ func TestBlocklistSlotInUseOnABlockedTaskExecutorIsNotReused(t *testing.T) {
 		require.NoError(t, err)
 		synctest.Wait()
 		assert.Equal(t, []string{"v_0#0 RUNNING on taskexecutor-0"}, locations(t, mc, g.JobID), "MARK_BLOCKED: it keeps running")
-		at(begin, 11*time.Second)
-		assert.Equal(t, []string{"v_0#0 failed at 10s"}, tasks.get())
+		at(begin, 13*time.Second)
+		assert.Equal(t, []string{"v_0#0 failed at 12s"}, tasks.get())
 		assert.Equal(t, []string{"v_0#1 RUNNING on taskexecutor-1"}, locations(t, mc, g.JobID))
 		close(release)
 		res, err := mc.RequestJobResult(ctx, g.JobID)
