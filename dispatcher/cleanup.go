@@ -50,31 +50,36 @@ func resolveCleanupRetry(cfg Config) (cleanupRetry, error) {
 
 // retry runs step until it succeeds, reporting true. It reports false, trying no more, once the
 // Dispatcher closes (Close cancels the ctx step gets and ends a wait between tries), once the
-// configured retries are used up, and after a failure matching ha.ErrNotLeader (the Dispatcher's
-// leader session is over: the next leader recovers the job and its dirty entry). After the n-th
+// configured retries are used up, after a failure matching ha.ErrNotLeader (the Dispatcher's
+// leader session is over: the next leader recovers the job and its dirty entry), and after one
+// matching ha.ErrUnrecoverable; for that one and for retries used up it also returns
+// an error naming the job, the step and the last failure (the caller decides whether that is
+// fatal), for a close or ErrNotLeader none. After the n-th
 // failure (n = 1, 2, …) it waits initial·2^(n-1), at most max, before trying again: with the
 // defaults the tries are at 0 s, 1 s, 3 s, 7 s, … Flink: FutureUtils.retryWithDelay with the
 // ExponentialBackoffRetryStrategy of cleanup-strategy exponential-delay (no jitter). Called off
 // the Dispatcher's loop, on a goroutine the Dispatcher waits for in Close.
-func (d *StandaloneDispatcher) retry(id jobgraph.JobID, label string, step func(ctx context.Context) error) bool {
+func (d *StandaloneDispatcher) retry(id jobgraph.JobID, label string, step func(ctx context.Context) error) (bool, error) {
 	delay := d.retryStrategy.initial
 	for retries := 0; ; retries++ {
 		err := step(d.stopped)
 		if err == nil {
-			return true
+			return true, nil
 		}
 		if d.stopped.Err() != nil {
 			d.log.Info("cleanup step stopped: the Dispatcher is closing", "job", id, "step", label, "err", err)
-			return false
+			return false, nil
 		}
 		if errors.Is(err, ha.ErrNotLeader) {
 			// Retrying cannot succeed: the session is over, and the next leader recovers the job.
 			d.log.Info("cleanup step refused: this Dispatcher no longer leads; the next leader finishes the job's cleanup", "job", id, "step", label, "err", err)
-			return false
+			return false, nil
+		}
+		if errors.Is(err, ha.ErrUnrecoverable) {
+			return false, fmt.Errorf("dispatcher: job %s: %s failed unrecoverably: %w", id, label, err)
 		}
 		if a := d.retryStrategy.attempts; a > 0 && retries >= a {
-			d.log.Error("cleanup step failed; no retry left (cleanup-strategy.exponential-delay.attempts): the job's JobResultStore entry stays dirty", "job", id, "step", label, "retries", retries, "err", err)
-			return false
+			return false, fmt.Errorf("dispatcher: job %s: %s failed; no retry left (cleanup-strategy.exponential-delay.attempts %d): %w", id, label, a, err)
 		}
 		d.log.Warn("cleanup step failed; retrying", "job", id, "step", label, "retry", retries+1, "in", delay, "err", err)
 		t := time.NewTimer(delay)
@@ -83,7 +88,7 @@ func (d *StandaloneDispatcher) retry(id jobgraph.JobID, label string, step func(
 		case <-d.stopped.Done():
 			t.Stop()
 			d.log.Info("cleanup step stopped: the Dispatcher is closing", "job", id, "step", label)
-			return false
+			return false, nil
 		}
 		if delay > d.retryStrategy.max/2 {
 			delay = d.retryStrategy.max
@@ -95,11 +100,14 @@ func (d *StandaloneDispatcher) retry(id jobgraph.JobID, label string, step func(
 
 // recordGloballyTerminated writes the dirty JobResult of a job that reached a globally terminal
 // state, retried as a cleanup step (an entry already there counts as written). It reports whether
-// the JobResultStore has the result; false if the Dispatcher closed first, the retries ran out or
-// the write was refused as not the leader's (nothing of the job is cleaned then: the job's plan
-// and checkpoints stay for the next leader, which runs the job again, never losing it). Flink:
-// Dispatcher.registerGloballyTerminatedJobInJobResultStore.
-func (d *StandaloneDispatcher) recordGloballyTerminated(result *jobgraph.JobResult) bool {
+// the JobResultStore has the result; false if the Dispatcher closed first, the retries ran out,
+// the store's error matched ha.ErrUnrecoverable or the write was refused as not the leader's
+// (nothing of the job is cleaned then: the job's plan and checkpoints stay for the next leader,
+// which runs the job again, never losing it). The error is non-nil when the write failed for
+// good (retries used up, ha.ErrUnrecoverable): the caller reports it as fatal. Flink:
+// Dispatcher.registerGloballyTerminatedJobInJobResultStore, where any failure of the write is
+// fatal at once; we retry under the cleanup strategy first.
+func (d *StandaloneDispatcher) recordGloballyTerminated(result *jobgraph.JobResult) (bool, error) {
 	return d.retry(result.JobID, "JobResultStore.CreateDirty", func(ctx context.Context) error {
 		if err := d.cfg.HA.JobResultStore().CreateDirty(ctx, *result); err != nil && !errors.Is(err, ha.ErrAlreadyExists) {
 			return err
@@ -151,7 +159,12 @@ func (d *StandaloneDispatcher) cleanUpGlobally(result *jobgraph.JobResult, plan 
 			d.log.Info("global cleanup stopped: the Dispatcher is closing; the job's JobResultStore entry stays dirty", "job", id, "next", s.label)
 			return false
 		}
-		if !d.retry(id, s.label, s.run) {
+		if ok, err := d.retry(id, s.label, s.run); !ok {
+			if err != nil {
+				// Flink logs a failed cleanup (Dispatcher.logCleanupErrorWarning) and goes on: the
+				// job's result is safe in the JobResultStore, and the next leader cleans it up.
+				d.log.Error("the job's global cleanup gave up: its JobResultStore entry stays dirty for the next leader", "job", id, "step", s.label, "err", err)
+			}
 			return false
 		}
 	}

@@ -199,6 +199,17 @@ type Config struct {
 	// Pass the same registry as jobmaster.Config.Metrics. Flink: Dispatcher's
 	// registerDispatcherMetrics (the JobManagerRunnerRegistry's size).
 	Metrics *metrics.Registry
+
+	// FatalErrorHandler hears what the Dispatcher cannot recover from (Flink's
+	// FatalErrorHandler): today a globally terminated job whose dirty JobResult cannot be written
+	// — the store's error matches ha.ErrUnrecoverable, or the cleanup-strategy's attempts ran out
+	// — since neither running the job again nor cleaning it up is safe then. It is called once
+	// per such error, synchronously on the Dispatcher's goroutine that met it, before the job is
+	// archived, and must not call back into the Dispatcher synchronously (Close it from another
+	// goroutine). Default (nil): the error is logged at Error level. A Runner passes its own
+	// (see RunnerConfig.FatalErrorHandler); a MiniCluster's closes the cluster. Flink ends the
+	// JobManager process.
+	FatalErrorHandler func(err error)
 }
 
 // DefaultJobStoreExpiration is Flink's jobstore.expiration-time default (3600 s).
@@ -444,6 +455,15 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 	}
 	d.registerMetrics(cfg.Metrics)
 	return d
+}
+
+// fatal reports an unrecoverable error to Config.FatalErrorHandler, or logs it; off the loop.
+func (d *StandaloneDispatcher) fatal(err error) {
+	if h := d.cfg.FatalErrorHandler; h != nil {
+		h(err)
+		return
+	}
+	d.log.Error("fatal error of the Dispatcher", "err", err)
 }
 
 // leads is the fencing check (Config.LeaderElection); off the loop: the election may take time.
@@ -727,12 +747,22 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	// Dirty first, then the global cleanup, then clean: a crash in between leaves a dirty entry
 	// that the next leader's recovery cleans up, and the job never runs again. SUSPENDED (and a
 	// closing Dispatcher) cleans nothing of HA.
-	recorded := a.Status.IsGloballyTerminal() && d.recordGloballyTerminated(result)
+	recorded := false
+	if a.Status.IsGloballyTerminal() {
+		var fatal error
+		recorded, fatal = d.recordGloballyTerminated(result)
+		if fatal != nil {
+			// Flink: "couldn't be marked as pre-cleanup finished in JobResultStore", fatal. The
+			// handler hears it before the job is archived, so a waiter woken by the archive
+			// finds it reported.
+			d.fatal(fmt.Errorf("dispatcher: job %s reached %s but its result could not be written to the JobResultStore: %w", id, result.Status, fatal))
+		}
+	}
 	if recorded {
 		d.loop.Execute(func() { entry.recorded = true })
 	}
 	if a.Status.IsGloballyTerminal() && !recorded {
-		d.log.Error("the job result was not written to the JobResultStore; the job stays archived until the Dispatcher closes and nothing of it is cleaned", "job", id, "status", result.Status)
+		d.log.Info("the job result was not written to the JobResultStore; the job stays archived until the Dispatcher closes and nothing of it is cleaned", "job", id, "status", result.Status)
 	}
 	if recorded {
 		d.cleanUpGlobally(result, entry.plan) // until it succeeded, gave up or Close stopped it

@@ -38,7 +38,9 @@ type RunnerConfig struct {
 	// leader with rpc.Connect[rpc.DispatcherGateway]. Nil: nothing is registered.
 	RPC rpc.Service
 	// FatalErrorHandler hears what the Runner cannot recover from: the election's error
-	// (ha.LeaderContender.HandleError) and a failed recovery of a session. It is called on the
+	// (ha.LeaderContender.HandleError), a failed recovery of a session, and what a session's
+	// Dispatcher reports to its Config.FatalErrorHandler (the Runner sets that one; a handler in
+	// Dispatcher is not called). It is called on the
 	// Runner's goroutines and must not call back into the Runner synchronously. Default: the
 	// error is logged at Error level. Flink's FatalErrorHandler terminates the JobManager
 	// process; here the host decides (Close the Runner so another process leads, say).
@@ -196,7 +198,9 @@ func (r *Runner) HandleError(err error) {
 	})
 }
 
-// reportFatal records err and hands it to FatalErrorHandler, off the loop. On the loop.
+// reportFatal records err and hands it to FatalErrorHandler, off the loop. On the loop, or on a
+// goroutine of a session's Dispatcher before that Dispatcher's Close returned (so before Close
+// waits for r.background): err is recorded before reportFatal returns.
 func (r *Runner) reportFatal(err error) {
 	r.fatalMu.Lock()
 	if r.fatal == nil {
@@ -282,6 +286,7 @@ func (r *Runner) recoverSession(s *session) {
 	if err == nil {
 		cfg := r.cfg.Dispatcher
 		cfg.LeaderElection, cfg.LeaderSession = r.election, s.id
+		cfg.FatalErrorHandler = r.reportFatal
 		cfg.RecoveredJobs, cfg.RecoveredDirtyResults = plans, dirty
 		d, err = New(cfg)
 	}

@@ -38,7 +38,14 @@ var ErrAlreadyExists = errors.New("ha: already exists")
 // does not hold the leadership the store is fenced by (see "Leadership and fencing").
 var ErrNotLeader = errors.New("ha: not the leader")
 
+// ErrUnrecoverable is matched by a store error that retrying cannot fix (the store's data is
+// corrupt, the backend refuses the write for good): a caller that would retry gives up at once
+// and treats it as fatal where Flink does (the Dispatcher: a JobResultStore entry it cannot
+// write, see dispatcher.Config.FatalErrorHandler). A store wraps it with %w.
+var ErrUnrecoverable = errors.New("ha: unrecoverable store error")
+
 func init() {
+	jobgraph.RegisterErrorCode("ha.unrecoverable", ErrUnrecoverable)
 	jobgraph.RegisterErrorCode("ha.not-found", ErrNotFound)
 	jobgraph.RegisterErrorCode("ha.already-exists", ErrAlreadyExists)
 	jobgraph.RegisterErrorCode("ha.not-leader", ErrNotLeader)

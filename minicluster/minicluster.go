@@ -122,6 +122,17 @@ type Config struct {
 	CleanupExponentialDelayInitialBackoff time.Duration
 	CleanupExponentialDelayMaxBackoff     time.Duration
 	CleanupExponentialDelayAttempts       int
+	// FatalErrorHandler hears what the cluster cannot recover from (Flink's FatalErrorHandler):
+	// what its Dispatcher Runner reports (dispatcher.RunnerConfig.FatalErrorHandler: the
+	// Dispatcher leader election's error, a failed recovery, a globally terminated job whose
+	// result cannot be written to the JobResultStore — an ha.ErrUnrecoverable store error, or the
+	// cleanup-strategy's attempts used up) and the ResourceManager's leader election error
+	// (resourcemanager.Config.FatalErrorHandler). Called on a goroutine of the cluster's, it must not
+	// wait for the cluster (call Close from another goroutine). Default (nil): the error is
+	// logged at Error level and the cluster closes itself, as Flink's ClusterEntrypoint ends the
+	// process. Either way, from the first fatal error on, Close and every call that was waiting
+	// for a job or starts later (RequestJobResult, Run, SubmitJob, …) return an error wrapping it.
+	FatalErrorHandler func(err error)
 	// RunCancelTimeout bounds how long Run waits, once its ctx ended, for the job it canceled to
 	// reach a terminal state; default 60 s. No Flink option: Flink's MiniCluster.executeJobBlocking
 	// leaves the job running.
@@ -236,7 +247,10 @@ type MiniCluster struct {
 	jobMasters    map[jobgraph.JobID]*trackedJobMaster
 	// closing counts KillTaskExecutor and RemoveTaskExecutor calls releasing a TaskExecutor the
 	// cluster no longer lists; Close waits for them.
-	closing sync.WaitGroup
+	closing  sync.WaitGroup
+	fatal    error         // the first fatal error (Config.FatalErrorHandler); under mu
+	closed   chan struct{} // closed once the first Close returned; closeErr is its error
+	closeErr error
 }
 
 type clusterState int
@@ -258,7 +272,7 @@ func New(cfg Config) (*MiniCluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	mc := &MiniCluster{cfg: cfg, log: log, rpc: cfg.RPC, ha: cfg.HA, shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{}),
+	mc := &MiniCluster{cfg: cfg, log: log, closed: make(chan struct{}), rpc: cfg.RPC, ha: cfg.HA, shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{}),
 		jobMasters: make(map[jobgraph.JobID]*trackedJobMaster)}
 	if mc.rpc == nil {
 		mc.rpc, mc.ownRPC = rpc.NewLocalService(), true
@@ -280,6 +294,7 @@ func New(cfg Config) (*MiniCluster, error) {
 		RequirementCheckDelay: cfg.RequirementCheckDelay,
 		HA:                    mc.ha, // the ResourceManager refuses JobMasters of stale sessions
 		LeaderElection:        mc.ha.ResourceManagerLeaderElection(),
+		FatalErrorHandler:     mc.onFatal,
 	})
 	if err != nil {
 		return nil, mc.abandon(err)
@@ -330,8 +345,9 @@ func New(cfg Config) (*MiniCluster, error) {
 				return trackingFactory{f, mc}, nil
 			}),
 		},
-		Address: DispatcherAddress,
-		RPC:     mc.rpc,
+		Address:           DispatcherAddress,
+		RPC:               mc.rpc,
+		FatalErrorHandler: mc.onFatal,
 	})
 	if err != nil {
 		rm.Close()
@@ -353,7 +369,7 @@ func (mc *MiniCluster) abandon(err error) error {
 	if mc.ownRPC {
 		err = errors.Join(err, mc.rpc.Close())
 	}
-	return err
+	return errors.Join(mc.fatalErr(), err)
 }
 
 // Metrics returns the cluster's metric registry (Config.Metrics, or the one the cluster made):
@@ -531,6 +547,9 @@ func (mc *MiniCluster) closedErr() error {
 // usable says why the cluster cannot take jobs or TaskExecutors now: ErrNotStarted, ErrClosed,
 // or nil.
 func (mc *MiniCluster) usable() error {
+	if err := mc.fatalErr(); err != nil {
+		return err
+	}
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	switch mc.state {
@@ -706,7 +725,11 @@ func (mc *MiniCluster) RequestJobResult(ctx context.Context, id jobgraph.JobID) 
 	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	return mc.leader.RequestJobResult(ctx, id)
+	res, err := mc.leader.RequestJobResult(ctx, id)
+	if ferr := mc.fatalErr(); ferr != nil {
+		return nil, ferr // the job's result, or the cluster's close, came from a fatal error
+	}
+	return res, err
 }
 
 // RequestJob returns the job's ArchivedExecutionGraph: a snapshot of a running job, or the
@@ -949,14 +972,55 @@ func (t *trackedJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 // Close shuts the cluster down: running jobs end SUSPENDED, then every TaskExecutor the cluster
 // started (killed and removed ones included), the ResourceManager and HA services the cluster
 // created stop. No goroutine of the cluster is left afterwards. Closing twice returns nil.
+// onFatal is the Runner's FatalErrorHandler: it records the first fatal error and hands each to
+// Config.FatalErrorHandler, or logs it and closes the cluster on a goroutine of its own.
+func (mc *MiniCluster) onFatal(err error) {
+	mc.mu.Lock()
+	if mc.fatal == nil {
+		mc.fatal = err
+	}
+	mc.mu.Unlock()
+	if h := mc.cfg.FatalErrorHandler; h != nil {
+		h(err)
+		return
+	}
+	mc.log.Error("fatal error: the MiniCluster closes", "err", err)
+	go func() { _ = mc.Close() }() // Close waits for the Runner, whose goroutine calls onFatal
+}
+
+// fatalErr is the error calls return once a fatal error happened, or nil. The Runner records
+// the error before the job it concerns is archived, so a call woken by that archive sees it.
+func (mc *MiniCluster) fatalErr() error {
+	var err error
+	if mc.dispatcher != nil {
+		err = mc.dispatcher.FatalError()
+	}
+	if err == nil {
+		mc.mu.Lock()
+		err = mc.fatal
+		mc.mu.Unlock()
+	}
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("minicluster: fatal error: %w", err)
+}
+
 func (mc *MiniCluster) Close() error {
 	mc.mu.Lock()
 	if mc.state == closed {
 		mc.mu.Unlock()
-		return nil
+		<-mc.closed // another Close is under way, or done
+		return mc.closeErr
 	}
 	mc.state = closed
 	mc.mu.Unlock()
+	defer close(mc.closed)
+	mc.closeErr = mc.close()
+	return mc.closeErr
+}
+
+func (mc *MiniCluster) close() error {
 	err := mc.dispatcher.Close()
 	mc.mu.Lock()
 	tes := mc.taskExecutors
@@ -976,5 +1040,5 @@ func (mc *MiniCluster) Close() error {
 	if mc.ownMetrics {
 		mc.metrics.Close()
 	}
-	return err
+	return errors.Join(mc.fatalErr(), err)
 }

@@ -111,6 +111,12 @@ type Config struct {
 	// their leader retrieval. Close closes the election. Nil: the ResourceManager leads from
 	// Start with a random ResourceManagerID, as before.
 	LeaderElection ha.LeaderElection
+	// FatalErrorHandler hears what the ResourceManager cannot recover from: today its leader
+	// election's error (ha.LeaderContender.HandleError), after which it cannot know whether it
+	// leads. Called on the election's goroutine; it must not call back into the ResourceManager
+	// synchronously. Default (nil): the error is logged at Error level. Flink:
+	// ResourceManagerServiceImpl.handleError, which calls its FatalErrorHandler.
+	FatalErrorHandler func(err error)
 	// RequestTimeout bounds one RequestSlot call to a TaskExecutor; the slot is free again when
 	// it expires. Flink: pekko.ask.timeout (slot manager's taskManagerRequestTimeout), default 10 s;
 	// zero means the default.
@@ -384,6 +390,11 @@ func (c leaderContender) GrantLeadership(session ha.SessionID) {
 func (c leaderContender) RevokeLeadership() { c.rm.loop.Execute(c.rm.revokeLeadership) }
 
 func (c leaderContender) HandleError(err error) {
+	err = fmt.Errorf("resourcemanager: the ResourceManager's leader election failed: %w", err)
+	if h := c.rm.cfg.FatalErrorHandler; h != nil {
+		h(err)
+		return
+	}
 	c.rm.log.Error("the ResourceManager's leader election failed", "err", err)
 }
 
