@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/minicluster"
+	"github.com/jobgraph/jobgraph/rest"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
@@ -62,21 +64,27 @@ func browser(t testing.TB) context.Context {
 	return bctx
 }
 
-// waitingSource counts records into the accumulator "records", emits them, and then waits for its
-// cancellation: the job runs until it is canceled.
-func waitingSource(ctx context.Context, env taskexecutor.Environment) error {
+// tickingSource emits a record every 5 ms until it is canceled, counting them in the accumulator
+// "records": the job runs until it is canceled, and its tasks are in Emit or Next often enough
+// to take a savepoint's barrier.
+func tickingSource(ctx context.Context, env taskexecutor.Environment) error {
 	c, err := env.AccumulatorRegistry().LongCounter("records")
 	if err != nil {
 		return err
 	}
-	for i := range 100 {
-		if err := env.Output(0).Emit(ctx, 0, int64(i)); err != nil {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for i := int64(0); ; i++ {
+		if err := env.Output(0).Emit(ctx, 0, i); err != nil {
 			return err
 		}
 		c.Add(1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
 	}
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // forward passes every record on to subpartition 0 of its output.
@@ -103,7 +111,7 @@ func discard(ctx context.Context, env taskexecutor.Environment) error {
 
 func registry() *taskexecutor.Registry {
 	reg := taskexecutor.NewRegistry()
-	reg.Register("source", waitingSource)
+	reg.Register("source", tickingSource)
 	reg.Register("forward", forward)
 	reg.Register("discard", discard)
 	return reg
@@ -118,14 +126,16 @@ func startCluster(t testing.TB, cfg minicluster.Config) *minicluster.MiniCluster
 	return mc
 }
 
-// serve serves the REST API and the dashboard over mc on 127.0.0.1.
-func serve(t testing.TB, mc *minicluster.MiniCluster, graphs ...*jobgraph.JobGraph) string {
-	s := &stub{mc: mc, graphs: map[jobgraph.JobID]*jobgraph.JobGraph{}}
-	for _, g := range graphs {
-		s.graphs[g.JobID] = g
-	}
-	srv := httptest.NewServer(s.handler())
-	t.Cleanup(srv.Close)
+// serve serves package rest's handler (the REST API and, at / and /web/, the dashboard) over mc
+// on 127.0.0.1, as a host program mounts it.
+func serve(t testing.TB, mc *minicluster.MiniCluster) string {
+	h, err := rest.New(rest.Config{Dispatcher: mc, Cluster: mc})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		require.NoError(t, h.Close())
+	})
 	return srv.URL
 }
 
@@ -163,7 +173,7 @@ func TestDashboardShowsARunningJobAndCancelsIt(t *testing.T) {
 	g.Connect(src, mapper, jobgraph.Pointwise, jobgraph.PipelinedBounded).ShipStrategy = "FORWARD"
 	g.Connect(mapper, sink, jobgraph.AllToAll, jobgraph.PipelinedBounded).ShipStrategy = "HASH"
 	require.NoError(t, mc.SubmitJob(context.Background(), g))
-	base := serve(t, mc, g)
+	base := serve(t, mc)
 	ctx := browser(t)
 
 	want := []vertexDOM{
@@ -171,7 +181,36 @@ func TestDashboardShowsARunningJobAndCancelsIt(t *testing.T) {
 		{mapper.ID.String(), "Map: forward", "RUNNING", "2"},
 		{sink.ID.String(), "Sink: discard", "RUNNING", "1"},
 	}
-	waits := []chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/#/jobs/" + g.JobID.String())}
+	var tes []string
+	for _, te := range mc.TaskExecutors() {
+		tes = append(tes, te.ResourceID().String())
+	}
+	slices.Sort(tes)
+
+	// The overview: 2 TaskExecutors, 4 slots of which the job (slot sharing: its largest
+	// parallelism, 2) holds 2, one running job, listed RUNNING and linking to its page.
+	waitFor(t, ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#jobs tr[data-job-id="%s"][data-status="RUNNING"]`, g.JobID))),
+		chromedp.WaitReady(chromedp.CSS(`#ov-slots[data-slots-available="2"][data-slots-total="4"]`)),
+	)
+	type overviewDOM struct {
+		TaskManagers, JobsRunning, JobsFinished, JobsCanceled, JobsFailed string
+		TaskManagerIDs                                                   []string
+		JobName, JobLink                                                 string
+	}
+	assert.Equal(t, overviewDOM{"2", "1", "0", "0", "0", tes, "dashboard-demo", "#/jobs/" + g.JobID.String()},
+		eval[overviewDOM](t, ctx, `({TaskManagers: document.getElementById('ov-taskmanagers').dataset.value,
+			JobsRunning: document.getElementById('ov-jobs-running').dataset.value,
+			JobsFinished: document.getElementById('ov-jobs-finished').dataset.value,
+			JobsCanceled: document.getElementById('ov-jobs-cancelled').dataset.value,
+			JobsFailed: document.getElementById('ov-jobs-failed').dataset.value,
+			TaskManagerIDs: [...document.querySelectorAll('#taskmanagers tbody tr')].map(r => r.dataset.taskmanagerId).sort(),
+			JobName: document.querySelector('#jobs tbody tr a.job-link').textContent,
+			JobLink: document.querySelector('#jobs tbody tr a.job-link').getAttribute('href')})`))
+
+	// The job's page, reached through the job list's link.
+	waits := []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.CSS(`#jobs a.job-link`))}
 	for _, v := range want {
 		waits = append(waits, chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#job-graph g.vertex[data-vertex-id="%s"][data-status="RUNNING"]`, v.ID))))
 	}
@@ -194,15 +233,39 @@ func TestDashboardShowsARunningJobAndCancelsIt(t *testing.T) {
 	// The subtask table of the selected (first) vertex: both subtasks RUNNING, attempt 0, each
 	// on one of the cluster's TaskExecutors.
 	rows := eval[[][]string](t, ctx, `[...document.querySelectorAll('#subtasks tbody tr')].map(r => [r.dataset.subtask, r.dataset.status, r.dataset.attempt, r.querySelector('td.taskmanager').textContent])`)
-	var tes []string
-	for _, te := range mc.TaskExecutors() {
-		tes = append(tes, te.ResourceID().String())
-	}
 	require.Len(t, rows, 2)
 	for i, r := range rows {
 		assert.Equal(t, []string{fmt.Sprint(i), "RUNNING", "0"}, r[:3])
 		assert.Contains(t, tes, r[3], "subtask %d's TaskExecutor", i)
 	}
+
+	// The Map's subtasks, by clicking its box in the graph.
+	waitFor(t, ctx,
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#job-graph g.vertex[data-vertex-id="%s"] rect.box`, mapper.ID))),
+		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#subtasks[data-vertex-id="%s"] tbody tr[data-subtask="1"][data-status="RUNNING"]`, mapper.ID))),
+	)
+	assert.Equal(t, "#/jobs/"+g.JobID.String()+"/vertices/"+mapper.ID.String(), eval[string](t, ctx, `location.hash`))
+
+	// The accumulator the sources count into, as a LongCounter.
+	waitFor(t, ctx, chromedp.WaitReady(chromedp.CSS(`#accumulators tr[data-accumulator="records"]`)))
+	acc := eval[[]string](t, ctx, `[...document.querySelectorAll('#accumulators tr[data-accumulator="records"] td')].map(td => td.textContent)`)
+	require.Len(t, acc, 3)
+	assert.Equal(t, []string{"records", "LongCounter"}, acc[:2])
+	assert.Regexp(t, `^[1-9][0-9]*$`, acc[2])
+
+	// A savepoint into a directory typed into the page: COMPLETED with its location, a
+	// savepoint directory Flink's way named, which holds its _metadata.
+	dir := t.TempDir()
+	waitFor(t, ctx,
+		chromedp.SendKeys(chromedp.CSS(`#savepoint-dir`), dir),
+		chromedp.Click(chromedp.CSS(`#savepoint-job`)),
+		chromedp.WaitReady(chromedp.CSS(`#savepoint-result[data-status="COMPLETED"]`)),
+	)
+	result := eval[string](t, ctx, `document.getElementById('savepoint-result').textContent`)
+	prefix := "savepoint completed: " + filepath.Join(dir, "savepoint-"+g.JobID.String()[:6]+"-")
+	require.True(t, strings.HasPrefix(result, prefix), "%q does not start with %q", result, prefix)
+	_, err := os.Stat(filepath.Join(strings.TrimPrefix(result, "savepoint completed: "), "_metadata"))
+	assert.NoError(t, err)
 
 	if os.Getenv("JOBGRAPH_SCREENSHOT") == "1" {
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -243,9 +306,9 @@ func waitFor(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromed
 }
 
 // eval evaluates a JavaScript expression in the page and returns its value.
-func eval[T any](t testing.TB, ctx context.Context, js string) T {
+func eval[T any](t testing.TB, ctx context.Context, js string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, opts...))
 	require.NoError(t, err, "evaluating %s", js)
 	return v
 }

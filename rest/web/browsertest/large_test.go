@@ -44,7 +44,7 @@ func largeJob(t testing.TB) (*minicluster.MiniCluster, *jobgraph.JobGraph, strin
 		_, err := mc.RequestJobResult(context.Background(), g.JobID)
 		require.NoError(t, err)
 	})
-	return mc, g, serve(t, mc, g)
+	return mc, g, serve(t, mc)
 }
 
 // renderJobPage opens the job's page in a fresh document and waits until its graph and the first

@@ -241,19 +241,20 @@
 
     st.renderSubtasks = () => renderSubtasks(st, subtasksBox);
     poll(page, async () => {
-      // The job's details, its plan (once) and the selected vertex's subtasks are fetched in
-      // parallel: the first vertex (in topological order) is known from the plan, which is small
-      // and fast, so a large vertex's subtasks load while the details do.
-      const planP = st.plan ? Promise.resolve(st.plan) : planOf(jid);
+      // The job's details carry its plan (Flink's JobDetailsInfo "plan"); GET jobs/<jid>/plan is
+      // asked only when they do not. The selected vertex's subtasks are fetched in parallel with
+      // the details when the fragment names the vertex, else as soon as the details (their plan)
+      // name the first vertex in topological order.
       const jobP = api("jobs/" + jid);
+      const planP = st.plan ? Promise.resolve(st.plan)
+        : jobP.then((j) => (j.plan && typeof j.plan === "object" && Array.isArray(j.plan.nodes)) ? j.plan : planOf(jid));
       const vertexP = (st.selected ? Promise.resolve(st.selected)
-        : planP.then((p) => (p && Array.isArray(p.nodes) && p.nodes.length ? topoOrder(p, [])[0] : jobP.then((j) => topoOrder(null, j.vertices || [])[0]))))
+        : Promise.all([jobP, planP]).then(([j, p]) => topoOrder(p, j.vertices || [])[0]))
         .then((vid) => vid ? api("jobs/" + jid + "/vertices/" + vid).then((d) => ({ vid, d }), (e) => ({ vid, d: { error: e } })) : null);
       vertexP.catch(() => {}); // a failure here is the details' failure, reported below
       const [job, plan] = await Promise.all([jobP, planP]);
       if (page.stop) return false;
       if (plan) st.plan = plan;
-      if (!st.plan && job.plan && typeof job.plan === "object") st.plan = job.plan;
       const state = jobState(job);
       st.state = state;
       app.setAttribute("data-job-status", state);
