@@ -158,12 +158,17 @@ const readEdges = `[...document.querySelectorAll('#job-graph g.edge')].map(g => 
 	Source: g.dataset.source, Target: g.dataset.target, ShipStrategy: g.dataset.shipStrategy,
 	Label: (g.querySelector('text') || {}).textContent || ''}))`
 
-// TestDashboardShowsARunningJobAndCancelsIt is issue 14's browser scenario: a MiniCluster runs a
-// streaming job (source → map → sink, until canceled); headless Chromium opens its page in the
-// dashboard, which draws the graph with each vertex's name, parallelism and RUNNING state, the
-// edges with their ship strategies, left to right; the subtask table shows each subtask RUNNING
-// on one of the cluster's TaskExecutors; Cancel ends the job CANCELED, in the page and in the
-// cluster. With JOBGRAPH_SCREENSHOT=1 it writes docs/dashboard.png of the running job.
+// TestDashboardShowsARunningJobAndCancelsIt is issue 14's browser scenario, on package rest's
+// handler over a MiniCluster (2 TaskExecutors × 2 slots) running a streaming job (source → map →
+// sink, until canceled). In headless Chromium: the overview shows 2 TaskExecutors (their IDs), 2
+// of 4 slots free and the job RUNNING in the job list, whose link opens the job's page; the graph
+// has each vertex's name, parallelism and RUNNING state, the edges with their ship strategies,
+// left to right; the subtask table shows each subtask RUNNING, attempt 0, on one of the cluster's
+// TaskExecutors, for the first vertex and, after a click on its box, for the map; the sources'
+// accumulator shows; Savepoint with a typed directory completes with a savepoint directory
+// holding _metadata; Cancel ends the job CANCELED, in the page (job and every vertex, the button
+// disabled) and in the cluster. With JOBGRAPH_SCREENSHOT=1 it writes docs/dashboard.png of the
+// running job.
 func TestDashboardShowsARunningJobAndCancelsIt(t *testing.T) {
 	mc := startCluster(t, minicluster.Config{TaskExecutors: 2, SlotsPerTaskExecutor: 2, HeartbeatInterval: 200 * time.Millisecond})
 	g := jobgraph.New("dashboard-demo", jobgraph.Streaming)
@@ -196,8 +201,8 @@ func TestDashboardShowsARunningJobAndCancelsIt(t *testing.T) {
 	)
 	type overviewDOM struct {
 		TaskManagers, JobsRunning, JobsFinished, JobsCanceled, JobsFailed string
-		TaskManagerIDs                                                   []string
-		JobName, JobLink                                                 string
+		TaskManagerIDs                                                    []string
+		JobName, JobLink                                                  string
 	}
 	assert.Equal(t, overviewDOM{"2", "1", "0", "0", "0", tes, "dashboard-demo", "#/jobs/" + g.JobID.String()},
 		eval[overviewDOM](t, ctx, `({TaskManagers: document.getElementById('ov-taskmanagers').dataset.value,

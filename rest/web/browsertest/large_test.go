@@ -72,6 +72,8 @@ func TestDashboardPagesALargeJob(t *testing.T) {
 	took := renderJobPage(t, ctx, base, g)
 	t.Logf("graph and first subtask page of the %d × %d job in the DOM %v after navigation", largeParallelism, largeParallelism, took)
 
+	// Where the time went: each request's start, first byte and end (ms since the navigation's
+	// start) and its size, so a slow render can be told apart from a slow REST answer.
 	t.Log(eval[string](t, ctx, `JSON.stringify(performance.getEntriesByType('resource').map(e => [e.name.replace(/^.*\/\/[^/]*/, ''), Math.round(e.startTime), Math.round(e.responseStart), Math.round(e.responseEnd), e.transferSize]))`))
 	vertices := eval[[]vertexDOM](t, ctx, readVertices)
 	assert.Equal(t, []vertexDOM{

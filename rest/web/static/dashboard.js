@@ -109,18 +109,22 @@
   function touched() { byId("updated").textContent = "updated " + fmtTime(Date.now()); }
 
   // ---- polling: one page at a time, one refresh in flight, stopped when the page changes ----
+  // The next round starts POLL_MS after this one ended, or twice as long as this one took if that
+  // is longer, so a slow server (a vertex of 10,000 subtasks) is not asked faster than it answers.
   let current = null; // { stop: bool, timer: id }
   function poll(page, refresh) {
     const run = async () => {
       if (page.stop) return;
       let again = true;
+      const started = performance.now();
       try {
         again = (await refresh()) !== false;
         if (!page.stop) { showError(null); touched(); }
       } catch (e) {
         if (!page.stop) showError(e);
       }
-      if (!page.stop && again) page.timer = setTimeout(run, POLL_MS);
+      const took = performance.now() - started;
+      if (!page.stop && again) page.timer = setTimeout(run, Math.max(POLL_MS, 2 * took));
     };
     run();
   }
