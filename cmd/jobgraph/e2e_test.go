@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,8 +88,19 @@ func TestEndToEnd(t *testing.T) {
 	var waiter statusWaiter
 	reg := taskexecutor.NewRegistry()
 	keyedsum.Register(reg)
+	// A savepoint needs every task RUNNING, not only the job (Flink's CheckpointCoordinator
+	// refuses one while a task is still INITIALIZING, and this test once saw that): allRunning is
+	// closed when the first job's tasks (target, set before it is submitted) all run.
+	var running, target atomic.Int64
+	allRunning := make(chan struct{})
+	onState := func(_ jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState) {
+		if state == jobgraph.ExecutionStateRunning && running.Add(1) == target.Load() {
+			close(allRunning)
+		}
+	}
 	mc, err := minicluster.Start(t.Context(), minicluster.Config{TaskExecutors: 2, SlotsPerTaskExecutor: 1, Registry: reg,
-		SavepointDirectory: filepath.Join(t.TempDir(), "default-savepoints"), JobStatusListener: waiter.record})
+		SavepointDirectory: filepath.Join(t.TempDir(), "default-savepoints"), JobStatusListener: waiter.record,
+		ExecutionStateListener: onState})
 	require.NoError(t, err)
 	defer mc.Close()
 	h, err := rest.New(rest.Config{Dispatcher: mc, Cluster: mc, NoDashboard: true})
@@ -109,10 +121,16 @@ func TestEndToEnd(t *testing.T) {
 	// run -d, then list once the job runs.
 	file, g := writeGraph(t, 1<<40)
 	id := g.JobID.String()
+	var tasks int64
+	for _, v := range g.Vertices {
+		tasks += int64(v.Parallelism)
+	}
+	target.Store(tasks)
 	code, stdout, stderr := cliRun("run", "-d", file)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "Job has been submitted with JobID "+id+"\n", stdout)
 	<-waiter.ch(g.JobID, jobgraph.JobStatusRunning)
+	<-allRunning
 
 	code, stdout, stderr = cliRun("list")
 	require.Equal(t, 0, code, stderr)
