@@ -5,12 +5,15 @@
 // Flink: DispatcherRestEndpoint with its handlers (JobsOverviewHandler, JobDetailsHandler,
 // JobSubmitHandler, SavepointHandlers, …).
 //
-//	h, err := rest.New(rest.Config{Dispatcher: mc, Cluster: mc})
+//	h, err := rest.New(rest.Config{Dispatcher: mc, Cluster: mc, Metrics: mc.Metrics()})
 //	if err != nil {
 //		return err
 //	}
 //	defer h.Close()
 //	http.Handle("/", h) // or rest.Start(cfg) to listen on rest.bind-address:rest.port
+//
+// Without Metrics, /jobs/:jobid/metrics answers an empty list: pass the registry the cluster
+// reports to (MiniCluster.Metrics, or the one given as minicluster.Config.Metrics).
 //
 // # Endpoints
 //

@@ -35,7 +35,7 @@ func Example() {
 	}
 	defer mc.Close()
 
-	h, err := rest.New(rest.Config{Dispatcher: mc, Cluster: mc})
+	h, err := rest.New(rest.Config{Dispatcher: mc, Cluster: mc, Metrics: mc.Metrics()})
 	if err != nil {
 		fmt.Println(err)
 		return
