@@ -54,7 +54,10 @@
 // returns a new handle for one contender; within a client a component's first open handle is
 // granted, later ones wait until those before them are closed (as ha/embedded's handles). A
 // client whose last contender leaves gives its leadership up, so another client may lead, and
-// draws a new session when it leads again.
+// draws a new session when it leads again. A client's tries of the lock never overlap its own
+// retrievals' probes (below), so a standby alone over the directory takes the lock at its first
+// poll after the leader released it; another client's probe (a shared flock held for two reads
+// of a few bytes) can still make a try fail, and that standby then waits one more poll.
 //
 // Leader retrieval reads the component's leader file every PollInterval and reports its address
 // only while its session is the latch's and a client holds the lock (a shared flock probe that
@@ -153,6 +156,13 @@ type Services struct {
 	campaigns    sync.WaitGroup
 	components   map[string]*component // the components' elections with a contender, by name
 	watcher      *watcher              // polls for the retrievals; nil until the first
+	// latchTurn (capacity 1: full while taken) serializes the client's own shared-flock probes
+	// of the latch (its retrievals' watcher, while it does not lead) with its tries of the
+	// exclusive lock: the kernel refuses LOCK_EX|LOCK_NB while any shared lock is held, so a
+	// try that fell inside the client's own probe would lose a whole PollInterval to it (a
+	// standby taking over one poll late). A channel, not a mutex: waiting on it is durably
+	// blocking in a synctest bubble.
+	latchTurn chan struct{}
 
 	// afterAttempt, when set (by tests, before the first contender starts), is called after each
 	// try of the lock with whether it was taken.
@@ -160,6 +170,9 @@ type Services struct {
 	// afterPoll, when set (by tests, before the first retrieval starts), is called after each
 	// poll of the retrievals' watcher.
 	afterPoll func()
+	// duringProbe, when set (by tests, before the first retrieval starts), is called while the
+	// watcher's probe holds its shared lock of the latch.
+	duringProbe func()
 }
 
 var _ ha.Services = (*Services)(nil)
@@ -196,6 +209,7 @@ func New(o Options) (*Services, error) {
 		callbacks:  mainloop.New("ha-file"),
 		io:         newWorker(),
 		components: make(map[string]*component),
+		latchTurn:  make(chan struct{}, 1),
 	}
 	s.plans = &planStore{s: s, dir: filepath.Join(o.Dir, plansDir)}
 	s.results = &resultStore{s: s, dir: filepath.Join(o.Dir, resultsDir)}

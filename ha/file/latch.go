@@ -184,7 +184,9 @@ func (s *Services) campaign(stop chan struct{}, wait bool) {
 // contender of the client. If stop was closed meanwhile (the last contender left, or Close), it
 // releases the lock again.
 func (s *Services) tryLead(stop chan struct{}) (bool, error) {
+	s.latchTurn <- struct{}{} // not inside the client's own probe (Services.latchTurn)
 	got, err := tryLock(s.latch)
+	<-s.latchTurn
 	if s.afterAttempt != nil {
 		s.afterAttempt(got)
 	}

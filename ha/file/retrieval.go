@@ -175,9 +175,14 @@ func (w *watcher) run() {
 // (into latchSession). A shared lock the probe gets means nobody holds it, and keeps anybody
 // from taking it while the latch is read: the session read then is over for good.
 func (w *watcher) readLatch() (held bool, err error) {
+	w.s.latchTurn <- struct{}{} // the client's own tries of the lock wait (Services.latchTurn)
+	defer func() { <-w.s.latchTurn }()
 	free, err := flock(w.probe, syscall.LOCK_SH|syscall.LOCK_NB)
 	if err != nil {
 		return false, err
+	}
+	if free && w.s.duringProbe != nil {
+		w.s.duringProbe()
 	}
 	session, ok, err := readLatch(w.probe)
 	if ok && err == nil {
