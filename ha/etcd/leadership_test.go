@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -42,6 +43,31 @@ func (l *listener) await(t *testing.T) published {
 		require.FailNow(t, "no leader notification")
 	}
 	panic("unreachable")
+}
+
+// awaitCampaigners waits until n clients' election keys exist under prefix (each campaigning or
+// leading), watching the election prefix from the revision it read: a client's Start returns
+// before its campaign's key is put, so which of two clients wins next is decided only once both
+// keys are there (the older key wins).
+func awaitCampaigners(t *testing.T, srv *server, prefix string, n int64) {
+	t.Helper()
+	c := srv.client(t)
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	election := prefix + "/leader/election/"
+	for {
+		resp, err := c.Get(ctx, election, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		require.NoError(t, err, "%d campaigners under %s", n, election)
+		if resp.Count >= n {
+			return
+		}
+		wch := c.Watch(ctx, election, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+		select {
+		case <-wch:
+		case <-ctx.Done():
+			require.FailNow(t, "campaigners", "%d of %d under %s within %v", resp.Count, n, election, wait)
+		}
+	}
 }
 
 func leaseOf(svc *Services) (clientv3.LeaseID, ha.SessionID) {
@@ -597,6 +623,9 @@ func TestDropLeadershipRevokesAllAndCampaignsAgain(t *testing.T) {
 	require.NoError(t, b.DispatcherLeaderElection().Start(db))
 	lease, _ := leaseOf(a)
 	require.NotZero(t, lease)
+	// b's key must be in the election before a drops: otherwise a's new campaign may put its
+	// key first and win again (b's grant never came under load).
+	awaitCampaigners(t, srv, prefix, 2)
 
 	require.NoError(t, a.DropLeadership(ctx))
 	assert.ErrorIs(t, a.ExecutionPlanStore().Remove(ctx, job), ha.ErrNotLeader, "refused at once")
