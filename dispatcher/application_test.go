@@ -165,6 +165,10 @@ func TestRunApplicationAfterARestartRunsOnlyTheUnfinishedJobOnce(t *testing.T) {
 		jms["done"].end(jobgraph.JobStatusFinished)
 		_, err := p1.d.RequestJobResult(context.Background(), done.JobID)
 		require.NoError(t, err)
+		// The application asks for "pending"'s result once it has "done"'s: it waits for it
+		// before the process goes away (a Close before that ask answers it ErrClosed, with no
+		// result, as RunApplication's doc says; that raced the Close under load).
+		synctest.Wait()
 		require.NoError(t, p1.d.Close()) // the process goes away: "pending" is SUSPENDED
 		interrupted := <-run
 		require.ErrorIs(t, interrupted.err, dispatcher.ErrApplicationSuspended)
