@@ -61,7 +61,7 @@ func taskValues(t *testing.T, reg *metrics.Registry, job jobgraph.JobID, v jobgr
 // 2 s later. The job's metrics follow Flink's gauges at every instant: uptime and runningTime
 // count from the latest RUNNING, downtime and restartingTime from RESTARTING, numRestarts counts
 // the one restart; each attempt's numRecordsOut and numRecordsIn are 256, its
-// numRecordsOutPerSecond 256/60 after the first 5 s update; the cluster's gauges count the
+// numRecordsOutPerSecond (the sink's numRecordsInPerSecond) 256/60 after the first 5 s update; the cluster's gauges count the
 // TaskExecutor, its slots and the running job. Once the job ended its job and task metrics are
 // gone.
 func TestJobTaskAndClusterMetricsUnderFlinksNames(t *testing.T) {
@@ -177,6 +177,13 @@ func TestJobTaskAndClusterMetricsUnderFlinksNames(t *testing.T) {
 		assert.Equal(t, 256.0/60, rate, "256 records over MeterView's 60 s")
 		_, k = taskValues(t, m, g.JobID, sink.ID)
 		assert.Equal(t, "256", k["numRecordsIn"])
+		var inRate float64
+		for _, v := range m.TaskMetrics(g.JobID, sink.ID) {
+			if v.Name == "numRecordsInPerSecond" {
+				inRate = v.Float
+			}
+		}
+		assert.Equal(t, 256.0/60, inRate, "the sink's 256 records over MeterView's 60 s")
 
 		require.NoError(t, mc.CancelJob(ctx, g.JobID))
 		res, err := mc.RequestJobResult(ctx, g.JobID)
