@@ -149,3 +149,19 @@ func TestDashboardIsMounted(t *testing.T) {
 	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.JSONEq(t, `{"jobs":[]}`, rec.Body.String())
 }
+
+// rest.port defaults to 8081 (Flink's): with 127.0.0.1:8081 taken (by this test, or by whatever
+// holds it already), Start with Port 0 fails naming that port rather than picking another.
+func TestServerDefaultPortIs8081(t *testing.T) {
+	assert.Equal(t, 8081, rest.DefaultPort)
+	assert.Equal(t, "127.0.0.1", rest.DefaultBindAddress)
+	if ln, err := net.Listen("tcp", "127.0.0.1:8081"); err == nil {
+		defer ln.Close()
+	}
+	mc := startCluster(t, minicluster.Config{})
+	srv, err := rest.Start(rest.Config{Dispatcher: mc})
+	if err == nil {
+		_ = srv.Close()
+	}
+	assert.ErrorContains(t, err, "rest: listen on rest.bind-address 127.0.0.1, rest.port 8081: ")
+}
