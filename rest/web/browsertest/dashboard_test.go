@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -114,6 +115,7 @@ func registry() *taskexecutor.Registry {
 	reg.Register("source", tickingSource)
 	reg.Register("forward", forward)
 	reg.Register("discard", discard)
+	reg.Register("fail", func(context.Context, taskexecutor.Environment) error { return errors.New("boom") })
 	return reg
 }
 
@@ -272,6 +274,14 @@ func TestDashboardShowsARunningJobAndCancelsIt(t *testing.T) {
 	_, err := os.Stat(filepath.Join(strings.TrimPrefix(result, "savepoint completed: "), "_metadata"))
 	assert.NoError(t, err)
 
+	// The savepoint in the page's checkpoint history, COMPLETED, with its location.
+	waitFor(t, ctx, chromedp.WaitReady(chromedp.CSS(`#checkpoint-counts[data-completed="1"]`)))
+	cps := eval[[][]string](t, ctx, `[...document.querySelectorAll('#checkpoints tbody tr')].map(r => [r.dataset.status, ...[...r.querySelectorAll('td')].map(td => td.textContent)])`)
+	require.Len(t, cps, 1)
+	require.Len(t, cps[0], 9)
+	assert.Equal(t, []string{"COMPLETED", "SAVEPOINT"}, []string{cps[0][0], cps[0][3]})
+	assert.Equal(t, strings.TrimPrefix(result, "savepoint completed: "), cps[0][8])
+
 	if os.Getenv("JOBGRAPH_SCREENSHOT") == "1" {
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
@@ -316,4 +326,31 @@ func eval[T any](t testing.TB, ctx context.Context, js string, opts ...chromedp.
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, opts...))
 	require.NoError(t, err, "evaluating %s", js)
 	return v
+}
+
+// A job whose only task fails (no restart): its page shows it FAILED, the vertex FAILED, and the
+// exception history's one entry naming the task and the task's error; "No checkpoints yet."
+func TestDashboardShowsAFailedJobsException(t *testing.T) {
+	mc := startCluster(t, minicluster.Config{})
+	g := jobgraph.New("failing", jobgraph.Streaming)
+	v := g.AddVertex("Fail: boom", "fail", 1)
+	g.RestartStrategy = jobgraph.NoRestart()
+	res, err := mc.Run(context.Background(), g)
+	require.NoError(t, err)
+	require.Equal(t, jobgraph.JobStatusFailed, res.Status)
+	base := serve(t, mc)
+	ctx := browser(t)
+
+	waitFor(t, ctx,
+		chromedp.Navigate(base+"/#/jobs/"+g.JobID.String()),
+		chromedp.WaitReady(chromedp.CSS(`#job-state[data-status="FAILED"]`)),
+		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#job-graph g.vertex[data-vertex-id="%s"][data-status="FAILED"]`, v.ID))),
+		chromedp.WaitReady(chromedp.CSS(`#exceptions[data-count="1"] tr.exception`)),
+		chromedp.WaitReady(chromedp.CSS(`#checkpoints-box p.empty`)),
+	)
+	exc := eval[[]string](t, ctx, `[...document.querySelectorAll('#exceptions tr.exception td')].map(td => td.textContent)`)
+	require.Len(t, exc, 4)
+	assert.Equal(t, "Fail: boom (1/1)", exc[1])
+	assert.Contains(t, exc[3], "boom")
+	assert.Equal(t, "No checkpoints yet.", eval[string](t, ctx, `document.querySelector('#checkpoints-box p.empty').textContent`))
 }
