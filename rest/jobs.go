@@ -15,6 +15,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/executiongraph"
+	"github.com/jobgraph/jobgraph/internal/jsonplan"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -302,7 +303,7 @@ type jobDetailsInfo struct {
 	Timestamps       map[string]int64       `json:"timestamps"`
 	Vertices         []jobVertexDetailsInfo `json:"vertices"`
 	StatusCounts     map[string]int         `json:"status-counts"`
-	Plan             jobPlan                `json:"plan"`
+	Plan             jsonplan.Plan          `json:"plan"`
 	PendingOperators int                    `json:"pending-operators"`
 }
 
@@ -471,56 +472,19 @@ func (h *Handler) getJobVertex(w http.ResponseWriter, r *http.Request, p params)
 // ---------------------------------------------------------------------------------------------
 // GET /jobs/:jobid/plan
 
-// jobPlanInfo is Flink's JobPlanInfo; jobPlan its Plan (the JSON plan of JsonPlanGenerator).
+// jobPlanInfo is Flink's JobPlanInfo; its Plan is the JSON plan of JsonPlanGenerator, built as
+// cmd/jobgraph's info builds it (internal/jsonplan).
 type jobPlanInfo struct {
-	Plan jobPlan `json:"plan"`
+	Plan jsonplan.Plan `json:"plan"`
 }
 
-type jobPlan struct {
-	JID   string     `json:"jid"`
-	Name  string     `json:"name"`
-	Type  string     `json:"type"`
-	Nodes []planNode `json:"nodes"`
-}
-
-type planNode struct {
-	ID                  string         `json:"id"`
-	Parallelism         int            `json:"parallelism"`
-	Operator            string         `json:"operator"`
-	OperatorStrategy    string         `json:"operator_strategy"`
-	Description         string         `json:"description"`
-	Inputs              []planInput    `json:"inputs,omitempty"`
-	OptimizerProperties map[string]any `json:"optimizer_properties"`
-}
-
-type planInput struct {
-	Num          int    `json:"num"`
-	ID           string `json:"id"`
-	ShipStrategy string `json:"ship_strategy"`
-	Exchange     string `json:"exchange"`
-}
-
-// planOf is the job's JSON plan: one node per job vertex in topological order, each input with
-// its producer, ship strategy and exchange (the result partition type, in lower case as Flink
-// writes it).
-func planOf(a *executiongraph.ArchivedExecutionGraph) jobPlan {
-	p := jobPlan{JID: a.JobID.String(), Name: a.JobName, Type: a.JobType.String(), Nodes: make([]planNode, len(a.JobVertices))}
+// planOf is the job's JSON plan: one node per job vertex in topological order (the archive's).
+func planOf(a *executiongraph.ArchivedExecutionGraph) jsonplan.Plan {
+	vs := make([]jsonplan.Vertex, len(a.JobVertices))
 	for i, v := range a.JobVertices {
-		n := planNode{ID: v.ID.String(), Parallelism: v.Parallelism, Description: v.Name, OptimizerProperties: map[string]any{}}
-		for k, in := range v.Inputs {
-			ship := in.ShipStrategy
-			if ship == "" {
-				ship = "REBALANCE"
-				if in.DistributionPattern == jobgraph.Pointwise {
-					ship = "FORWARD"
-				}
-			}
-			n.Inputs = append(n.Inputs, planInput{Num: k, ID: in.Source.String(), ShipStrategy: ship,
-				Exchange: strings.ToLower(in.ResultType.String())})
-		}
-		p.Nodes[i] = n
+		vs[i] = jsonplan.Vertex{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, Inputs: v.Inputs}
 	}
-	return p
+	return jsonplan.New(a.JobID, a.JobName, a.JobType, vs)
 }
 
 func (h *Handler) getJobPlan(w http.ResponseWriter, r *http.Request, p params) {
