@@ -99,6 +99,11 @@ type Config struct {
 	// Metrics, if not nil, is the job's metric group: the coordinator's statistics register
 	// Flink's checkpoint metrics there (CheckpointStatsTracker.RegisterMetrics).
 	Metrics *metrics.Group
+	// Coordinators are the job's operator coordinators: each is checkpointed (in parallel; all
+	// results in) before any task is triggered, told AfterSourceBarrierInjection after the tasks
+	// were triggered, and told of completion and abortion. A coordinator's error declines the
+	// checkpoint (Flink: TRIGGER_CHECKPOINT_FAILURE).
+	Coordinators []OperatorCoordinatorCheckpointContext
 }
 
 type triggerRequest struct {

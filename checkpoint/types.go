@@ -137,6 +137,9 @@ type CompletedCheckpoint struct {
 	CompletionTimestamp time.Time            `json:"completionTimestamp"`
 	// TaskStates holds every subtask's state, in the order of the CheckpointPlan's TasksToWaitFor.
 	TaskStates []SubtaskState `json:"taskStates,omitempty"`
+	// CoordinatorStates are the operator coordinators' states, one per coordinated vertex that
+	// returned state, sorted by vertex ID.
+	CoordinatorStates []CoordinatorState `json:"coordinatorStates,omitempty"`
 	// StateSize is the sum of the TaskStates' sizes, in bytes.
 	StateSize int64 `json:"stateSize"`
 	// ExternalPointer is where a savepoint is stored (the path it was triggered with); empty for

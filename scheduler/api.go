@@ -183,6 +183,13 @@ type Config struct {
 	// GraphOptions are passed to executiongraph.Build (e.g. WithExecutionGraphID in tests,
 	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.
 	GraphOptions []executiongraph.Option
+	// OperatorCoordinators are the job's operator coordinators (one per coordinated JobVertex;
+	// the JobMaster's coordination.Holders). The scheduler passes them to the
+	// CheckpointCoordinator (checkpoint.Config.Coordinators) and restores them as Flink's
+	// SchedulerBase.restoreState does: ResetToCheckpoint on each on the initial restore and on
+	// a global failover, SubtaskReset for each restarted subtask of a coordinated vertex on a
+	// region failover. Called on the main loop only.
+	OperatorCoordinators []checkpoint.OperatorCoordinatorCheckpointContext
 }
 
 // SchedulerNG is what a JobMaster needs of its scheduler; DefaultScheduler is the implementation.
