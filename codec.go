@@ -257,7 +257,7 @@ func (g *JobGraph) copyPlain() (*JobGraph, bool) {
 			}
 		}
 		for _, ds := range v.Results {
-			if ds == nil || !resultPartitionTypes.valid(ds.ResultType) {
+			if ds == nil || !resultPartitionTypes.valid(ds.ResultType) || !plainString(ds.RecordCodec) {
 				return nil, false
 			}
 		}

@@ -197,6 +197,7 @@ func TestClone(t *testing.T) {
 	c.Vertices[0].Config[0] = 42
 	c.Vertices[0].Resources.CPUCores = 64
 	c.Vertices[0].Results[0].ResultType = jobgraph.HybridFull
+	c.Vertices[0].Results[0].RecordCodec = "changed"
 	c.Vertices[0].Results = append(c.Vertices[0].Results, &jobgraph.IntermediateDataSet{ID: dsid(50)})
 	c.Vertices[1].Inputs[0].ShipStrategy = "changed"
 	c.Vertices[1].Inputs[0].Source = dsid(60)
@@ -224,6 +225,12 @@ func TestClone(t *testing.T) {
 	bad.Vertices[0].Results[0].ResultType = jobgraph.ResultPartitionType(99)
 	_, err = bad.Clone()
 	require.Error(t, err)
+	// A record codec name that is not UTF-8 is copied through JSON, which replaces it.
+	bad = richGraph()
+	bad.Vertices[0].Results[0].RecordCodec = "\xff"
+	c3, err := bad.Clone()
+	require.NoError(t, err)
+	assert.Equal(t, "\ufffd", c3.Vertices[0].Results[0].RecordCodec)
 	// Nor can one with a nil entry.
 	bad = richGraph()
 	bad.Vertices = append(bad.Vertices, nil)
@@ -318,7 +325,7 @@ func TestCloneCopiesEveryField(t *testing.T) {
 		"JobVertex.Name string", "JobVertex.Invokable string", "JobVertex.Config slice",
 		"JobVertex.Resources.CPUCores float64", "JobVertex.SlotSharingGroup string",
 		"JobVertex.CoLocationGroup string", "JobVertex.Inputs slice", "JobVertex.Results slice",
-		"JobEdge.ShipStrategy string",
+		"JobEdge.ShipStrategy string", "IntermediateDataSet.RecordCodec string",
 	}
 	var found []string
 	var walk func(prefix string, t reflect.Type)

@@ -42,7 +42,7 @@ func richGraph() *jobgraph.JobGraph {
 					TaskOffHeapMemory: 64 * jobgraph.MiB, ManagedMemory: 128 * jobgraph.MiB, NetworkMemory: 32 * jobgraph.MiB},
 				SlotSharingGroup: "default",
 				Results: []*jobgraph.IntermediateDataSet{
-					{ID: dsid(1), ResultType: jobgraph.PipelinedBounded},
+					{ID: dsid(1), ResultType: jobgraph.PipelinedBounded, RecordCodec: "json"},
 					{ID: dsid(2), ResultType: jobgraph.Pipelined},
 					{ID: dsid(3), ResultType: jobgraph.Blocking},
 				},

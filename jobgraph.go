@@ -103,6 +103,13 @@ type IntermediateDataSet struct {
 	ID IntermediateDataSetID `json:"id"`
 	// ResultType says how its partitions are exchanged (pipelined, blocking, hybrid…).
 	ResultType ResultPartitionType `json:"resultType"`
+	// RecordCodec names the codec a network shuffle encodes this data set's records with when
+	// they cross processes (transport/grpc/netshuffle: "bytes", "string", "int64", "json", or
+	// one the host registers beside its task code); "" means the shuffle's default. The
+	// in-memory shuffle passes records as they are and ignores it. At most MaxNameLength bytes
+	// (RuleNameLength). Where we differ: Flink derives a TypeSerializer from the data set's
+	// type information; a Go job names its codec.
+	RecordCodec string `json:"recordCodec,omitempty"`
 }
 
 // JobEdge connects a data set to the vertex that reads it. It lives in the target's Inputs.

@@ -240,6 +240,9 @@ func (v *JobVertex) validate() error {
 		if !resultPartitionTypes.valid(ds.ResultType) {
 			return fail(RuleEnumValue, "result #%d has result partition type %d", i, ds.ResultType)
 		}
+		if err := checkNameLength(fmt.Sprintf("the record codec of result #%d", i), ds.RecordCodec); err != nil {
+			return fail(RuleNameLength, "%v", err)
+		}
 	}
 	return nil
 }

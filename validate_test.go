@@ -533,6 +533,8 @@ func TestValidateNameLength(t *testing.T) {
 			"the co-location group is 65537 bytes"},
 		{"ship strategy", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.Inputs[0].ShipStrategy = s },
 			"the ship strategy of input #0 is 65537 bytes"},
+		{"record codec", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.Results[0].RecordCodec = s },
+			"the record codec of result #0 is 65537 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _, mid, _ := pipeline()

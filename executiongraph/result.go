@@ -12,6 +12,7 @@ import (
 type IntermediateResult struct {
 	id          jobgraph.IntermediateDataSetID
 	resultType  jobgraph.ResultPartitionType
+	recordCodec string
 	producer    *ExecutionJobVertex
 	outputIndex int
 	partitions  []IntermediateResultPartition
@@ -29,6 +30,7 @@ func newIntermediateResult(producer *ExecutionJobVertex, ds *jobgraph.Intermedia
 	r := &IntermediateResult{
 		id:          ds.ID,
 		resultType:  ds.ResultType,
+		recordCodec: ds.RecordCodec,
 		producer:    producer,
 		outputIndex: out,
 		partitions:  make([]IntermediateResultPartition, p),
@@ -57,6 +59,10 @@ func (r *IntermediateResult) ID() jobgraph.IntermediateDataSetID { return r.id }
 
 // ResultType says how the partitions are exchanged.
 func (r *IntermediateResult) ResultType() jobgraph.ResultPartitionType { return r.resultType }
+
+// RecordCodec is the data set's jobgraph.IntermediateDataSet.RecordCodec: the codec a network
+// shuffle encodes its records with ("" for the shuffle's default).
+func (r *IntermediateResult) RecordCodec() string { return r.recordCodec }
 
 // Producer is the job vertex producing the result.
 func (r *IntermediateResult) Producer() *ExecutionJobVertex { return r.producer }

@@ -742,7 +742,7 @@ func (s *DefaultScheduler) registerProducedPartitions(e *executiongraph.Executio
 		id := rpc.ResultPartitionID{PartitionID: p.ID(), ProducerID: e.AttemptID()}
 		d, err := s.shuffle.RegisterPartitionWithProducer(s.graph.JobID(),
 			PartitionDescriptor{ResultPartitionID: id, DataSetID: p.Result().ID(), ResultType: p.ResultType(),
-				PartitionIndex: p.Index(), NumberOfSubpartitions: numberOfSubpartitions(p)},
+				PartitionIndex: p.Index(), NumberOfSubpartitions: numberOfSubpartitions(p), RecordCodec: p.Result().RecordCodec()},
 			ProducerDescriptor{ExecutionAttemptID: e.AttemptID(), ProducerLocation: location})
 		if err != nil {
 			return fmt.Errorf("cannot register partition %s of task %s (attempt %d) with the shuffle master: %w", p.ID(), v.Name(), e.AttemptNumber(), err)

@@ -42,6 +42,10 @@ type PartitionDescriptor struct {
 	// NumberOfSubpartitions is the number of consumer subtasks that read it (as in
 	// rpc.ResultPartitionDeploymentDescriptor).
 	NumberOfSubpartitions int
+	// RecordCodec is the data set's jobgraph.IntermediateDataSet.RecordCodec: the codec a
+	// network shuffle encodes its records with ("" for the service's default). A ShuffleMaster
+	// that needs it puts it in the descriptor's Data, so that producer and consumers agree.
+	RecordCodec string
 }
 
 // ProducerDescriptor describes the producing attempt to the ShuffleMaster. Flink:

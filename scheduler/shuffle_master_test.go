@@ -18,11 +18,13 @@ type recordingShuffleMaster struct {
 	registered []string
 	released   []rpc.ShuffleDescriptor
 	fail       map[int]error
+	codecs     []string // PartitionDescriptor.RecordCodec of each registration
 }
 
 func (m *recordingShuffleMaster) RegisterPartitionWithProducer(job jobgraph.JobID, p PartitionDescriptor, producer ProducerDescriptor) (rpc.ShuffleDescriptor, error) {
 	name := fmt.Sprintf("%s/%d#%d", producer.ProducerLocation, p.PartitionIndex, producer.ExecutionAttemptID.AttemptNumber)
 	m.registered = append(m.registered, fmt.Sprintf("%s subpartitions=%d type=%s", name, p.NumberOfSubpartitions, p.ResultType))
+	m.codecs = append(m.codecs, p.RecordCodec)
 	if err := m.fail[p.PartitionIndex]; err != nil {
 		return rpc.ShuffleDescriptor{}, err
 	}
@@ -50,6 +52,7 @@ func TestShuffleMasterDescribesPartitionsToProducersAndConsumers(t *testing.T) {
 	src := g.AddVertex("src", "noop", 2)
 	sink := g.AddVertex("sink", "noop", 2)
 	g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Blocking)
+	src.Results[0].RecordCodec = "int64"
 	m := &recordingShuffleMaster{}
 	h := newHarness(t, g, Config{ShuffleMaster: m})
 	h.s.StartScheduling()
@@ -58,6 +61,7 @@ func TestShuffleMasterDescribesPartitionsToProducersAndConsumers(t *testing.T) {
 		"taskexecutor-1/0#0 subpartitions=2 type=BLOCKING",
 		"taskexecutor-1/1#0 subpartitions=2 type=BLOCKING",
 	}, m.registered)
+	assert.Equal(t, []string{"int64", "int64"}, m.codecs, "the data set's record codec reaches the ShuffleMaster")
 	require.Equal(t, []string{"src (1/2)#0", "src (2/2)#0"}, h.deployedSince(0))
 	for i, c := range h.deployer.deployed {
 		require.Len(t, c.tdd.ProducedPartitions, 1)
