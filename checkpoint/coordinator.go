@@ -147,6 +147,14 @@ type completion struct {
 //     CheckpointSubsumed, tasks get NotifyCheckpointComplete and the trigger's callback gets it;
 //   - a pending checkpoint expires after Timeout (or a savepoint's own timeout):
 //     CheckpointExpired, counted;
+//   - with operator coordinators (Config.Coordinators), a trigger creates the pending checkpoint
+//     (its timeout runs from then), asks every coordinator for its state at once, and triggers
+//     the tasks only once all answered; then each coordinator gets AfterSourceBarrierInjection.
+//     No other trigger starts meanwhile. A coordinator's error fails the checkpoint with
+//     TriggerCheckpointFailure (not counted); that, or the checkpoint being aborted, expiring or
+//     the coordinator shutting down before all answered, calls AbortCurrentTriggering on every
+//     coordinator, and results arriving later are ignored. Completion and abortion are told to
+//     the coordinators after the tasks (NotifyCheckpointComplete, NotifyCheckpointAborted);
 //   - failures go through the CheckpointFailureManager.
 type CheckpointCoordinator struct {
 	cfg      Config
@@ -196,6 +204,8 @@ func NewCheckpointCoordinator(cfg Config) (*CheckpointCoordinator, error) {
 		return nil, errorsJoin(ErrInvalidConfig, "Config.Store is nil")
 	case cfg.IDCounter == nil:
 		return nil, errorsJoin(ErrInvalidConfig, "Config.IDCounter is nil")
+	case validCoordinators(cfg.Coordinators) != nil:
+		return nil, validCoordinators(cfg.Coordinators)
 	case s.Interval < 0, s.Timeout < 0, s.MinPauseBetweenCheckpoints < 0, s.MaxConcurrentCheckpoints < 0, cfg.MaxQueuedRequests < 0:
 		return nil, errorsJoin(ErrInvalidConfig, "negative checkpointing setting (interval %v, timeout %v, min pause %v, max concurrent %d, max queued %d)",
 			s.Interval, s.Timeout, s.MinPauseBetweenCheckpoints, s.MaxConcurrentCheckpoints, cfg.MaxQueuedRequests)
@@ -442,7 +452,7 @@ func (c *CheckpointCoordinator) onTriggerInitialized(r *triggerRequest, trigger 
 		return
 	}
 	p := newPendingCheckpoint(id, r.props, trigger, plan)
-	p.external, p.onDone, p.finished = pointer, r.done, plan.FinishedTasks
+	p.external, p.onDone, p.finished, p.toTrigger = pointer, r.done, plan.FinishedTasks, plan.TasksToTrigger
 	c.pending[id] = p
 	p.stats = c.stats.reportPending(id, trigger, r.props, p.subtasksPerVertex())
 	timeout := c.timeout
@@ -454,13 +464,28 @@ func (c *CheckpointCoordinator) onTriggerInitialized(r *triggerRequest, trigger 
 			c.abort(p, &CheckpointError{Reason: CheckpointExpired, CheckpointID: p.id}, nil)
 		}
 	})
-	for _, a := range plan.TasksToTrigger {
-		c.cfg.Tasks.TriggerCheckpoint(a, id, trigger, r.props)
+	if len(c.cfg.Coordinators) > 0 {
+		c.checkpointCoordinators(p)
+		return
 	}
-	if p.outstanding == 0 {
+	c.triggerTasks(p)
+	c.executeQueued()
+}
+
+// triggerTasks sends p's trigger to the plan's TasksToTrigger, then tells every operator
+// coordinator that the barriers are injected (their held events go out), then completes p if it
+// waits for no task. Flink: triggerCheckpointRequest / triggerTasks with the coordinators'
+// afterSourceBarrierInjection.
+func (c *CheckpointCoordinator) triggerTasks(p *PendingCheckpoint) {
+	for _, a := range p.toTrigger {
+		c.cfg.Tasks.TriggerCheckpoint(a, p.id, p.trigger, p.props)
+	}
+	for _, oc := range c.cfg.Coordinators {
+		oc.AfterSourceBarrierInjection(p.id)
+	}
+	if p.outstanding == 0 && !p.disposed {
 		c.complete(p)
 	}
-	c.executeQueued()
 }
 
 func (c *CheckpointCoordinator) failBeforePending(r *triggerRequest, ce *CheckpointError) {
@@ -524,7 +549,7 @@ func (c *CheckpointCoordinator) ReceiveAcknowledgeMessage(token jobgraph.JobMast
 	}
 	v := ack.Attempt.ExecutionVertexID
 	reportSubtaskAck(p.stats, v.JobVertexID, v.Subtask, now, ack.State.Size)
-	if p.outstanding == 0 {
+	if p.outstanding == 0 && !p.awaitingCoordinators {
 		c.complete(p)
 		c.executeQueued()
 	}
@@ -610,6 +635,7 @@ func (c *CheckpointCoordinator) abort(p *PendingCheckpoint, ce *CheckpointError,
 		return
 	}
 	c.dispose(p)
+	c.endCoordinatorTriggering(p)
 	c.reportFailure(p, ce, attempt, c.now())
 	c.failWithLocation(p.external, func() {
 		if p.onDone != nil {
@@ -635,6 +661,9 @@ func (c *CheckpointCoordinator) reportFailure(p *PendingCheckpoint, ce *Checkpoi
 	c.stats.ReportFailedCheckpoint(p.id, now, ce)
 	for _, t := range p.order {
 		c.cfg.Tasks.NotifyCheckpointAborted(t.attempt, p.id, now)
+	}
+	for _, oc := range c.cfg.Coordinators {
+		oc.NotifyCheckpointAborted(p.id)
 	}
 	if attempt != nil {
 		c.failures.HandleTaskLevelCheckpointException(p.props, ce, *attempt)
@@ -722,6 +751,9 @@ func (c *CheckpointCoordinator) onStored(done completion, err error) {
 	}
 	for _, t := range p.order {
 		c.cfg.Tasks.NotifyCheckpointComplete(t.attempt, p.id, now)
+	}
+	for _, oc := range c.cfg.Coordinators {
+		oc.NotifyCheckpointComplete(p.id)
 	}
 	if p.onDone != nil {
 		p.onDone(cp, nil)

@@ -20,10 +20,16 @@ type recorder struct {
 	log       []string
 	triggered []string
 	failJobs  []string
+	// logTriggers also logs each trigger ("trigger 1 v/0#0") in log, for tests of the order
+	// between task triggers and other calls.
+	logTriggers bool
 }
 
 func (r *recorder) TriggerCheckpoint(a jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, _ time.Time, p checkpoint.CheckpointProperties) {
 	r.triggered = append(r.triggered, fmt.Sprintf("%d@%s", id, name(a)))
+	if r.logTriggers {
+		r.log = append(r.log, fmt.Sprintf("trigger %d %s", id, name(a)))
+	}
 }
 func (r *recorder) NotifyCheckpointComplete(a jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, _ time.Time) {
 	r.log = append(r.log, fmt.Sprintf("complete %d %s", id, name(a)))
@@ -113,6 +119,12 @@ func newHarness(t *testing.T, s jobgraph.CheckpointingSettings, exec checkpoint.
 
 func newHarnessOver(t *testing.T, s jobgraph.CheckpointingSettings, exec checkpoint.IOExecutor, store checkpoint.CompletedCheckpointStore, counter checkpoint.CheckpointIDCounter, tasks ...jobgraph.ExecutionAttemptID) *harness {
 	t.Helper()
+	return newHarnessWith(t, s, exec, store, counter, nil, tasks...)
+}
+
+// newHarnessWith is newHarnessOver with the operator coordinators ocs in the Config.
+func newHarnessWith(t *testing.T, s jobgraph.CheckpointingSettings, exec checkpoint.IOExecutor, store checkpoint.CompletedCheckpointStore, counter checkpoint.CheckpointIDCounter, ocs []checkpoint.OperatorCoordinatorCheckpointContext, tasks ...jobgraph.ExecutionAttemptID) *harness {
+	t.Helper()
 	h := &harness{t: t, timers: manualtime.New(start), rec: &recorder{}, jm: jobgraph.NewJobMasterID(), job: jobgraph.NewJobID(), spDir: t.TempDir()}
 	h.store = &recordingStore{CompletedCheckpointStore: store, rec: h.rec}
 	h.counter = &failingCounter{CheckpointIDCounter: counter}
@@ -121,7 +133,8 @@ func newHarnessOver(t *testing.T, s jobgraph.CheckpointingSettings, exec checkpo
 		JobID: h.job, JobMasterID: h.jm, Settings: s, Timers: h.timers, Clock: h.timers.Now,
 		Tasks: h.rec, Plan: func() (checkpoint.CheckpointPlan, error) { return h.plan, h.planErr },
 		Store: h.store, IDCounter: h.counter, Executor: exec, FailJob: h.rec,
-		Savepoints: checkpoint.FileSavepointStorage{Random: &countingRandom{}},
+		Savepoints:   checkpoint.FileSavepointStorage{Random: &countingRandom{}},
+		Coordinators: ocs,
 	})
 	require.NoError(t, err)
 	h.c = c

@@ -58,6 +58,14 @@ type PendingCheckpoint struct {
 	finished      []jobgraph.ExecutionVertexID
 	cancelTimeout func() bool
 	onDone        func(CompletedCheckpoint, error)
+	toTrigger     []jobgraph.ExecutionAttemptID
+	// coords is the operator coordinators' answers while they are asked (nil without
+	// coordinators); coordinatorStates their states once all answered, sorted by vertex.
+	coords            *coordinatorTrigger
+	coordinatorStates []CoordinatorState
+	// awaitingCoordinators: the coordinators are being asked; the CheckpointCoordinator's
+	// triggering flag is set meanwhile.
+	awaitingCoordinators bool
 }
 
 func newPendingCheckpoint(id CheckpointID, props CheckpointProperties, trigger time.Time, plan CheckpointPlan) *PendingCheckpoint {
@@ -93,8 +101,10 @@ func (p *PendingCheckpoint) NumberOfAcknowledgedTasks() int { return len(p.order
 // NumberOfNonAcknowledgedTasks counts the attempts still outstanding.
 func (p *PendingCheckpoint) NumberOfNonAcknowledgedTasks() int { return p.outstanding }
 
-// IsFullyAcknowledged reports that every task acknowledged.
-func (p *PendingCheckpoint) IsFullyAcknowledged() bool { return p.outstanding == 0 && !p.disposed }
+// IsFullyAcknowledged reports that every task and every operator coordinator acknowledged.
+func (p *PendingCheckpoint) IsFullyAcknowledged() bool {
+	return p.outstanding == 0 && !p.disposed && !p.awaitingCoordinators
+}
 
 // IsDisposed reports an aborted or completed checkpoint.
 func (p *PendingCheckpoint) IsDisposed() bool { return p.disposed }
@@ -138,7 +148,8 @@ func (p *PendingCheckpoint) Acknowledge(attempt jobgraph.ExecutionAttemptID, sta
 func (p *PendingCheckpoint) finalize(job jobgraph.JobID, completion time.Time, last *CompletedCheckpoint) CompletedCheckpoint {
 	cp := CompletedCheckpoint{JobID: job, CheckpointID: p.id, Properties: p.props, TriggerTimestamp: p.trigger,
 		CompletionTimestamp: completion, StateSize: p.stateSize, ExternalPointer: p.external,
-		TaskStates: make([]SubtaskState, 0, len(p.order)+len(p.finished))}
+		TaskStates:        make([]SubtaskState, 0, len(p.order)+len(p.finished)),
+		CoordinatorStates: p.coordinatorStates}
 	for _, t := range p.order {
 		cp.TaskStates = append(cp.TaskStates, SubtaskState{JobVertexID: t.attempt.ExecutionVertexID.JobVertexID,
 			Subtask: t.attempt.ExecutionVertexID.Subtask, State: t.state})

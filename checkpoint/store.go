@@ -127,6 +127,10 @@ func cloneCompleted(cp CompletedCheckpoint) CompletedCheckpoint {
 		st.Data = slices.Clone(st.Data)
 		st.Files = slices.Clone(st.Files)
 	}
+	cp.CoordinatorStates = slices.Clone(cp.CoordinatorStates)
+	for i := range cp.CoordinatorStates {
+		cp.CoordinatorStates[i].State = slices.Clone(cp.CoordinatorStates[i].State)
+	}
 	return cp
 }
 

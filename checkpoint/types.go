@@ -140,7 +140,9 @@ type CompletedCheckpoint struct {
 	// CoordinatorStates are the operator coordinators' states, one per coordinated vertex that
 	// returned state, sorted by vertex ID.
 	CoordinatorStates []CoordinatorState `json:"coordinatorStates,omitempty"`
-	// StateSize is the sum of the TaskStates' sizes, in bytes.
+	// StateSize is the sum of the TaskStates' sizes and of the CoordinatorStates' lengths, in
+	// bytes (Flink's CompletedCheckpoint.getStateSize counts the coordinators' state too; the
+	// checkpoint statistics, like Flink's, count only what the tasks acknowledged).
 	StateSize int64 `json:"stateSize"`
 	// ExternalPointer is where a savepoint is stored (the path it was triggered with); empty for
 	// checkpoints.
