@@ -27,6 +27,8 @@
 // suite its scheduler.ShuffleMaster (Config.NewShuffleMaster): the suite then registers every
 // partition before it creates the partition's writer and deploys writers and readers with the
 // descriptors, as the scheduler does.
+// A shuffle whose records, barriers and failures cross processes as bytes (a network shuffle)
+// sets Config.AcrossProcesses: barriers and causes are then compared by value and text.
 // TestShuffleEnvironment runs in real time; TestShuffleEnvironmentInBubble runs each case inside
 // its own testing/synctest bubble, where it also checks that a waiting call is durably blocked
 // (synctest.Wait) rather than only that it returns the right thing. No case sleeps: each waits
@@ -76,6 +78,14 @@ type Config struct {
 	// descriptor naming the ResultPartitionID only (Flink's UnknownShuffleDescriptor), as the
 	// scheduler deploys it. nil: every descriptor is nil.
 	NewShuffleMaster func(t *testing.T, env taskexecutor.ShuffleEnvironment) scheduler.ShuffleMaster
+	// AcrossProcesses says that records, barriers and failures cross as bytes (a network
+	// shuffle): a reader gets a barrier equal to the one broadcast rather than the same
+	// pointer, and a failure whose cause has the text of the producer's cause rather than the
+	// same error (errors.Is still matches the taskexecutor sentinels). Records must come back
+	// equal and of the type emitted: the suite emits int, string and Record. A reader may
+	// have received all of a small partition before it is released, so the release cases
+	// then write more records than MaxBufferedRecords.
+	AcrossProcesses bool
 }
 
 // TestShuffleEnvironment runs the conformance suite, one subtest per case, in real time.
@@ -305,6 +315,35 @@ func (s *suite) nothingNow(r taskexecutor.ShuffleReader, why string) {
 	require.False(s.t, ok, "%s: got %v", why, rec)
 }
 
+// sameBarrier asserts that got is the barrier want a writer broadcast: the same pointer, or an
+// equal barrier when it crossed as bytes (Config.AcrossProcesses).
+func (s *suite) sameBarrier(want *taskexecutor.CheckpointBarrier, got any, msgAndArgs ...any) {
+	s.t.Helper()
+	if !s.cfg.AcrossProcesses {
+		assert.Same(s.t, want, got, msgAndArgs...)
+		return
+	}
+	b, ok := got.(*taskexecutor.CheckpointBarrier)
+	if assert.True(s.t, ok, "a *CheckpointBarrier, got %T", got) {
+		assert.Equal(s.t, want.ID, b.ID, msgAndArgs...)
+		assert.True(s.t, want.Timestamp.Equal(b.Timestamp), "timestamp %v, want %v", b.Timestamp, want.Timestamp)
+		assert.Equal(s.t, want.Properties, b.Properties, msgAndArgs...)
+	}
+}
+
+// causedBy asserts that err has cause among its causes: the same error, or one with its text
+// when it crossed as bytes (Config.AcrossProcesses).
+func (s *suite) causedBy(err, cause error, what string) {
+	s.t.Helper()
+	if !s.cfg.AcrossProcesses {
+		assert.ErrorIs(s.t, err, cause, what)
+		return
+	}
+	if assert.Error(s.t, err, what) {
+		assert.Contains(s.t, err.Error(), cause.Error(), what)
+	}
+}
+
 // await waits for done, within Timeout.
 func (s *suite) await(done <-chan struct{}, what string) {
 	s.t.Helper()
@@ -410,8 +449,9 @@ func pipelinedInOrder(s *suite) {
 	}
 }
 
-// rec is one record of the ALL_TO_ALL case: producer p's seq-th record, emitted to sub.
-type rec struct{ P, Sub, Seq int }
+// Record is one record of the ALL_TO_ALL case: producer P's Seq-th record, emitted to
+// subpartition Sub. Exported so that a shuffle whose records cross as bytes can encode it.
+type Record struct{ P, Sub, Seq int }
 
 // An ALL_TO_ALL exchange of P producers and C consumers, every gate listing the same partitions:
 // each record reaches exactly the reader of the subpartition it was emitted to, each producer's
@@ -431,7 +471,7 @@ func allToAll(s *suite) {
 	produce := func(pi int) func() error {
 		return func() error {
 			for i := range each {
-				if err := writers[pi].Emit(s.ctx, i%c, rec{P: pi, Sub: i % c, Seq: i}); err != nil {
+				if err := writers[pi].Emit(s.ctx, i%c, Record{P: pi, Sub: i % c, Seq: i}); err != nil {
 					return err
 				}
 			}
@@ -444,7 +484,7 @@ func allToAll(s *suite) {
 		producers = append(producers, s.produce(produce(pi)))
 	}
 	type result struct {
-		early, late     []rec
+		early, late     []Record
 		unfinishedSeen  bool
 		finishedAtEnd   bool
 		errEarly, errAt error
@@ -467,7 +507,7 @@ func allToAll(s *suite) {
 					close(phase1[j])
 					return
 				}
-				res.early = append(res.early, x.(rec))
+				res.early = append(res.early, x.(Record))
 			}
 			res.unfinishedSeen = !r.ProducersFinished()
 			close(phase1[j])
@@ -478,7 +518,7 @@ func allToAll(s *suite) {
 					res.errAt = err
 					break
 				}
-				res.late = append(res.late, x.(rec))
+				res.late = append(res.late, x.(Record))
 			}
 			res.finishedAtEnd = r.ProducersFinished()
 		}()
@@ -511,7 +551,7 @@ func allToAll(s *suite) {
 		res := results[j]
 		assert.Equal(t, io.EOF, res.errAt, "reader %d ends with io.EOF", j)
 		assert.True(t, res.finishedAtEnd, "reader %d: ProducersFinished after io.EOF", j)
-		all := append(append([]rec(nil), res.early...), res.late...)
+		all := append(append([]Record(nil), res.early...), res.late...)
 		next := make([]int, p) // the next Seq expected of each producer at this reader
 		for pi := range next {
 			next[pi] = j
@@ -682,7 +722,7 @@ func producerFails(s *suite) {
 		w.Fail(cause)
 		s.await(done, typ.String()+" reader's error")
 		assert.ErrorIs(t, err, taskexecutor.ErrProducerFailed, typ.String())
-		assert.ErrorIs(t, err, cause, typ.String())
+		s.causedBy(err, cause, typ.String())
 		var pe *taskexecutor.PartitionError
 		if assert.ErrorAs(t, err, &pe, typ.String()) {
 			assert.Equal(t, id, pe.Partition, typ.String())
@@ -706,7 +746,7 @@ func failPartitions(s *suite) {
 	s.env.FailPartitions(o, []rpc.ResultPartitionDeploymentDescriptor{s.producerDesc(s.job, te1, ids[0], jobgraph.Pipelined, 1)}, cause)
 	_, err := s.readToError(r)
 	assert.ErrorIs(t, err, taskexecutor.ErrProducerFailed)
-	assert.ErrorIs(t, err, cause)
+	s.causedBy(err, cause, "FailPartitions")
 }
 
 // ---- blocking partitions ----
@@ -785,10 +825,14 @@ func (s *suite) attachFails(d rpc.InputGateDeploymentDescriptor, want error, wha
 // ErrPartitionReleased; unknown IDs are ignored and other partitions stay readable.
 func releaseLocally(s *suite) {
 	t := s.t
+	n := 1000
+	if s.cfg.AcrossProcesses {
+		n = max(n, s.cfg.MaxBufferedRecords+1) // more than can be in flight
+	}
 	ids := s.partitions(2)
 	for _, id := range ids {
 		w := s.writer(id, jobgraph.Blocking, 1)
-		s.emit(w, 0, 0, 1000)
+		s.emit(w, 0, 0, n)
 		require.NoError(t, w.Finish(s.ctx))
 	}
 	r := s.reader(jobgraph.Blocking, 0, ids[0])
@@ -797,7 +841,7 @@ func releaseLocally(s *suite) {
 	s.env.ReleasePartitionsLocally(ids[0], unknown)
 	s.readFails(r, taskexecutor.ErrPartitionReleased, "a reader in the middle of a released partition")
 	s.attachFails(s.gateDesc(jobgraph.Blocking, 0, ids[:1]), taskexecutor.ErrPartitionReleased, "a reader of a released partition")
-	assert.Equal(t, ints(0, 1000), s.drain(s.reader(jobgraph.Blocking, 0, ids[1])), "the partition not released")
+	assert.Equal(t, ints(0, n), s.drain(s.reader(jobgraph.Blocking, 0, ids[1])), "the partition not released")
 }
 
 // ReleaseAllOf returns exactly the IDs of the partitions produced on that TaskExecutor; their
@@ -837,11 +881,17 @@ func releaseJob(s *suite) {
 		{other, te1, jobgraph.Blocking, true},
 		{s.job, te2, jobgraph.Blocking, true},
 	}
+	// A partition that crossed to its reader whole before the release can be read to its end
+	// when records cross as bytes: then each holds more than can be in flight.
+	n := 3
+	if s.cfg.AcrossProcesses {
+		n = s.cfg.MaxBufferedRecords + 1
+	}
 	ids := s.partitions(len(parts))
 	readers := make([]taskexecutor.ShuffleReader, len(parts))
 	for i, p := range parts {
 		w := s.writerOn(p.job, p.te, ids[i], p.typ, 1)
-		s.emit(w, 0, 0, 3)
+		s.emit(w, 0, 0, n)
 		require.NoError(t, w.Finish(s.ctx))
 		o, _ := s.owner(p.job, te2, "consumer")
 		rs, err := s.env.CreateInputGates(o, []rpc.InputGateDeploymentDescriptor{s.gateDesc(p.typ, 0, ids[i:i+1])})
@@ -852,12 +902,12 @@ func releaseJob(s *suite) {
 	s.env.ReleaseJobPartitions(s.job, te1)
 	for i, p := range parts {
 		if p.kept {
-			assert.Equal(t, ints(0, 3), s.drain(readers[i]), "partition %d (%s) kept", i, p.typ)
+			assert.Equal(t, ints(0, n), s.drain(readers[i]), "partition %d (%s) kept", i, p.typ)
 		} else {
 			s.readFails(readers[i], taskexecutor.ErrPartitionReleased, fmt.Sprintf("partition %d (%s) released", i, p.typ))
 		}
 	}
-	assert.Equal(t, ints(0, 3), s.drain(s.reader(jobgraph.BlockingPersistent, 0, ids[1])), "the persistent partition is read again")
+	assert.Equal(t, ints(0, n), s.drain(s.reader(jobgraph.BlockingPersistent, 0, ids[1])), "the persistent partition is read again")
 }
 
 // ---- bad input ----
@@ -922,7 +972,7 @@ func barriersInOrder(s *suite) {
 		}
 		assert.Equal(t, []any{sub, sub + 2, sub + 4, sub + 6, sub + 8, sub + 10, sub + 12, sub + 14, sub + 16, sub + 18}, before, "subpartition %d before the barrier", sub)
 		x := s.next(r)
-		assert.Same(t, b, x, "subpartition %d: the barrier after the records before it", sub)
+		s.sameBarrier(b, x, "subpartition %d: the barrier after the records before it", sub)
 		assert.True(t, r.Aligned(7), "subpartition %d: aligned with its only channel's barrier", sub)
 		r.ResumeAlignment(7)
 		var after []any
@@ -955,7 +1005,7 @@ func barrierAlignment(s *suite) {
 	w0.FlushIdle()
 	assert.False(t, r.Aligned(1), "no barrier taken yet")
 	assert.Equal(t, "a", s.next(r))
-	assert.Same(t, b0, s.next(r), "channel 0's barrier")
+	s.sameBarrier(b0, s.next(r), "channel 0's barrier")
 	assert.False(t, r.Aligned(1), "channel 1 has not delivered the barrier")
 
 	require.NoError(t, w1.Emit(s.ctx, 0, "c"))
@@ -965,7 +1015,7 @@ func barrierAlignment(s *suite) {
 	require.NoError(t, w1.BroadcastBarrier(s.ctx, b1))
 	require.NoError(t, w1.Emit(s.ctx, 0, "d"))
 	w1.FlushIdle()
-	assert.Same(t, b1, s.next(r), "channel 1's barrier")
+	s.sameBarrier(b1, s.next(r), "channel 1's barrier")
 	assert.True(t, r.Aligned(1), "both channels delivered the barrier")
 	s.nothingNow(r, "an aligned gate before ResumeAlignment")
 
