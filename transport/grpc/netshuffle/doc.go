@@ -1,0 +1,47 @@
+// Package netshuffle is a network shuffle for jobgraph: TaskExecutors in different processes
+// exchange the records of their tasks over gRPC, behind the core's shuffle plug point
+// (taskexecutor.ShuffleEnvironment on each TaskExecutor, scheduler.ShuffleMaster on the
+// JobMaster). Flink: the NettyShuffleEnvironment and NettyShuffleMaster, with credit-based flow
+// control (FLIP "credit-based flow control", Flink 1.5).
+//
+// Each TaskExecutor process runs one Environment (New): its tasks write their partitions into
+// an in-memory taskexecutor.Shuffle of the process, which keeps every semantic of the
+// in-memory default (batching, back-pressure, BLOCKING partitions kept until released and
+// readable again after their producer finished, HYBRID ones readable while produced, failure
+// and release), and one gRPC data server (127.0.0.1 unless Config.ListenAddress says otherwise;
+// TLS with Config.ServerTLS/ClientTLS) streams them to consumers. The JobMaster's ShuffleMaster
+// describes each partition with its producer's data address, the data set's record codec and its
+// number of subpartitions (rpc.ShuffleDescriptor.Data), and the scheduler ships the descriptors
+// in the deployment descriptors.
+//
+// A consumer's reader opens one gRPC stream per (partition, subpartition) it reads — all streams
+// to one data server share one HTTP/2 connection — and grants it credit: Config.BuffersPerChannel
+// Data frames up front, one more whenever its reader took a frame. The data server takes records
+// from the in-memory shuffle only while the stream has credit, encodes them with the data set's
+// Codec into frames of up to Config.BufferSize bytes (a smaller one whenever nothing more is at
+// hand), and sends one frame per credit; checkpoint barriers, the end of the partition and
+// failures travel in-band, in their place, and need no credit. So a consumer that stops reading
+// stops its own streams only: its producers' writers block in the in-memory shuffle
+// (back-pressure), while every other stream on the same connection flows — gRPC's own windows
+// are set larger than any stream's credit allows in flight, and the connection's window is
+// returned as data arrives (TestSlowConsumerBlocksOnlyItsProducer).
+//
+// What a reader gets: the records of each partition in order; *taskexecutor.CheckpointBarrier
+// records aligned as in the in-memory shuffle (Flink's aligned checkpoints: a channel that
+// delivered the barrier is held back, without credit, until ResumeAlignment); io.EOF once every
+// partition ended; a *taskexecutor.PartitionError matching ErrProducerFailed or
+// ErrPartitionReleased as the producer's process says (the cause's text and library sentinel
+// codes cross as a jobgraph.ErrorInfo); ErrPartitionLost when the producer's process or the
+// connection to it is gone, so region failover restarts the producer; a *StreamError matching
+// ErrFrameTooLarge or ErrMalformedFrame when one stream carried a frame over the limit or one it
+// cannot read — that stream closes, no other stream is touched.
+//
+// Where we differ: Flink reads a partition produced in the same process through a
+// LocalInputChannel; here every read goes through the data server, even from the producer's own
+// process. Flink sends network buffers of serialized records; here a Data frame holds whole
+// records, each a length and the Codec's bytes. A reader whose descriptor does not know the
+// producer yet (Flink's UnknownShuffleDescriptor, which Flink updates later with
+// updatePartitionInfo) reads from its own process's data server: the scheduler registers every
+// partition of a deployment bulk before it deploys any of it, so a pipelined consumer always
+// knows its producers, and a blocking one is deployed after them.
+package netshuffle
