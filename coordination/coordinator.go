@@ -18,9 +18,9 @@
 //     another endpoint; work done off the loop comes back with Context.RunInMainThread.
 //   - The coordinator's checkpoint result is a callback (Flink: a CompletableFuture<byte[]>).
 //
-// Nothing in the runtime calls a coordinator yet: the JobMaster's handler (Flink's
-// DefaultOperatorCoordinatorHandler), the event RPCs between TaskExecutor and JobMaster and the
-// checkpoint ordering are still to be wired; see docs/ARCHITECTURE.md.
+// Holder runs one coordinator for the JobMaster (Flink's OperatorCoordinatorHolder): the gateways
+// per attempt, the event valve around checkpoints, the fencing of events by attempt, and the
+// global failure of the job on a coordinator's error; see docs/ARCHITECTURE.md.
 package coordination
 
 import (
