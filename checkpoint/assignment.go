@@ -49,7 +49,9 @@ type VertexToRestore struct {
 // MaxParallelism (the max parallelism changed, which Flink refuses too) or overlap; a subtask
 // index in cp outside [0, MaxParallelism); state for a vertex the job does not have, unless
 // allowNonRestored (execution.savepoint.ignore-unclaimed-state) — a vertex whose handles are all
-// empty does not count. cp is not modified; the result shares cp's byte slices.
+// empty does not count —, and likewise operator coordinator state (cp.CoordinatorStates) of a
+// vertex the job does not have. Coordinator state is not part of the result: the scheduler
+// hands it to the coordinators. cp is not modified; the result shares cp's byte slices.
 func AssignStates(cp CompletedCheckpoint, vertices []VertexToRestore, allowNonRestored bool) (map[jobgraph.JobVertexID][]StateHandle, error) {
 	byVertex := map[jobgraph.JobVertexID][]SubtaskState{}
 	var order []jobgraph.JobVertexID
@@ -85,6 +87,12 @@ func AssignStates(cp CompletedCheckpoint, vertices []VertexToRestore, allowNonRe
 					return nil, fmt.Errorf("%w: snapshot %d has state of job vertex %s, which the job does not have: state is matched to vertices by JobVertexID, so a job restored from a snapshot must give its vertices the IDs they had (set JobVertex.ID before Connect); execution.savepoint.ignore-unclaimed-state drops such state instead, and the vertices without state then start empty",
 						ErrStateAssignment, cp.CheckpointID, id)
 				}
+			}
+		}
+		for _, cs := range cp.CoordinatorStates {
+			if !known[cs.JobVertexID] {
+				return nil, fmt.Errorf("%w: snapshot %d has operator coordinator state of job vertex %s, which the job does not have: state is matched to vertices by JobVertexID; execution.savepoint.ignore-unclaimed-state drops such state instead",
+					ErrStateAssignment, cp.CheckpointID, cs.JobVertexID)
 			}
 		}
 	}

@@ -108,6 +108,19 @@ func TestAssignStatesRefusesWhatCannotBeRestored(t *testing.T) {
 	got, err = checkpoint.AssignStates(empty, nil, false)
 	require.NoError(t, err)
 	assert.Empty(t, got)
+
+	// Operator coordinator state of a vertex the job does not have: refused unless allowed,
+	// naming the vertex; of a vertex it has: accepted, and not in the result.
+	coordinated := checkpoint.CompletedCheckpoint{CheckpointID: 4, CoordinatorStates: []checkpoint.CoordinatorState{{JobVertexID: other, State: []byte("splits")}}}
+	_, err = checkpoint.AssignStates(coordinated, vertex(2, 128), false)
+	require.ErrorIs(t, err, checkpoint.ErrStateAssignment)
+	assert.Equal(t, fmt.Sprintf("checkpoint: cannot assign the snapshot's state to the job: snapshot 4 has operator coordinator state of job vertex %s, which the job does not have: state is matched to vertices by JobVertexID; execution.savepoint.ignore-unclaimed-state drops such state instead", other), err.Error())
+	got, err = checkpoint.AssignStates(coordinated, vertex(2, 128), true)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	got, err = checkpoint.AssignStates(coordinated, []checkpoint.VertexToRestore{{ID: other, Name: "source", Parallelism: 1, MaxParallelism: 128}}, false)
+	require.NoError(t, err)
+	assert.Empty(t, got)
 }
 
 // The in-memory factory keeps each job's store and counter for the next JobMaster, and replaces

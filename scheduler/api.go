@@ -183,12 +183,23 @@ type Config struct {
 	// GraphOptions are passed to executiongraph.Build (e.g. WithExecutionGraphID in tests,
 	// WithMaxPriorAttempts). Config.Clock is passed as WithClock after them.
 	GraphOptions []executiongraph.Option
-	// OperatorCoordinators are the job's operator coordinators (one per coordinated JobVertex;
-	// the JobMaster's coordination.Holders). The scheduler passes them to the
-	// CheckpointCoordinator (checkpoint.Config.Coordinators) and restores them as Flink's
-	// SchedulerBase.restoreState does: ResetToCheckpoint on each on the initial restore and on
-	// a global failover, SubtaskReset for each restarted subtask of a coordinated vertex on a
-	// region failover. Called on the main loop only.
+	// OperatorCoordinators are the job's operator coordinators, at most one per JobVertex of the
+	// job (the JobMaster's coordination.Holders; New refuses a nil one, two for one vertex, one
+	// for a vertex the job does not have). The scheduler passes them to the
+	// CheckpointCoordinator (checkpoint.Config.Coordinators; each checkpoint result is a
+	// scheduler entry) and restores them as Flink's SchedulerBase.restoreState does, on the main
+	// loop:
+	//   - initial restore: New calls ResetToCheckpoint(snapshot ID, the vertex's state or nil)
+	//     on each when the job starts from the store's latest snapshot or from
+	//     execution.savepoint.path, after the tasks' state was assigned; none when it starts
+	//     from nothing. The caller starts the coordinators only after New returned, before
+	//     StartScheduling (Flink: startAllOperatorCoordinators in startScheduling);
+	//   - global failover: ResetToCheckpoint on each with the snapshot the tasks restore, or
+	//     (checkpoint.NoCheckpoint, nil) without one or without a CheckpointCoordinator;
+	//   - region failover: SubtaskReset(subtask, the restored snapshot's ID or NoCheckpoint) for
+	//     each restarted subtask of a coordinated vertex;
+	// both after the restarted tasks' state was assigned and before they are scheduled. A reset
+	// error on a restart is a global failure; on the initial restore New's error.
 	OperatorCoordinators []checkpoint.OperatorCoordinatorCheckpointContext
 }
 

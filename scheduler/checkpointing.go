@@ -199,18 +199,19 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 	}
 	s.ck = ck
 	coord, err := checkpoint.NewCheckpointCoordinator(checkpoint.Config{
-		JobID:       g.JobID,
-		JobMasterID: cfg.JobMasterID,
-		Settings:    settings,
-		Timers:      enteringTimers{s},
-		Clock:       cfg.Clock,
-		Tasks:       checkpointTasks{s},
-		Plan:        s.checkpointPlan,
-		Store:       store,
-		IDCounter:   counter,
-		Executor:    enteringExecutor{s, exec},
-		FailJob:     failJobCallback{s},
-		Metrics:     cfg.Metrics,
+		JobID:        g.JobID,
+		JobMasterID:  cfg.JobMasterID,
+		Settings:     settings,
+		Timers:       enteringTimers{s},
+		Clock:        cfg.Clock,
+		Tasks:        checkpointTasks{s},
+		Plan:         s.checkpointPlan,
+		Store:        store,
+		IDCounter:    counter,
+		Executor:     enteringExecutor{s, exec},
+		FailJob:      failJobCallback{s},
+		Metrics:      cfg.Metrics,
+		Coordinators: s.coords.forCheckpointing(s),
 	})
 	if err != nil {
 		return err
@@ -225,7 +226,10 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 		if err := coord.AdvanceIDCounterPast(cp.CheckpointID); err != nil {
 			return err
 		}
-		return s.assignRestore(cp, nil, false)
+		if err := s.assignRestore(cp, nil, false); err != nil {
+			return err
+		}
+		return s.coords.resetAll(&cp, true)
 	}
 	path := g.SavepointRestore.Path
 	if path == "" {
@@ -242,7 +246,10 @@ func (s *DefaultScheduler) setUpCheckpointing(g *jobgraph.JobGraph, cfg Config) 
 		return err
 	}
 	s.log.Info("restoring a savepoint", "checkpoint", cp.CheckpointID, "path", path)
-	return s.assignRestore(cp, nil, g.SavepointRestore.AllowNonRestoredState)
+	if err := s.assignRestore(cp, nil, g.SavepointRestore.AllowNonRestoredState); err != nil {
+		return err
+	}
+	return s.coords.resetAll(&cp, !g.SavepointRestore.AllowNonRestoredState)
 }
 
 // assignRestore computes the state each of vertices (nil: every vertex) restores from cp.
@@ -291,18 +298,26 @@ func (s *DefaultScheduler) assignRestore(cp checkpoint.CompletedCheckpoint, vert
 
 // restoreForRestart gives the vertices a restart resets the latest completed snapshot's state
 // (checkpoint or savepoint, whichever is newer; the one the job started from if none completed
-// since). Flink: SchedulerBase.restoreState (restoreLatestCheckpointedStateToSubtasks / ToAll).
-func (s *DefaultScheduler) restoreForRestart(vertices []*executiongraph.ExecutionVertex) error {
+// since) and returns that snapshot (nil: none). Flink: SchedulerBase.restoreState
+// (restoreLatestCheckpointedStateToSubtasks / ToAll). Flink also aborts the pending checkpoints
+// there (JOB_FAILOVER_REGION); ours were aborted when the failover was decided
+// (abortCheckpointsForFailover), and none can be triggered between that and the restore: the
+// plan refuses while a vertex of the restart is neither RUNNING nor FINISHED, and the failed one
+// is FAILED (or, for a global failure, every running one CANCELING) until it is reset here.
+func (s *DefaultScheduler) restoreForRestart(vertices []*executiongraph.ExecutionVertex) (*checkpoint.CompletedCheckpoint, error) {
 	ck := s.ck
 	cp, ok := ck.coord.RestoreLatestSnapshot()
 	if !ok {
 		for _, v := range vertices {
 			ck.restore[v.Index()] = nil
 		}
-		return nil
+		return nil, nil
 	}
 	s.log.Info("restoring restarted tasks from a snapshot", "checkpoint", cp.CheckpointID, "tasks", len(vertices))
-	return s.assignRestore(cp, vertices, true)
+	if err := s.assignRestore(cp, vertices, true); err != nil {
+		return nil, err
+	}
+	return &cp, nil
 }
 
 // checkpointPlan is the coordinator's Plan: TasksToTrigger are the RUNNING attempts of vertices

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/executiongraph"
 )
 
@@ -98,6 +99,8 @@ type pendingRestart struct {
 	// entry is the sequence number of the exception history entry of the failure that caused
 	// the restart; failures of its canceled executions are grouped under it.
 	entry int64
+	// global: a global failover (every coordinator is reset, not only subtasks).
+	global bool
 }
 
 // restartTasksWithDelay marks d.vertices as waiting for a restart with new versions (the job goes
@@ -111,7 +114,7 @@ func (s *DefaultScheduler) restartTasksWithDelay(d failureDecision, entry int64)
 	// Pending checkpoints cannot complete once tasks restart. Before the job leaves RUNNING, so
 	// that they fail as a failover's (not counted), not as the periodic scheduler's suspension.
 	s.abortCheckpointsForFailover(d.global)
-	r := &pendingRestart{vertices: d.vertices, versions: make([]uint64, len(d.vertices)), entry: entry}
+	r := &pendingRestart{vertices: d.vertices, versions: make([]uint64, len(d.vertices)), entry: entry, global: d.global}
 	for k, v := range d.vertices {
 		i := v.Index()
 		s.versions[i]++
@@ -220,11 +223,20 @@ func (s *DefaultScheduler) restartTasks(r *pendingRestart) {
 	}
 	s.releasePartitions(released.out)
 	s.tdds.invalidate()
+	var restored *checkpoint.CompletedCheckpoint
 	if s.ck != nil {
-		if err := s.restoreForRestart(vertices); err != nil {
+		var err error
+		if restored, err = s.restoreForRestart(vertices); err != nil {
 			s.failJob(fmt.Errorf("restoring the restarted tasks' state: %w", err))
 			return
 		}
+	}
+	// The operator coordinators after the tasks' state, before the tasks are scheduled; a
+	// coordinator that cannot be reset fails the job over globally (Flink: restartTasks'
+	// handleGlobalFailure of restoreState's exception).
+	if err := s.restoreCoordinatorsForRestart(vertices, r.global, restored); err != nil {
+		s.HandleGlobalFailure(err)
+		return
 	}
 	if ad, ok := s.failures.restart.(AttemptDone); ok {
 		ad.RestartDone()

@@ -41,6 +41,8 @@ type DefaultScheduler struct {
 	shuffleDescs map[jobgraph.IntermediateResultPartitionID]rpc.ShuffleDescriptor
 	// ck is the job's checkpointing (nil: the job takes no checkpoints).
 	ck *checkpointing
+	// coords are the job's operator coordinators (Config.OperatorCoordinators; never nil).
+	coords *operatorCoordinators
 	// stop is the stop-with-savepoint under way (nil: none); see savepoint.go.
 	stop *stopWithSavepoint
 
@@ -83,7 +85,11 @@ type DefaultScheduler struct {
 // *jobgraph.ValidationError); ErrUnknownStrategy; ErrNoTimers; an error for a nil pool or
 // deployer, a negative SlotRequestTimeout or ExceptionHistorySize; for a coordinator: the
 // CheckpointRecoveryFactory's error, a savepoint path without LoadSavepoint or LoadSavepoint's
-// error, checkpoint.ErrStateAssignment when the snapshot's state does not fit the job.
+// error, checkpoint.ErrStateAssignment when the snapshot's state does not fit the job (also
+// operator coordinator state of a vertex without a coordinator, unless AllowNonRestoredState);
+// an error naming the vertex for a nil Config.OperatorCoordinators entry, two for one vertex, one
+// for a vertex the job does not have; an operator coordinator's ResetToCheckpoint error on the
+// initial restore (see operatorCoordinators for the order of the coordinators' calls).
 //
 // Cost: Build's, plus O(subtasks + partitions + groups) for the scheduler's own tables.
 func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*DefaultScheduler, error) {
@@ -160,6 +166,9 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
 	}
 	s.failures = &failureHandler{restart: restart, failover: failover, mayRestart: mayRestart, graph: eg}
+	if s.coords, err = newOperatorCoordinators(eg, cfg.OperatorCoordinators); err != nil {
+		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+	}
 	if HasCheckpointCoordinator(g) {
 		if err := s.setUpCheckpointing(g, cfg); err != nil {
 			return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
