@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -82,4 +83,72 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// answeringOC answers every checkpoint inside the call with a 64-byte state.
+type answeringOC struct {
+	vertex jobgraph.JobVertexID
+	state  []byte
+}
+
+func (o answeringOC) VertexID() jobgraph.JobVertexID { return o.vertex }
+func (o answeringOC) CheckpointCoordinator(_ checkpoint.CheckpointID, result func([]byte, error)) {
+	result(o.state, nil)
+}
+func (answeringOC) AfterSourceBarrierInjection(checkpoint.CheckpointID)     {}
+func (answeringOC) AbortCurrentTriggering()                                 {}
+func (answeringOC) NotifyCheckpointComplete(checkpoint.CheckpointID)        {}
+func (answeringOC) NotifyCheckpointAborted(checkpoint.CheckpointID)         {}
+func (answeringOC) ResetToCheckpoint(checkpoint.CheckpointID, []byte) error { return nil }
+func (answeringOC) SubtaskReset(int, checkpoint.CheckpointID) error         { return nil }
+
+// BenchmarkCheckpointWithCoordinators: each iteration is one whole checkpoint of 8 tasks (8
+// vertices × 1 subtask) — trigger, every ack, store in memory, notifications — with 0 or 8
+// operator coordinators answering inside their call: what the coordinator phase adds to a
+// checkpoint.
+func BenchmarkCheckpointWithCoordinators(b *testing.B) {
+	for _, n := range []int{0, 8} {
+		b.Run(fmt.Sprintf("coordinators=%d", n), func(b *testing.B) {
+			eg := jobgraph.NewExecutionGraphID()
+			var tasks []jobgraph.ExecutionAttemptID
+			var ocs []checkpoint.OperatorCoordinatorCheckpointContext
+			for i := range 8 {
+				v := jobgraph.NewJobVertexID()
+				tasks = append(tasks, jobgraph.ExecutionAttemptID{ExecutionGraphID: eg, ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: v}})
+				if i < n {
+					ocs = append(ocs, answeringOC{vertex: v, state: make([]byte, 64)})
+				}
+			}
+			timers := manualtime.New(start)
+			store, _ := checkpoint.NewStandaloneCompletedCheckpointStore(1)
+			jm := jobgraph.NewJobMasterID()
+			c, err := checkpoint.NewCheckpointCoordinator(checkpoint.Config{
+				JobMasterID: jm, Timers: timers, Clock: timers.Now, Tasks: nopTasks{},
+				Plan: func() (checkpoint.CheckpointPlan, error) {
+					return checkpoint.CheckpointPlan{TasksToTrigger: tasks, TasksToWaitFor: tasks}, nil
+				},
+				Store: store, IDCounter: checkpoint.NewStandaloneCheckpointIDCounter(), FailJob: nopTasks{},
+				Coordinators: ocs,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for i := range b.N {
+				id := checkpoint.CheckpointID(i + 1)
+				if err := c.TriggerCheckpoint(jm, nil); err != nil {
+					b.Fatal(err)
+				}
+				for _, a := range tasks {
+					if err := c.ReceiveAcknowledgeMessage(jm, checkpoint.AcknowledgeCheckpoint{Attempt: a, CheckpointID: id, State: checkpoint.StateHandle{Size: 64}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			if got, _ := store.Latest(); got.CheckpointID != checkpoint.CheckpointID(b.N) || len(got.CoordinatorStates) != n {
+				b.Fatalf("latest checkpoint %d with %d coordinator states, want %d with %d", got.CheckpointID, len(got.CoordinatorStates), b.N, n)
+			}
+		})
+	}
 }

@@ -374,3 +374,33 @@ func TestCoordinatorResetFailureIsAGlobalFailover(t *testing.T) {
 	require.NotEmpty(t, hist)
 	assert.Contains(t, hist[len(hist)-1].Message, "resetting subtask 1 of the operator coordinator of vertex "+g.Vertices[0].ID.String()+" to checkpoint -1: cannot give back the splits")
 }
+
+// keepingOC keeps the result function, to deliver it later, from outside any scheduler call
+// (as a coordination.Holder does, from the JobMaster's loop).
+type keepingOC struct {
+	fakeOC
+	result func([]byte, error)
+}
+
+func (k *keepingOC) CheckpointCoordinator(id checkpoint.CheckpointID, result func([]byte, error)) {
+	k.logf("checkpoint %d", id)
+	k.result = result
+}
+
+// A coordinator's result that arrives later, from outside any scheduler call, is delivered as a
+// scheduler entry of its own, so what it causes (tasks triggered, a checkpoint completed, a
+// FailJob of the CheckpointCoordinator) is carried out when it leaves.
+func TestLateCoordinatorResultIsASchedulerEntry(t *testing.T) {
+	g := pointwise(jobgraph.CheckpointingSettings{Interval: 10 * time.Millisecond})
+	h := newCoordHarness(t, g, Config{})
+	k := &keepingOC{fakeOC: fakeOC{vertex: g.Vertices[0].ID, name: "v1", log: &h.log}}
+	ocs := (&operatorCoordinators{all: []checkpoint.OperatorCoordinatorCheckpointContext{k}}).forCheckpointing(h.s)
+	require.Len(t, ocs, 1)
+	var depths []int
+	ocs[0].CheckpointCoordinator(3, func([]byte, error) { depths = append(depths, h.s.depth) })
+	require.NotNil(t, k.result)
+	assert.Equal(t, 0, h.s.depth)
+	k.result([]byte("x"), nil)
+	assert.Equal(t, []int{1}, depths, "the result runs inside enter/leave")
+	assert.Equal(t, 0, h.s.depth)
+}
