@@ -22,7 +22,9 @@
 // env.Address, register with the ResourceManager at env.ResourceManagerAddress, run the task code
 // named InvokableFinish and InvokableBlock, and close itself when the case ends (t.Cleanup).
 // TestTaskExecutor runs in real time; TestTaskExecutorInBubble runs each case inside its own
-// testing/synctest bubble, and there also checks that nothing more was sent. No case sleeps: each
+// testing/synctest bubble, and there also checks that nothing more was sent.
+// TestTaskExecutorOver runs the cases in real time over a transport of the implementation's
+// choice, so the TaskExecutor can run in another process. No case sleeps: each
 // waits for what it expects for at most Timeout.
 package tetest
 
@@ -69,14 +71,40 @@ type Env struct {
 
 // TestTaskExecutor runs the conformance suite, one subtest per case, in real time.
 func TestTaskExecutor(t *testing.T, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway) {
-	run(t, newTaskExecutor, false)
+	run(t, localTransport, newTaskExecutor, false)
+}
+
+// Transport is the rpc.Service the suite's fakes are served on, for TestTaskExecutorOver.
+type Transport struct {
+	// NewService returns a fresh Service for one case; the suite registers its fake
+	// ResourceManager and JobMaster on it and closes it when the case ends.
+	NewService func(t *testing.T) rpc.Service
+	// Address returns the address under which what is registered on svc as name is reached
+	// from any process (the suite registers under it and hands it out, as
+	// Env.ResourceManagerAddress and as the JobMaster's address in RequestSlot).
+	Address func(svc rpc.Service, name string) string
+}
+
+// localTransport is the in-process Service, where an endpoint's name is its address.
+var localTransport = Transport{
+	NewService: func(*testing.T) rpc.Service { return rpc.NewLocalService() },
+	Address:    func(_ rpc.Service, name string) string { return name },
+}
+
+// TestTaskExecutorOver runs the conformance suite, one subtest per case, in real time, with the
+// suite's fakes on tr's Service: newTaskExecutor may start the TaskExecutor anywhere (another
+// process) as long as it registers with the ResourceManager at env.ResourceManagerAddress, and
+// returns a gateway to it (a client stub of env.RPC, say). env.Address is then only the name
+// to register under; the suite reaches the TaskExecutor at the address its registration names.
+func TestTaskExecutorOver(t *testing.T, tr Transport, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway) {
+	run(t, tr, newTaskExecutor, false)
 }
 
 // TestTaskExecutorInBubble runs the conformance suite with each case inside a testing/synctest
 // bubble. Only for implementations whose goroutines all end when they are closed and that do no
 // real I/O.
 func TestTaskExecutorInBubble(t *testing.T, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway) {
-	run(t, newTaskExecutor, true)
+	run(t, localTransport, newTaskExecutor, true)
 }
 
 var cases = []struct {
@@ -113,22 +141,25 @@ type suite struct {
 	jm       *fakeJobMaster
 	te       rpc.TaskExecutorGateway
 	job      jobgraph.JobID
+	// rmAddr and jmAddr are where the fakes are reached (rmAddress and jmAddress in-process).
+	rmAddr, jmAddr string
 }
 
-func run(t *testing.T, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway, inBubble bool) {
+func run(t *testing.T, tr Transport, newTaskExecutor func(t *testing.T, env Env) rpc.TaskExecutorGateway, inBubble bool) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body := func(t *testing.T) {
-				svc := rpc.NewLocalService()
+				svc := tr.NewService(t)
 				t.Cleanup(func() { assert.NoError(t, svc.Close()) })
 				ctx, cancel := context.WithTimeout(t.Context(), Timeout)
 				t.Cleanup(cancel)
 				s := &suite{t: t, ctx: ctx, inBubble: inBubble, job: jobgraph.NewJobID(),
 					rm: &fakeResourceManager{id: jobgraph.NewResourceManagerID(), events: newEvents()},
 					jm: &fakeJobMaster{token: jobgraph.NewJobMasterID(), events: newEvents()}}
-				require.NoError(t, svc.Register(rmAddress, s.rm))
-				require.NoError(t, svc.Register(jmAddress, s.jm))
-				s.te = newTaskExecutor(t, Env{RPC: svc, ResourceID: teID, Address: string(teID), ResourceManagerAddress: rmAddress, NumSlots: 2})
+				s.rmAddr, s.jmAddr = tr.Address(svc, rmAddress), tr.Address(svc, jmAddress)
+				require.NoError(t, svc.Register(s.rmAddr, s.rm))
+				require.NoError(t, svc.Register(s.jmAddr, s.jm))
+				s.te = newTaskExecutor(t, Env{RPC: svc, ResourceID: teID, Address: string(teID), ResourceManagerAddress: s.rmAddr, NumSlots: 2})
 				require.NotNil(t, s.te, "newTaskExecutor returned nil")
 				s.waitFor("the TaskExecutor registers with the ResourceManager", func() bool { return len(s.rm.registrations()) > 0 })
 				reg := s.rm.registrations()[0]
@@ -179,7 +210,7 @@ func (s *suite) slot(n int) rpc.SlotID { return rpc.SlotID{ResourceID: teID, Slo
 // accepted) at the fake JobMaster.
 func (s *suite) allocate(n int, a jobgraph.AllocationID) {
 	s.t.Helper()
-	require.NoError(s.t, s.te.RequestSlot(s.ctx, s.slot(n), s.job, a, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id))
+	require.NoError(s.t, s.te.RequestSlot(s.ctx, s.slot(n), s.job, a, jobgraph.ResourceProfile{}, s.jmAddr, s.jm.token, s.rm.id))
 	s.waitFor("the slot is offered to the JobMaster", func() bool { return slices.Contains(s.jm.offered(), a) })
 }
 
@@ -205,7 +236,7 @@ func (s *suite) running(a jobgraph.AllocationID) jobgraph.ExecutionAttemptID {
 func requestSlotIdempotent(s *suite) {
 	a := jobgraph.NewAllocationID()
 	s.allocate(0, a)
-	require.NoError(s.t, s.te.RequestSlot(s.ctx, s.slot(0), s.job, a, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id),
+	require.NoError(s.t, s.te.RequestSlot(s.ctx, s.slot(0), s.job, a, jobgraph.ResourceProfile{}, s.jmAddr, s.jm.token, s.rm.id),
 		"asking again for the same slot and allocation succeeds")
 	s.settle()
 	n := 0
@@ -227,9 +258,9 @@ func requestSlotIdempotent(s *suite) {
 func requestSlotOccupied(s *suite) {
 	a, b := jobgraph.NewAllocationID(), jobgraph.NewAllocationID()
 	s.allocate(0, a)
-	require.Error(s.t, s.te.RequestSlot(s.ctx, s.slot(0), s.job, b, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id),
+	require.Error(s.t, s.te.RequestSlot(s.ctx, s.slot(0), s.job, b, jobgraph.ResourceProfile{}, s.jmAddr, s.jm.token, s.rm.id),
 		"slot 0 is held by another allocation")
-	require.Error(s.t, s.te.RequestSlot(s.ctx, s.slot(0), jobgraph.NewJobID(), b, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, s.rm.id),
+	require.Error(s.t, s.te.RequestSlot(s.ctx, s.slot(0), jobgraph.NewJobID(), b, jobgraph.ResourceProfile{}, s.jmAddr, s.jm.token, s.rm.id),
 		"nor can another job take it")
 	s.settle()
 	assert.NotContains(s.t, s.jm.offered(), b, "the refused allocation is never offered")
@@ -294,7 +325,7 @@ func submitTasksEach(s *suite) {
 
 func fencingStaleResourceManager(s *suite) {
 	a := jobgraph.NewAllocationID()
-	err := s.te.RequestSlot(s.ctx, s.slot(0), s.job, a, jobgraph.ResourceProfile{}, jmAddress, s.jm.token, jobgraph.NewResourceManagerID())
+	err := s.te.RequestSlot(s.ctx, s.slot(0), s.job, a, jobgraph.ResourceProfile{}, s.jmAddr, s.jm.token, jobgraph.NewResourceManagerID())
 	require.ErrorIs(s.t, err, rpc.ErrFencingTokenMismatch, "a ResourceManagerID other than the registration's")
 	s.settle()
 	assert.NotContains(s.t, s.jm.offered(), a, "nothing is allocated")
