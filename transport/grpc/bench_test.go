@@ -1,0 +1,62 @@
+package grpctransport_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/rpc"
+	grpctransport "github.com/jobgraph/jobgraph/transport/grpc"
+)
+
+// fencedJobMaster answers FailSlot after checking its token, and records nothing.
+type fencedJobMaster struct {
+	fakeJobMaster
+	token jobgraph.JobMasterID
+}
+
+func (f *fencedJobMaster) FailSlot(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.ResourceID, _ jobgraph.AllocationID, _ *jobgraph.ErrorInfo) error {
+	if token != f.token {
+		return &rpc.FencingError{Endpoint: "bench", Expected: f.token.String(), Got: token.String()}
+	}
+	return nil
+}
+
+// BenchmarkFencedCall is one round trip of a small fenced call (JobMasterGateway.FailSlot with a
+// nil cause) from one Service to an endpoint on another over loopback gRPC, against the same call
+// through rpc.LocalService (a method call).
+func BenchmarkFencedCall(b *testing.B) {
+	ep := &fencedJobMaster{token: jobgraph.NewJobMasterID()}
+	allocation := jobgraph.NewAllocationID()
+	run := func(b *testing.B, gw rpc.JobMasterGateway) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := gw.FailSlot(ctx, ep.token, "te-1", allocation, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("grpc", func(b *testing.B) {
+		server, err := grpctransport.New(grpctransport.Options{Logger: quiet})
+		require.NoError(b, err)
+		defer server.Close()
+		client, err := grpctransport.New(grpctransport.Options{Logger: quiet})
+		require.NoError(b, err)
+		defer client.Close()
+		require.NoError(b, server.Register("jobmaster", ep))
+		gw, err := rpc.Connect[rpc.JobMasterGateway](context.Background(), client, server.Address("jobmaster"))
+		require.NoError(b, err)
+		run(b, gw)
+	})
+	b.Run("local", func(b *testing.B) {
+		s := rpc.NewLocalService()
+		defer s.Close()
+		require.NoError(b, s.Register("jobmaster", ep))
+		gw, err := rpc.Connect[rpc.JobMasterGateway](context.Background(), s, "jobmaster")
+		require.NoError(b, err)
+		run(b, gw)
+	})
+}
