@@ -127,7 +127,9 @@ type Config struct {
 	// tasks go on undisturbed (Flink sends the report right after registering). The answer to a registration made for an earlier leader is
 	// dropped. The ResourceManager must run under that election, its ResourceManagerID being the
 	// leader session (resourcemanager.Config.LeaderElection): a registration answered with
-	// another ResourceManagerID counts as failed. RequestSlot is then fenced by the current
+	// another ResourceManagerID counts as failed — unless the retrieval names the leader with
+	// ha.NoSession (ha.StandaloneLeaderRetrieval, a fixed address), whose answer is taken as it
+	// comes. RequestSlot is then fenced by the current
 	// leader's session (see RequestSlot). Start does not wait for the registration. A silent
 	// ResourceManager (heartbeat.timeout) is registered with again the same way. Flink:
 	// TaskExecutor.ResourceManagerLeaderListener, notifyOfNewResourceManagerLeader and its
@@ -698,8 +700,10 @@ func (te *TaskExecutor) spawn(fn func()) {
 // with fails with an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and allocates nothing; one
 // arriving before the registration's answer adopts rm. With Config.ResourceManagerRetrieval the
 // request is fenced by the current leader's session instead (registered yet or not): rm must be
-// the session the retrieval last named, and while it names no leader every request fails so. The offer happens off the loop: a slot the JobMaster declines (or that cannot
-// be offered) is freed again and the ResourceManager told.
+// the session the retrieval last named, and while it names no leader every request fails so; a
+// retrieval naming ha.NoSession (a fixed address, ha.StandaloneLeaderRetrieval) fences as a
+// fixed ResourceManagerAddress does. The offer happens off the loop: a slot the JobMaster
+// declines (or that cannot be offered) is freed again and the ResourceManager told.
 func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
 	return te.call(ctx, func() error {
 		if slotID.ResourceID != te.id {
@@ -753,15 +757,19 @@ func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job 
 // fenceResourceManager checks the ResourceManagerID a RequestSlot carries; see RequestSlot. On
 // the loop.
 func (te *TaskExecutor) fenceResourceManager(rm jobgraph.ResourceManagerID) error {
-	expected := te.rmID
+	// At a fixed address (and from a retrieval naming ha.NoSession) the fence is the ID the
+	// registration was answered with, and a request before that answer adopts rm.
+	expected, strict := te.rmID, !te.rmID.IsZero()
 	if te.rmConn != nil {
 		address, session := te.rmConn.Leader()
 		if address == "" {
 			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: "none (no ResourceManager leader known)", Got: rm.String()}
 		}
-		expected = jobgraph.ResourceManagerID(session)
+		if session != ha.NoSession {
+			expected, strict = jobgraph.ResourceManagerID(session), true
+		}
 	}
-	if (!expected.IsZero() || te.rmConn != nil) && rm != expected {
+	if strict && rm != expected {
 		return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: expected.String(), Got: rm.String()}
 	}
 	return nil

@@ -10,7 +10,9 @@
 // cluster.registration.max-timeout; an attempt that failed otherwise is repeated after
 // cluster.registration.error-delay (Flink's defaults: 100 ms, 30 s, 10 s). It goes on until an
 // attempt succeeds or the leader changes. An answer whose ResourceManagerID is not the leader's
-// session (the ResourceManager at the address leads another session) counts as a failure.
+// session (the ResourceManager at the address leads another session) counts as a failure, unless
+// the leader came with ha.NoSession (a fixed address, whose session nobody knows): then the
+// answer's ResourceManagerID is taken as it comes.
 // Where we differ: Flink also waits cluster.registration.refused-registration-delay after a
 // declined registration; our ResourceManager declines nothing, it fails (an error wrapping
 // ha.ErrNotLeader, say), so the error delay applies.
@@ -171,7 +173,9 @@ func (c *Connection[G]) done(gen uint64, timeout time.Duration, gw G, id jobgrap
 	if gen != c.gen || c.closed {
 		return // the answer of an earlier leader's registration (or an abandoned one)
 	}
-	if err == nil && id != jobgraph.ResourceManagerID(c.session) {
+	// A leader known by its address only (ha.NoSession: a fixed address) is registered with
+	// whatever ResourceManagerID it answers.
+	if err == nil && c.session != ha.NoSession && id != jobgraph.ResourceManagerID(c.session) {
 		err = fmt.Errorf("registration with the ResourceManager at %q as leader %s: answered as %s: %w",
 			c.address, jobgraph.ResourceManagerID(c.session), id, ErrWrongLeader)
 	}

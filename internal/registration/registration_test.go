@@ -166,3 +166,26 @@ func TestRetryTiming(t *testing.T) {
 		assert.Equal(t, []string{"gw@rm2 " + jobgraph.ResourceManagerID(s2).String()}, registers)
 	})
 }
+
+// A leader known by its address only (ha.NoSession: a fixed address) is registered with
+// whatever ResourceManagerID it answers; a later registration with it (Reconnect, after a
+// heartbeat timeout) takes the new answer as it comes too.
+func TestLeaderWithNoSessionTakesTheAnsweredID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.on(func() { assert.True(t, h.conn.NewLeader("rm", ha.NoSession)) })
+		first, second := jobgraph.NewResourceManagerID(), jobgraph.NewResourceManagerID()
+		attempts, _, _ := h.snapshot()
+		require.Len(t, attempts, 1)
+		attempts[0].answer <- answer{id: first}
+		_, registers, _ := h.snapshot()
+		assert.Equal(t, []string{"gw@rm " + first.String()}, registers)
+		h.on(h.conn.Reconnect)
+		attempts, _, _ = h.snapshot()
+		require.Len(t, attempts, 2)
+		attempts[1].answer <- answer{id: second}
+		_, registers, failures := h.snapshot()
+		assert.Equal(t, []string{"gw@rm " + first.String(), "gw@rm " + second.String()}, registers)
+		assert.Empty(t, failures)
+	})
+}
