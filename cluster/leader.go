@@ -1,4 +1,4 @@
-package minicluster
+package cluster
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
-// followLeader is the Dispatcher the cluster's job methods call: each call waits until the
-// Runner leads with a recovered Dispatcher, and is made again when the answer is that the
-// session ended meanwhile (dispatcher.ErrNotLeader), so it follows the leadership of this
-// cluster's Runner across revocations (Flink's MiniCluster waits on its leader gateway retriever
-// the same way). A retried SubmitJob is safe: a submission refused with ErrNotLeader kept nothing.
+// followLeader is the Dispatcher JobManager.LeaderDispatcher returns (and the MiniCluster's job
+// methods call): each call waits until the Runner leads with a recovered Dispatcher, and is made
+// again when the answer is that the session ended meanwhile (dispatcher.ErrNotLeader), so it
+// follows the leadership of this JobManager's Runner across revocations (Flink's MiniCluster
+// waits on its leader gateway retriever the same way). A retried SubmitJob is safe: a submission
+// refused with ErrNotLeader kept nothing.
 type followLeader struct{ r *dispatcher.Runner }
 
 var _ dispatcher.Dispatcher = followLeader{}
@@ -82,5 +83,5 @@ func (f followLeader) ReportJobClientHeartbeat(ctx context.Context, id jobgraph.
 	return err
 }
 
-// Close is the cluster's business (MiniCluster.Close closes the Runner).
+// Close is the JobManager's business (JobManager.Close closes the Runner).
 func (f followLeader) Close() error { return nil }

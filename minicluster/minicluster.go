@@ -23,16 +23,14 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/cluster"
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
-	"github.com/jobgraph/jobgraph/ha/embedded"
-	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/resourcemanager"
 	"github.com/jobgraph/jobgraph/rpc"
-	"github.com/jobgraph/jobgraph/scheduler"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
@@ -203,7 +201,8 @@ var (
 	ErrTaskExecutorNotFound = errors.New("minicluster: no such TaskExecutor")
 	// ErrJobNotRunning is returned by SlotPoolStatus for a job that has no JobMaster now (not
 	// submitted, finished, or between leaders).
-	ErrJobNotRunning = errors.New("minicluster: job has no running JobMaster")
+	// It is cluster.ErrJobNotRunning (the same value).
+	ErrJobNotRunning = cluster.ErrJobNotRunning
 )
 
 // MiniCluster is a cluster in one process. Create it with New and Start it (or both at once with
@@ -226,29 +225,28 @@ var (
 // job methods wait. Before Start the job methods fail with ErrNotStarted. Dispatcher() is the
 // Runner itself, which answers dispatcher.ErrNotLeader without leadership instead of waiting.
 type MiniCluster struct {
-	cfg        Config
-	log        *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// jm is the cluster's JobManager (Dispatcher Runner, ResourceManager, JobMasters), built by
+	// the code cluster.RunJobManager runs; the fields below it are its parts.
+	jm         *cluster.JobManager
 	rpc        rpc.Service
 	ha         ha.Services
-	ownHA      bool
-	ownRPC     bool
+	ownHA      bool // the cluster's own ha/embedded (Config.HA unset), which only it uses
 	metrics    *metrics.Registry
-	ownMetrics bool
 	shuffle    *taskexecutor.Shuffle
 	rm         *resourcemanager.ResourceManager
 	dispatcher *dispatcher.Runner
 	// leader is the Dispatcher the job methods use: the Runner's current leader, waited for.
-	leader followLeader
+	leader cluster.LeadingDispatcher
 
 	mu            sync.Mutex
 	state         clusterState
 	taskExecutors []*taskexecutor.TaskExecutor // running, in start order
 	nextTE        int                          // number of the next TaskExecutor
-	jobMasters    map[jobgraph.JobID]*trackedJobMaster
 	// closing counts KillTaskExecutor and RemoveTaskExecutor calls releasing a TaskExecutor the
 	// cluster no longer lists; Close waits for them.
 	closing  sync.WaitGroup
-	fatal    error         // the first fatal error (Config.FatalErrorHandler); under mu
 	closed   chan struct{} // closed once the first Close returned; closeErr is its error
 	closeErr error
 }
@@ -262,8 +260,9 @@ const (
 	closed
 )
 
-// New checks cfg and builds the cluster's ResourceManager and Dispatcher; nothing runs until
-// Start. Errors: ErrInvalidConfig (naming the field and option key); a missing Registry.
+// New checks cfg and builds the cluster's JobManager (ResourceManager and Dispatcher, see
+// cluster.NewJobManager); nothing runs until Start. Errors: ErrInvalidConfig (naming the field and
+// option key); a missing Registry.
 func New(cfg Config) (*MiniCluster, error) {
 	if err := validate(&cfg); err != nil {
 		return nil, err
@@ -272,104 +271,48 @@ func New(cfg Config) (*MiniCluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	mc := &MiniCluster{cfg: cfg, log: log, closed: make(chan struct{}), rpc: cfg.RPC, ha: cfg.HA, shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{}),
-		jobMasters: make(map[jobgraph.JobID]*trackedJobMaster)}
-	if mc.rpc == nil {
-		mc.rpc, mc.ownRPC = rpc.NewLocalService(), true
-	}
-	if mc.ha == nil {
-		mc.ha, mc.ownHA = embedded.New(), true
-	}
-	mc.metrics = cfg.Metrics
-	if mc.metrics == nil {
-		mc.metrics, mc.ownMetrics = metrics.NewRegistry(), true
-	}
-	rm, err := resourcemanager.New(resourcemanager.Config{
-		Metrics:               mc.metrics,
-		Address:               ResourceManagerAddress,
-		RPC:                   mc.rpc,
-		Logger:                log,
-		HeartbeatInterval:     cfg.HeartbeatInterval,
-		HeartbeatTimeout:      cfg.HeartbeatTimeout,
-		RequirementCheckDelay: cfg.RequirementCheckDelay,
-		HA:                    mc.ha, // the ResourceManager refuses JobMasters of stale sessions
-		LeaderElection:        mc.ha.ResourceManagerLeaderElection(),
-		FatalErrorHandler:     mc.onFatal,
+	mc := &MiniCluster{cfg: cfg, log: log, closed: make(chan struct{}), ownHA: cfg.HA == nil,
+		shuffle: taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{})}
+	jm, err := cluster.NewJobManager(cluster.JobManagerConfig{
+		RPC:                                   cfg.RPC,
+		HA:                                    cfg.HA,
+		ResourceManagerAddress:                ResourceManagerAddress,
+		DispatcherAddress:                     DispatcherAddress,
+		SlotRequestTimeout:                    cfg.SlotRequestTimeout,
+		IdleSlotTimeout:                       cfg.IdleSlotTimeout,
+		SchedulingStrategy:                    cfg.SchedulingStrategy,
+		HeartbeatInterval:                     cfg.HeartbeatInterval,
+		HeartbeatTimeout:                      cfg.HeartbeatTimeout,
+		RequirementCheckDelay:                 cfg.RequirementCheckDelay,
+		JobStatusListener:                     cfg.JobStatusListener,
+		ExecutionStateListener:                cfg.ExecutionStateListener,
+		ExceptionHistorySize:                  cfg.ExceptionHistorySize,
+		JobStoreExpiration:                    cfg.JobStoreExpiration,
+		JobStoreMaxCapacity:                   cfg.JobStoreMaxCapacity,
+		ParallelismOverrides:                  cfg.ParallelismOverrides,
+		ClientAlivenessCheckInterval:          cfg.ClientAlivenessCheckInterval,
+		CleanupExponentialDelayInitialBackoff: cfg.CleanupExponentialDelayInitialBackoff,
+		CleanupExponentialDelayMaxBackoff:     cfg.CleanupExponentialDelayMaxBackoff,
+		CleanupExponentialDelayAttempts:       cfg.CleanupExponentialDelayAttempts,
+		SavepointDirectory:                    cfg.SavepointDirectory,
+		ResourceBlocklistEnabled:              cfg.ResourceBlocklistEnabled,
+		BlocklistItemTimeout:                  cfg.BlocklistItemTimeout,
+		BlocklistAction:                       cfg.BlocklistAction,
+		BlocklistMaxTaskFailuresPerInterval:   cfg.BlocklistMaxTaskFailuresPerInterval,
+		BlocklistTaskFailureInterval:          cfg.BlocklistTaskFailureInterval,
+		FatalErrorHandler:                     mc.onFatal,
+		Metrics:                               cfg.Metrics,
+		Logger:                                log,
 	})
+	if ce := (*cluster.ConfigError)(nil); errors.As(err, &ce) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ce.Reason)
+	}
 	if err != nil {
-		return nil, mc.abandon(err)
+		return nil, err
 	}
-	mc.rm = rm
-	jmConfig := jobmaster.Config{
-		Metrics:                             mc.metrics,
-		RPC:                                 mc.rpc,
-		ResourceManagerRetrieval:            mc.ha.ResourceManagerLeaderRetrieval,
-		SlotRequestTimeout:                  cfg.SlotRequestTimeout,
-		IdleSlotTimeout:                     cfg.IdleSlotTimeout,
-		SchedulingStrategy:                  cfg.SchedulingStrategy,
-		JobStatusListener:                   cfg.JobStatusListener,
-		ExecutionStateListener:              cfg.ExecutionStateListener,
-		ExceptionHistorySize:                cfg.ExceptionHistorySize,
-		Logger:                              log,
-		HeartbeatInterval:                   cfg.HeartbeatInterval,
-		HeartbeatTimeout:                    cfg.HeartbeatTimeout,
-		SavepointDirectory:                  cfg.SavepointDirectory,
-		BlocklistItemTimeout:                cfg.BlocklistItemTimeout,
-		BlocklistAction:                     cfg.BlocklistAction,
-		BlocklistMaxTaskFailuresPerInterval: cfg.BlocklistMaxTaskFailuresPerInterval,
-		BlocklistTaskFailureInterval:        cfg.BlocklistTaskFailureInterval,
-		// The JobMasters and the Dispatcher's global cleanup see the same checkpoints, and a new
-		// leader's JobMaster restores those of the one before it.
-		CheckpointRecoveryFactory: mc.ha.CheckpointRecoveryFactory(),
-	}
-	d, err := dispatcher.NewRunner(dispatcher.RunnerConfig{
-		Dispatcher: dispatcher.Config{
-			Metrics:                               mc.metrics,
-			HA:                                    mc.ha,
-			Logger:                                log,
-			JobStoreExpiration:                    cfg.JobStoreExpiration,
-			JobStoreMaxCapacity:                   cfg.JobStoreMaxCapacity,
-			ParallelismOverrides:                  cfg.ParallelismOverrides,
-			ClientAlivenessCheckInterval:          cfg.ClientAlivenessCheckInterval,
-			Blocklist:                             blocklistOperations(cfg, rm),
-			BlocklistItemTimeout:                  cfg.BlocklistItemTimeout,
-			BlocklistAction:                       cfg.BlocklistAction,
-			CleanupExponentialDelayInitialBackoff: cfg.CleanupExponentialDelayInitialBackoff,
-			CleanupExponentialDelayMaxBackoff:     cfg.CleanupExponentialDelayMaxBackoff,
-			CleanupExponentialDelayAttempts:       cfg.CleanupExponentialDelayAttempts,
-			JobManagerRunnerFactory: dispatcher.LeadershipRunnerFactory(func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error) {
-				f, err := jobmaster.NewFactory(g, jmConfig)
-				if err != nil {
-					return nil, err
-				}
-				return trackingFactory{f, mc}, nil
-			}),
-		},
-		Address:           DispatcherAddress,
-		RPC:               mc.rpc,
-		FatalErrorHandler: mc.onFatal,
-	})
-	if err != nil {
-		rm.Close()
-		return nil, mc.abandon(err)
-	}
-	mc.dispatcher = d
-	mc.leader = followLeader{d}
+	mc.jm, mc.rpc, mc.ha, mc.metrics = jm, jm.RPC(), jm.HA(), jm.Metrics()
+	mc.rm, mc.dispatcher, mc.leader = jm.ResourceManager(), jm.Dispatcher(), jm.LeaderDispatcher()
 	return mc, nil
-}
-
-// abandon releases what New built before failing with err.
-func (mc *MiniCluster) abandon(err error) error {
-	if mc.ownMetrics {
-		mc.metrics.Close()
-	}
-	if mc.ownHA {
-		err = errors.Join(err, mc.ha.Close())
-	}
-	if mc.ownRPC {
-		err = errors.Join(err, mc.rpc.Close())
-	}
-	return errors.Join(mc.fatalErr(), err)
 }
 
 // Metrics returns the cluster's metric registry (Config.Metrics, or the one the cluster made):
@@ -378,8 +321,8 @@ func (mc *MiniCluster) abandon(err error) error {
 // MiniCluster's MetricRegistry, read by the REST endpoint's MetricFetcher.
 func (mc *MiniCluster) Metrics() *metrics.Registry { return mc.metrics }
 
-// validate refuses what the components would otherwise accept and fail every job with, and fills
-// in the defaults of the cluster's own fields.
+// validate refuses what the TaskExecutors would otherwise accept and fail with, and fills in the
+// defaults of the cluster's own fields; cluster.NewJobManager checks the JobManager's.
 func validate(cfg *Config) error {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
@@ -391,36 +334,12 @@ func validate(cfg *Config) error {
 		return invalid("TaskExecutors (minicluster.number-of-taskmanagers) is %d, negative", cfg.TaskExecutors)
 	case cfg.SlotsPerTaskExecutor < 0:
 		return invalid("SlotsPerTaskExecutor (taskmanager.numberOfTaskSlots) is %d, negative", cfg.SlotsPerTaskExecutor)
-	case cfg.SlotRequestTimeout < 0:
-		return invalid("SlotRequestTimeout (slot.request.timeout) is %v, negative", cfg.SlotRequestTimeout)
-	case cfg.IdleSlotTimeout < 0:
-		return invalid("IdleSlotTimeout (slot.idle.timeout) is %v, negative", cfg.IdleSlotTimeout)
-	case !scheduler.IsKnownStrategy(cfg.SchedulingStrategy):
-		return fmt.Errorf("%w: SchedulingStrategy (jobmanager.scheduler.scheduling-strategy) %q: %w; want %q or %q",
-			ErrInvalidConfig, cfg.SchedulingStrategy, scheduler.ErrUnknownStrategy, scheduler.StrategyRegion, scheduler.StrategyVertexwise)
-	case cfg.ExceptionHistorySize < 0:
-		return invalid("ExceptionHistorySize (web.exception-history-size) is %d, negative", cfg.ExceptionHistorySize)
-	case cfg.JobStoreMaxCapacity < 0:
-		return invalid("JobStoreMaxCapacity (jobstore.max-capacity) is %d, negative", cfg.JobStoreMaxCapacity)
 	case cfg.TaskCancellationInterval < 0:
 		return invalid("TaskCancellationInterval (task.cancellation.interval) is %v, negative", cfg.TaskCancellationInterval)
 	case cfg.TaskCancellationTimeout < 0 && cfg.TaskCancellationTimeout != taskexecutor.NoTaskCancellationTimeout:
 		return invalid("TaskCancellationTimeout (task.cancellation.timeout) is %v, negative; taskexecutor.NoTaskCancellationTimeout disables the watchdog", cfg.TaskCancellationTimeout)
 	case cfg.RunCancelTimeout < 0:
 		return invalid("RunCancelTimeout is %v, negative", cfg.RunCancelTimeout)
-	case cfg.BlocklistItemTimeout < 0:
-		return invalid("BlocklistItemTimeout (cluster.resource-blocklist.item.timeout) is %v, negative", cfg.BlocklistItemTimeout)
-	case !cfg.BlocklistAction.Valid():
-		return invalid("BlocklistAction (cluster.resource-blocklist.action) is %q; want %q or %q", cfg.BlocklistAction, rpc.BlockActionMarkBlocked, rpc.BlockActionMarkBlockedAndEvacuateTasks)
-	case cfg.BlocklistMaxTaskFailuresPerInterval < 0:
-		return invalid("BlocklistMaxTaskFailuresPerInterval (cluster.resource-blocklist.task-failure.max-failures-per-interval) is %d, negative", cfg.BlocklistMaxTaskFailuresPerInterval)
-	case cfg.BlocklistMaxTaskFailuresPerInterval > 0 && !cfg.ResourceBlocklistEnabled:
-		return invalid("BlocklistMaxTaskFailuresPerInterval (cluster.resource-blocklist.task-failure.max-failures-per-interval) needs ResourceBlocklistEnabled (cluster.resource-blocklist.enabled)")
-	case cfg.BlocklistTaskFailureInterval < 0:
-		return invalid("BlocklistTaskFailureInterval (cluster.resource-blocklist.task-failure.failure-rate-interval) is %v, negative", cfg.BlocklistTaskFailureInterval)
-	}
-	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	cfg.TaskExecutors = max(cfg.TaskExecutors, 1)
 	cfg.SlotsPerTaskExecutor = max(cfg.SlotsPerTaskExecutor, 1)
@@ -442,10 +361,11 @@ func Start(ctx context.Context, cfg Config) (*MiniCluster, error) {
 	return mc, nil
 }
 
-// Start starts the ResourceManager (under HA.ResourceManagerLeaderElection()), Config.TaskExecutors
-// TaskExecutors, which register with the ResourceManager leader they retrieve
-// (HA.ResourceManagerLeaderRetrieval(); with its own HA services it waits until each registered), and the
-// Dispatcher's Runner, which joins HA.DispatcherLeaderElection(). With the cluster's own HA
+// Start starts the JobManager (cluster.JobManager.Start: the ResourceManager under
+// HA.ResourceManagerLeaderElection() and the Dispatcher's Runner, which joins
+// HA.DispatcherLeaderElection()), then Config.TaskExecutors TaskExecutors, which register with the
+// ResourceManager leader they retrieve (HA.ResourceManagerLeaderRetrieval(); with its own HA
+// services it waits until each registered). With the cluster's own HA
 // services it returns once the Dispatcher leads and has recovered; over shared ones it does not
 // wait for that (see MiniCluster). ctx bounds the waits. It may be called once; it fails with
 // ErrClosed after Close. Flink: MiniCluster.start.
@@ -461,16 +381,13 @@ func (mc *MiniCluster) Start(ctx context.Context) error {
 	}
 	mc.state = starting
 	mc.mu.Unlock()
-	if err := mc.rm.Start(ctx); err != nil {
-		return fmt.Errorf("minicluster: starting the ResourceManager: %w", err)
+	if err := mc.jm.Start(ctx); err != nil {
+		return fmt.Errorf("minicluster: %w", err)
 	}
 	for range mc.cfg.TaskExecutors {
 		if _, err := mc.startTaskExecutor(ctx); err != nil {
 			return err
 		}
-	}
-	if err := mc.dispatcher.Start(); err != nil {
-		return fmt.Errorf("minicluster: starting the Dispatcher: %w", err)
 	}
 	if mc.ownHA {
 		if err := mc.dispatcher.AwaitLeadership(ctx); err != nil {
@@ -622,7 +539,6 @@ func init() {
 	jobgraph.RegisterErrorCode("minicluster.closed", ErrClosed)
 	jobgraph.RegisterErrorCode("minicluster.not-started", ErrNotStarted)
 	jobgraph.RegisterErrorCode("minicluster.task-executor-not-found", ErrTaskExecutorNotFound)
-	jobgraph.RegisterErrorCode("minicluster.job-not-running", ErrJobNotRunning)
 }
 
 // RemoveTaskExecutor shuts TaskExecutor id down and says goodbye: once its tasks and goroutines
@@ -640,24 +556,10 @@ func (mc *MiniCluster) RemoveTaskExecutor(ctx context.Context, id jobgraph.Resou
 	te.Close()
 	cause := jobgraph.NewErrorInfo(fmt.Errorf("%s: %w", id, ErrTaskExecutorRemoved), time.Now())
 	// The ResourceManager's current session: the TaskExecutor is closed, so no registration with
-	// a later one comes. Refused as fenced or not leading, the session it registered with ended,
-	// and that ResourceManager forgot it with it.
-	errs := []error{}
-	if err := mc.rm.DisconnectTaskExecutor(ctx, mc.rm.ResourceManagerID(), id, cause); err != nil &&
-		!errors.Is(err, rpc.ErrFencingTokenMismatch) && !errors.Is(err, ha.ErrNotLeader) {
-		errs = append(errs, err)
-	}
-	for _, jm := range mc.runningJobMasters() {
-		err := jm.Gateway().DisconnectTaskExecutor(ctx, jm.token, id, cause)
-		if err != nil && !errors.Is(err, ctx.Err()) {
-			// The JobMaster may have ended meanwhile; its job no longer needs telling.
-			mc.log.Debug("telling a JobMaster of a removed TaskExecutor", "taskExecutor", id, "job", jm.job, "error", err)
-			continue
-		}
-		errs = append(errs, err)
-	}
+	// a later one comes.
+	err = mc.jm.DisconnectTaskExecutor(ctx, id, cause)
 	mc.log.Info("removed TaskExecutor", "taskExecutor", id)
-	return errors.Join(errs...)
+	return err
 }
 
 // Dispatcher returns the cluster's Dispatcher: its *dispatcher.Runner, whose calls go to the
@@ -789,15 +691,6 @@ func (mc *MiniCluster) StopWithSavepoint(ctx context.Context, id jobgraph.JobID,
 	return mc.leader.StopWithSavepoint(ctx, id, targetDirectory)
 }
 
-// blocklistOperations is the Dispatcher's Config.Blocklist: the ResourceManager, when the
-// blocklist is enabled.
-func blocklistOperations(cfg Config, rm *resourcemanager.ResourceManager) dispatcher.BlocklistOperations {
-	if !cfg.ResourceBlocklistEnabled {
-		return nil
-	}
-	return rm
-}
-
 // BlockTaskExecutor blocks a TaskExecutor through the leading Dispatcher (see
 // dispatcher.StandaloneDispatcher.BlockTaskExecutor): for req.Duration (0: BlocklistItemTimeout)
 // the ResourceManager requests no slot of it for any job and every JobMaster gives back its free
@@ -810,7 +703,7 @@ func (mc *MiniCluster) BlockTaskExecutor(ctx context.Context, req dispatcher.Blo
 	if err := mc.usable(); err != nil {
 		return rpc.BlockedNode{}, err
 	}
-	return follow(ctx, mc.dispatcher, func() (rpc.BlockedNode, error) { return mc.dispatcher.BlockTaskExecutor(ctx, req) })
+	return mc.jm.BlockTaskExecutor(ctx, req)
 }
 
 // BlockedTaskExecutors returns the ResourceManager's blocklist, sorted by TaskExecutor.
@@ -871,115 +764,13 @@ func (mc *MiniCluster) SlotPoolStatus(ctx context.Context, id jobgraph.JobID) (j
 	if err := mc.closedErr(); err != nil {
 		return jobmaster.SlotPoolStatus{}, err
 	}
-	mc.mu.Lock()
-	t := mc.jobMasters[id]
-	mc.mu.Unlock()
-	if t == nil {
-		return jobmaster.SlotPoolStatus{}, fmt.Errorf("%w: %s", ErrJobNotRunning, id)
-	}
-	jm, ok := t.JobMaster.(interface {
-		SlotPoolStatus(context.Context) (jobmaster.SlotPoolStatus, error)
-	})
-	if !ok {
-		return jobmaster.SlotPoolStatus{}, fmt.Errorf("minicluster: the JobMaster of job %s (%T) has no SlotPoolStatus", id, t.JobMaster)
-	}
-	return jm.SlotPoolStatus(ctx)
+	return mc.jm.SlotPoolStatus(ctx, id)
 }
 
-// runningJobMasters lists the JobMasters now running.
-func (mc *MiniCluster) runningJobMasters() []*trackedJobMaster {
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	out := make([]*trackedJobMaster, 0, len(mc.jobMasters))
-	for _, t := range mc.jobMasters {
-		out = append(out, t)
-	}
-	return out
-}
-
-// trackingFactory records each JobMaster it creates in the cluster until the JobMaster is closed,
-// so that the cluster can observe its slot pool and tell it of a removed TaskExecutor.
-type trackingFactory struct {
-	jobmaster.JobMasterServiceFactory
-	mc *MiniCluster
-}
-
-func (f trackingFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
-	jm, err := f.JobMasterServiceFactory.Create(ctx, token)
-	if err != nil {
-		return nil, err
-	}
-	t := &trackedJobMaster{JobMaster: jm, mc: f.mc, job: f.JobID(), token: token}
-	f.mc.mu.Lock()
-	f.mc.jobMasters[t.job] = t
-	f.mc.mu.Unlock()
-	return t, nil
-}
-
-// trackedJobMaster is a JobMaster the cluster lists while it runs.
-type trackedJobMaster struct {
-	jobmaster.JobMaster
-	mc    *MiniCluster
-	job   jobgraph.JobID
-	token jobgraph.JobMasterID
-}
-
-// The savepoint methods go to the JobMaster, as jobmaster.SavepointGateway, if it has them: the
-// runner finds them on this wrapper.
-var _ jobmaster.SavepointGateway = (*trackedJobMaster)(nil)
-
-func (t *trackedJobMaster) savepoints() (jobmaster.SavepointGateway, error) {
-	g, ok := t.JobMaster.(jobmaster.SavepointGateway)
-	if !ok {
-		return nil, fmt.Errorf("minicluster: the JobMaster of job %s (%T) takes no savepoints or checkpoints: %w", t.job, t.JobMaster, errors.ErrUnsupported)
-	}
-	return g, nil
-}
-
-func (t *trackedJobMaster) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
-	g, err := t.savepoints()
-	if err != nil {
-		return "", err
-	}
-	return g.TriggerSavepoint(ctx, dir)
-}
-
-func (t *trackedJobMaster) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
-	g, err := t.savepoints()
-	if err != nil {
-		return "", err
-	}
-	return g.StopWithSavepoint(ctx, dir)
-}
-
-func (t *trackedJobMaster) TriggerCheckpoint(ctx context.Context) (checkpoint.CheckpointID, error) {
-	g, err := t.savepoints()
-	if err != nil {
-		return 0, err
-	}
-	return g.TriggerCheckpoint(ctx)
-}
-
-func (t *trackedJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
-	t.mc.mu.Lock()
-	if t.mc.jobMasters[t.job] == t {
-		delete(t.mc.jobMasters, t.job)
-	}
-	t.mc.mu.Unlock()
-	return t.JobMaster.Close()
-}
-
-// Close shuts the cluster down: running jobs end SUSPENDED, then every TaskExecutor the cluster
-// started (killed and removed ones included), the ResourceManager and HA services the cluster
-// created stop. No goroutine of the cluster is left afterwards. Closing twice returns nil.
-// onFatal is the Runner's FatalErrorHandler: it records the first fatal error and hands each to
-// Config.FatalErrorHandler, or logs it and closes the cluster on a goroutine of its own.
+// onFatal is the JobManager's FatalErrorHandler (the JobManager records the first fatal error):
+// it hands each to Config.FatalErrorHandler, or logs it and closes the cluster on a goroutine of
+// its own.
 func (mc *MiniCluster) onFatal(err error) {
-	mc.mu.Lock()
-	if mc.fatal == nil {
-		mc.fatal = err
-	}
-	mc.mu.Unlock()
 	if h := mc.cfg.FatalErrorHandler; h != nil {
 		h(err)
 		return
@@ -991,21 +782,19 @@ func (mc *MiniCluster) onFatal(err error) {
 // fatalErr is the error calls return once a fatal error happened, or nil. The Runner records
 // the error before the job it concerns is archived, so a call woken by that archive sees it.
 func (mc *MiniCluster) fatalErr() error {
-	var err error
-	if mc.dispatcher != nil {
-		err = mc.dispatcher.FatalError()
-	}
-	if err == nil {
-		mc.mu.Lock()
-		err = mc.fatal
-		mc.mu.Unlock()
-	}
-	if err == nil {
+	if mc.jm == nil {
 		return nil
 	}
-	return fmt.Errorf("minicluster: fatal error: %w", err)
+	if err := mc.jm.FatalError(); err != nil {
+		return fmt.Errorf("minicluster: fatal error: %w", err)
+	}
+	return nil
 }
 
+// Close shuts the cluster down: running jobs end SUSPENDED, then every TaskExecutor the cluster
+// started (killed and removed ones included), the ResourceManager and HA services the cluster
+// created stop. No goroutine of the cluster is left afterwards. Closing twice returns the first
+// Close's error; after a fatal error it returns an error wrapping that.
 func (mc *MiniCluster) Close() error {
 	mc.mu.Lock()
 	if mc.state == closed {
@@ -1021,6 +810,8 @@ func (mc *MiniCluster) Close() error {
 }
 
 func (mc *MiniCluster) close() error {
+	// The jobs end SUSPENDED before their TaskExecutors go, and the JobManager's HA services
+	// outlive the TaskExecutors' leader retrievals.
 	err := mc.dispatcher.Close()
 	mc.mu.Lock()
 	tes := mc.taskExecutors
@@ -1030,15 +821,6 @@ func (mc *MiniCluster) close() error {
 		te.Close()
 	}
 	mc.closing.Wait()
-	err = errors.Join(err, mc.rm.Close())
-	if mc.ownHA {
-		err = errors.Join(err, mc.ha.Close())
-	}
-	if mc.ownRPC {
-		err = errors.Join(err, mc.rpc.Close())
-	}
-	if mc.ownMetrics {
-		mc.metrics.Close()
-	}
+	err = errors.Join(err, mc.jm.Close())
 	return errors.Join(mc.fatalErr(), err)
 }
