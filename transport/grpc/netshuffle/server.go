@@ -152,17 +152,24 @@ func (s *server) Read(stream PartitionService_ReadServer) error {
 			}
 			return stream.Send(failureFrame(err))
 		case !ok:
-			// Nothing at hand: send what there is (one credit), else wait for the producer.
-			if w.count > 0 {
+			// Nothing at hand. Once the consumer holds nothing of this stream (all its credit
+			// is back), it may be waiting: send the partial frame, or, with none, ask the
+			// producer's writer to hand over its partial batch at its next Emit (the in-memory
+			// shuffle's hunger). While the consumer still has frames to read, keep filling.
+			idle := credit.Load() >= int64(req.credit)
+			if idle && w.count > 0 {
 				if err := w.flush(); err != nil {
 					return err
 				}
 				credit.Add(-1)
 				continue
 			}
-			r.SetWaiting(true)
+			if idle {
+				r.SetWaiting(true)
+			}
 			select {
 			case <-wake:
+			case <-granted:
 			case <-ctx.Done():
 				return nil
 			}

@@ -1,0 +1,135 @@
+package netshuffle_test
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/rpc"
+	"github.com/jobgraph/jobgraph/taskexecutor"
+	"github.com/jobgraph/jobgraph/transport/grpc/netshuffle"
+)
+
+// BenchmarkNetworkShuffleAllToAll: source → sink, parallelism 2, ALL_TO_ALL, PIPELINED_BOUNDED,
+// b.N int64 records (8 bytes each) in all, the sources in one TaskExecutor process's
+// Environment and the sinks in another's, over loopback. In the same run it copies the same
+// bytes over raw loopback TCP (one connection per source-sink pair, 32 KiB writes) and reports
+// that rate (tcp-MB/s) and the shuffle's ratio to it (ratio). One op is one record.
+//
+//	cd transport/grpc && go test -run '^$' -bench NetworkShuffleAllToAll -benchtime 10000000x -benchmem ./netshuffle/
+func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
+	const p = 2
+	n := b.N
+	tcp := rawTCPCopy(b, p*p, int64(n)*8)
+	producerEnv, consumerEnv := newEnv(b, netshuffle.Config{}), newEnv(b, netshuffle.Config{})
+	x := newExchange(b)
+	ds := jobgraph.NewIntermediateDataSetID()
+	writers := make([]taskexecutor.ShuffleWriter, p)
+	sds := make([]rpc.ShuffleDescriptor, p)
+	for i := range p {
+		writers[i], sds[i] = x.produce(producerEnv, "te-src", x.partition(ds, i), jobgraph.PipelinedBounded, netshuffle.CodecInt64, p)
+	}
+	readers := make([]taskexecutor.ShuffleReader, p)
+	for j := range p {
+		readers[j] = x.read(consumerEnv, jobgraph.PipelinedBounded, j, sds...)
+	}
+	ctx := context.Background()
+	b.SetBytes(8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	counts := make([]int, p)
+	for i, w := range writers {
+		wg.Go(func() {
+			each := n / p
+			if i == 0 {
+				each += n % p
+			}
+			for k := range each {
+				if err := w.Emit(ctx, k%p, int64(k)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			if err := w.Finish(ctx); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	for j, r := range readers {
+		wg.Go(func() {
+			for {
+				if _, err := r.Next(ctx); err != nil {
+					if err != io.EOF {
+						b.Error(err)
+					}
+					return
+				}
+				counts[j]++
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := b.Elapsed()
+	b.StopTimer()
+	require.Equal(b, n, counts[0]+counts[1], "records delivered")
+	shuffleRate := float64(n) * 8 / elapsed.Seconds() / 1e6
+	tcpRate := float64(n) * 8 / tcp.Seconds() / 1e6
+	b.ReportMetric(tcpRate, "tcp-MB/s")
+	b.ReportMetric(shuffleRate/tcpRate, "ratio")
+}
+
+// rawTCPCopy copies total bytes over conns loopback TCP connections at once (total/conns each,
+// in 32 KiB writes) and returns how long that took.
+func rawTCPCopy(b *testing.B, conns int, total int64) time.Duration {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	defer lis.Close()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conns {
+		wg.Go(func() {
+			c, err := lis.Accept()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer c.Close()
+			if _, err := io.Copy(io.Discard, c); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	for i := range conns {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", lis.Addr().String())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, 32<<10)
+			for k := range len(buf) / 8 {
+				binary.LittleEndian.PutUint64(buf[8*k:], uint64(k+i))
+			}
+			left := total / int64(conns)
+			for left > 0 {
+				m := min(left, int64(len(buf)))
+				if _, err := c.Write(buf[:m]); err != nil {
+					b.Error(err)
+					return
+				}
+				left -= m
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
