@@ -848,16 +848,20 @@ func releaseLocally(s *suite) {
 // readers get ErrPartitionLost; the others stay readable.
 func releaseAllOf(s *suite) {
 	t := s.t
+	n := 10
+	if s.cfg.AcrossProcesses {
+		n = s.cfg.MaxBufferedRecords + 1 // more than can be in flight
+	}
 	ids := s.partitions(3)
 	for i, te := range []jobgraph.ResourceID{te1, te1, te2} {
 		w := s.writerOn(s.job, te, ids[i], jobgraph.Blocking, 1)
-		s.emit(w, 0, 0, 10)
+		s.emit(w, 0, 0, n)
 		require.NoError(t, w.Finish(s.ctx))
 	}
 	r := s.reader(jobgraph.Blocking, 0, ids[1])
 	assert.ElementsMatch(t, ids[:2], s.env.ReleaseAllOf(te1))
 	s.readFails(r, taskexecutor.ErrPartitionLost, "a reader of a partition of the TaskExecutor gone")
-	assert.Equal(t, ints(0, 10), s.drain(s.reader(jobgraph.Blocking, 0, ids[2])), "the other TaskExecutor's partition")
+	assert.Equal(t, ints(0, n), s.drain(s.reader(jobgraph.Blocking, 0, ids[2])), "the other TaskExecutor's partition")
 	assert.Empty(t, s.env.ReleaseAllOf(te1), "nothing left on it")
 	assert.Empty(t, s.env.ReleaseAllOf("shuffletest-unknown"))
 	assert.Equal(t, []rpc.ResultPartitionID{ids[2]}, s.env.ReleaseAllOf(te2))
