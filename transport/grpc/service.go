@@ -9,8 +9,10 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -73,7 +75,10 @@ type Options struct {
 // bare name "jobmaster-a" and Address("jobmaster-a") name one endpoint. Lookup takes either
 // form too; a bare name resolves to this Service's own listener. Lookup always answers a
 // client stub that calls over gRPC, also for this Service's own endpoints, so a caller sees the
-// same behaviour whichever process the endpoint runs in.
+// same behaviour whichever process the endpoint runs in. An endpoint that hands its own address
+// to peers in other processes (a TaskExecutor's Config.Address, which its registration carries;
+// a JobMaster's address) must be configured with the full form, Address(name): a bare name
+// resolves to the Service of whoever reads it.
 //
 // Safe for concurrent use. Flink: org.apache.flink.runtime.rpc.pekko.PekkoRpcService.
 type Service struct {
@@ -303,6 +308,16 @@ func (e endpointServer) Describe(_ context.Context, req *pb.DescribeRequest) (*p
 	return &pb.DescribeReply{Gateways: kinds(ep)}, nil
 }
 
+// connectParams bound how long a connection to a peer that went away waits between attempts to
+// reconnect: gRPC's default backoff (1 s, ×1.6, ±20 %) capped at 10 s instead of 120 s, so a
+// peer that comes back at the same address (a process restarted on a fixed port) is reached
+// again within 10 s. Calls made meanwhile fail at once (gRPC's fail-fast), as calls to an
+// unreachable peer do.
+var connectParams = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 10 * time.Second},
+	MinConnectTimeout: 20 * time.Second,
+}
+
 // conn returns the cached connection to hostPort, dialing it on first use.
 func (s *Service) conn(hostPort string) (*grpc.ClientConn, error) {
 	s.mu.RLock()
@@ -329,6 +344,7 @@ func (s *Service) conn(hostPort string) (*grpc.ClientConn, error) {
 	}
 	cc, err := grpc.NewClient("passthrough:///"+hostPort,
 		grpc.WithTransportCredentials(creds),
+		grpc.WithConnectParams(connectParams),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(s.opts.MaxReceiveMessageSize), grpc.MaxCallSendMsgSize(s.opts.MaxSendMessageSize)))
 	if err != nil {
 		return nil, err
