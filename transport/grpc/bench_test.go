@@ -25,8 +25,9 @@ func (f *fencedJobMaster) FailSlot(_ context.Context, token jobgraph.JobMasterID
 }
 
 // BenchmarkFencedCall is one round trip of a small fenced call (JobMasterGateway.FailSlot with a
-// nil cause) from one Service to an endpoint on another over loopback gRPC, against the same call
-// through rpc.LocalService (a method call).
+// nil cause) from one Service to an endpoint on another over loopback gRPC, in plaintext and with
+// mutual TLS (the handshake is made once, before the loop), against the same call through
+// rpc.LocalService (a method call).
 func BenchmarkFencedCall(b *testing.B) {
 	ep := &fencedJobMaster{token: jobgraph.NewJobMasterID()}
 	allocation := jobgraph.NewAllocationID()
@@ -39,17 +40,26 @@ func BenchmarkFencedCall(b *testing.B) {
 			}
 		}
 	}
-	b.Run("grpc", func(b *testing.B) {
-		server, err := grpctransport.New(grpctransport.Options{Logger: quiet})
+	remote := func(b *testing.B, server, client grpctransport.Options) {
+		server.Logger, client.Logger = quiet, quiet
+		s, err := grpctransport.New(server)
 		require.NoError(b, err)
-		defer server.Close()
-		client, err := grpctransport.New(grpctransport.Options{Logger: quiet})
+		defer s.Close()
+		c, err := grpctransport.New(client)
 		require.NoError(b, err)
-		defer client.Close()
-		require.NoError(b, server.Register("jobmaster", ep))
-		gw, err := rpc.Connect[rpc.JobMasterGateway](context.Background(), client, server.Address("jobmaster"))
+		defer c.Close()
+		require.NoError(b, s.Register("jobmaster", ep))
+		gw, err := rpc.Connect[rpc.JobMasterGateway](context.Background(), c, s.Address("jobmaster"))
 		require.NoError(b, err)
 		run(b, gw)
+	}
+	b.Run("grpc", func(b *testing.B) { remote(b, grpctransport.Options{}, grpctransport.Options{}) })
+	b.Run("grpc-mtls", func(b *testing.B) {
+		ca := newCA(b, "cluster CA")
+		serverCert, _, _ := ca.issue(b, "jobmanager")
+		clientCert, _, _ := ca.issue(b, "taskexecutor")
+		remote(b, grpctransport.Options{TLS: &grpctransport.TLSOptions{Enabled: true, Certificate: serverCert, CAs: ca.pool}},
+			grpctransport.Options{TLS: &grpctransport.TLSOptions{Enabled: true, Certificate: clientCert, CAs: ca.pool}})
 	})
 	b.Run("local", func(b *testing.B) {
 		s := rpc.NewLocalService()

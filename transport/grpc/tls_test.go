@@ -51,7 +51,7 @@ func nextSerial() *big.Int {
 	return big.NewInt(serial.n)
 }
 
-func newCA(t *testing.T, name string) *testCA {
+func newCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func newCA(t *testing.T, name string) *testCA {
 
 // issue makes a certificate for 127.0.0.1 that serves as server and client certificate, with its
 // PEM forms.
-func (ca *testCA) issue(t *testing.T, name string) (tls.Certificate, []byte, []byte) {
+func (ca *testCA) issue(t testing.TB, name string) (tls.Certificate, []byte, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
