@@ -46,7 +46,7 @@
 // *dispatcher.DuplicateJobSubmissionError) with their fields: on the caller's side the error
 // has the endpoint's text, errors.Is matches the same sentinels and errors.As finds the same
 // typed errors (an error field inside one, such as CheckpointError.Cause, crosses as its text
-// and sentinels). A call whose ctx ends returns an error matching ctx's error
+// and sentinels); a host adds its own types with RegisterErrorType. A call whose ctx ends returns an error matching ctx's error
 // (context.Canceled, context.DeadlineExceeded). A call after this Service's Close matches
 // rpc.ErrServiceClosed; a message over a size limit matches ErrMessageTooLarge; a peer that
 // cannot be reached gives the transport's error.

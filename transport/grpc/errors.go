@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -88,8 +89,49 @@ type partitionErrorJSON struct {
 	Cause     *jobgraph.ErrorInfo   `json:"cause,omitempty"`
 }
 
-// typedErrors are the library's error types that cross with their fields. A cause held in an
-// error field crosses as ErrorInfo (text and sentinels, not its own type).
+// RegisterErrorType makes errors of type *T cross a call with their fields: when an endpoint's
+// error chain holds a *T (errors.As), it travels as JSON (encoding/json of *T) under kind, and on
+// the calling side errors.As finds a *T decoded from it. Both sides must register the same kind
+// for the same type, which they do by running the same registering code (a package's init, as
+// for jobgraph.RegisterErrorCode). T's fields must survive encoding/json (no error or interface
+// fields: an error field would arrive nil). The library's own types are registered already:
+// *rpc.FencingError, *rpc.HeartbeatTimeoutError, *jobgraph.ValidationError,
+// *jobgraph.AccumulatorTypeError, *slotpool.NoResourceAvailableError,
+// *jobmaster.MissingDeploymentError, *taskexecutor.UnknownInvokableError,
+// *taskexecutor.TaskCancellationTimeoutError, *dispatcher.DuplicateJobSubmissionError, and
+// (their error fields crossing as text and sentinels) *checkpoint.CheckpointError and
+// *taskexecutor.PartitionError. It panics on an empty kind or one registered already: a
+// programming error, found when the program starts. Safe for concurrent use.
+func RegisterErrorType[T any, PT interface {
+	*T
+	error
+}](kind string) {
+	if kind == "" {
+		panic("grpctransport.RegisterErrorType: empty kind")
+	}
+	typedErrorsMu.Lock()
+	defer typedErrorsMu.Unlock()
+	for _, te := range typedErrors {
+		if te.kind == kind {
+			panic(fmt.Sprintf("grpctransport.RegisterErrorType(%q): the kind is registered already", kind))
+		}
+	}
+	typedErrors = append(typedErrors, plain[T, PT](kind))
+}
+
+// typedErrorsMu guards typedErrors, which RegisterErrorType extends.
+var typedErrorsMu sync.RWMutex
+
+// registeredErrorTypes returns the typed errors registered now.
+func registeredErrorTypes() []typedError {
+	typedErrorsMu.RLock()
+	defer typedErrorsMu.RUnlock()
+	return typedErrors
+}
+
+// typedErrors are the error types that cross with their fields: the library's, then those
+// registered with RegisterErrorType. A cause held in an error field crosses as ErrorInfo (text
+// and sentinels, not its own type).
 var typedErrors = []typedError{
 	plain[rpc.FencingError]("rpc.FencingError"),
 	plain[rpc.HeartbeatTimeoutError]("rpc.HeartbeatTimeoutError"),
@@ -139,7 +181,7 @@ var typedErrors = []typedError{
 // errorDetail encodes err (not nil) for the wire.
 func errorDetail(err error) *pb.ErrorDetail {
 	d := &pb.ErrorDetail{Info: toPBErrorInfo(rpc.Failure(err))}
-	for _, te := range typedErrors {
+	for _, te := range registeredErrorTypes() {
 		v, ok := te.find(err)
 		if !ok {
 			continue
@@ -211,7 +253,7 @@ func fromDetail(d *pb.ErrorDetail) error {
 	}
 	e := &remoteError{msg: base.Error(), chain: []error{base}}
 	for _, t := range d.GetTyped() {
-		for _, te := range typedErrors {
+		for _, te := range registeredErrorTypes() {
 			if te.kind != t.GetKind() {
 				continue
 			}

@@ -227,3 +227,29 @@ func TestContextEndsTheCall(t *testing.T) {
 		assert.EqualError(t, err, "its own wait: context deadline exceeded")
 	})
 }
+
+// hostError is a host's own error type, registered to cross with its fields.
+type hostError struct {
+	Shard int    `json:"shard"`
+	Owner string `json:"owner"`
+}
+
+func (e *hostError) Error() string { return fmt.Sprintf("shard %d is owned by %s", e.Shard, e.Owner) }
+
+func init() { grpctransport.RegisterErrorType[hostError]("test.hostError") }
+
+// A host's error type registered with RegisterErrorType crosses like the library's; registering
+// a kind twice panics.
+func TestRegisterErrorType(t *testing.T) {
+	f := &fakeJobMaster{}
+	gw := connect[rpc.JobMasterGateway](t, f)
+	want := &hostError{Shard: 7, Owner: "te-3"}
+	f.err = fmt.Errorf("moved: %w", want)
+	err := gw.HeartbeatFromResourceManager(t.Context(), "rm-1")
+	var got *hostError
+	require.ErrorAs(t, err, &got)
+	assert.Equal(t, want, got)
+	assert.EqualError(t, err, "moved: shard 7 is owned by te-3")
+	assert.Panics(t, func() { grpctransport.RegisterErrorType[hostError]("test.hostError") })
+	assert.Panics(t, func() { grpctransport.RegisterErrorType[hostError]("") })
+}
