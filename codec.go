@@ -235,8 +235,8 @@ func (g *JobGraph) Clone() (*JobGraph, error) {
 // copyPlain copies g field by field and reports true when the copy equals what a JSON round
 // trip gives; it reports false, and copies nothing, for a graph the round trip would change or
 // refuse. What the round trip does to a plain graph, copyPlain does too: an empty Config,
-// Inputs or Results becomes nil (omitempty), a negative zero float becomes zero (omitempty drops
-// it). Vertices keeps the difference between nil ("null") and empty ("[]").
+// OperatorCoordinatorConfig, Inputs or Results becomes nil (omitempty), a negative zero float
+// becomes zero (omitempty drops it). Vertices keeps the difference between nil ("null") and empty ("[]").
 // TestCloneCopiesEveryField fails when a field is added that needs a line here.
 func (g *JobGraph) copyPlain() (*JobGraph, bool) {
 	if !plainString(g.Name) || !jobTypes.valid(g.Type) || !plainString(g.SavepointRestore.Path) ||
@@ -248,7 +248,7 @@ func (g *JobGraph) copyPlain() (*JobGraph, bool) {
 	var edges, sets, config int
 	for _, v := range g.Vertices {
 		if v == nil || !plainString(v.Name) || !plainString(v.Invokable) || !plainString(v.SlotSharingGroup) ||
-			!plainString(v.CoLocationGroup) || !plainFloat(v.Resources.CPUCores) {
+			!plainString(v.CoLocationGroup) || !plainString(v.OperatorCoordinator) || !plainFloat(v.Resources.CPUCores) {
 			return nil, false
 		}
 		for _, e := range v.Inputs {
@@ -261,7 +261,7 @@ func (g *JobGraph) copyPlain() (*JobGraph, bool) {
 				return nil, false
 			}
 		}
-		edges, sets, config = edges+len(v.Inputs), sets+len(v.Results), config+len(v.Config)
+		edges, sets, config = edges+len(v.Inputs), sets+len(v.Results), config+len(v.Config)+len(v.OperatorCoordinatorConfig)
 	}
 	c := *g
 	c.ParallelismOverrides = nil
@@ -295,11 +295,16 @@ func (g *JobGraph) copyPlain() (*JobGraph, bool) {
 		cv := &vs[i]
 		*cv = *v
 		cv.Resources.CPUCores = v.Resources.CPUCores + 0 // -0 → 0, as omitempty drops it
-		cv.Config, cv.Inputs, cv.Results = nil, nil, nil
+		cv.Config, cv.OperatorCoordinatorConfig, cv.Inputs, cv.Results = nil, nil, nil, nil
 		if n := len(v.Config); n > 0 {
 			start := len(configSlab)
 			configSlab = append(configSlab, v.Config...)
 			cv.Config = configSlab[start : start+n : start+n]
+		}
+		if n := len(v.OperatorCoordinatorConfig); n > 0 {
+			start := len(configSlab)
+			configSlab = append(configSlab, v.OperatorCoordinatorConfig...)
+			cv.OperatorCoordinatorConfig = configSlab[start : start+n : start+n]
 		}
 		if n := len(v.Inputs); n > 0 {
 			start := len(edgePtrs)

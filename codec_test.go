@@ -263,6 +263,8 @@ func TestCloneIsTheJSONRoundTrip(t *testing.T) {
 			g.RestartStrategy.ExponentialDelayBackoffMultiplier = negZero
 			g.RestartStrategy.ExponentialDelayJitterFactor = negZero
 		},
+		"empty coordinator config":    func(g *jobgraph.JobGraph) { g.Vertices[0].OperatorCoordinatorConfig = []byte{} },
+		"invalid UTF-8 coordinator":   func(g *jobgraph.JobGraph) { g.Vertices[1].OperatorCoordinator = "enum\xff" },
 		"invalid UTF-8 name":          func(g *jobgraph.JobGraph) { g.Vertices[2].Name = "bad\xffname" },
 		"invalid UTF-8 job name":      func(g *jobgraph.JobGraph) { g.Name = "\xfe" },
 		"invalid UTF-8 ship strategy": func(g *jobgraph.JobGraph) { g.Vertices[3].Inputs[1].ShipStrategy = "\xc0" },
@@ -323,6 +325,7 @@ func TestCloneCopiesEveryField(t *testing.T) {
 		"JobGraph.RestartStrategy.ExponentialDelayJitterFactor float64", "JobGraph.FailoverStrategy string",
 		"JobGraph.ParallelismOverrides map",
 		"JobVertex.Name string", "JobVertex.Invokable string", "JobVertex.Config slice",
+		"JobVertex.OperatorCoordinator string", "JobVertex.OperatorCoordinatorConfig slice",
 		"JobVertex.Resources.CPUCores float64", "JobVertex.SlotSharingGroup string",
 		"JobVertex.CoLocationGroup string", "JobVertex.Inputs slice", "JobVertex.Results slice",
 		"JobEdge.ShipStrategy string", "IntermediateDataSet.RecordCodec string",

@@ -37,7 +37,8 @@ func richGraph() *jobgraph.JobGraph {
 		Vertices: []*jobgraph.JobVertex{
 			{
 				ID: vid(10), Name: "src", Parallelism: 4, MaxParallelism: 128, Invokable: "source",
-				Config: []byte{0, 1, 2, 0xff},
+				Config:              []byte{0, 1, 2, 0xff},
+				OperatorCoordinator: "split-enumerator", OperatorCoordinatorConfig: []byte(`{"splits":100}`),
 				Resources: jobgraph.ResourceProfile{CPUCores: 0.5, TaskHeapMemory: 256 * jobgraph.MiB,
 					TaskOffHeapMemory: 64 * jobgraph.MiB, ManagedMemory: 128 * jobgraph.MiB, NetworkMemory: 32 * jobgraph.MiB},
 				SlotSharingGroup: "default",

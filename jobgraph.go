@@ -72,6 +72,18 @@ type JobVertex struct {
 	Invokable string `json:"invokable"`
 	// Config is opaque to jobgraph and handed to the task code as is.
 	Config []byte `json:"config,omitempty"`
+	// OperatorCoordinator names the vertex's operator coordinator in the JobMaster's
+	// coordination.Registry (jobmaster.Config.OperatorCoordinators); empty: the vertex has none.
+	// The JobMaster creates it when it starts the job (an unknown name fails the job's
+	// initialization, as an unknown Invokable fails the task on its TaskExecutor), and its
+	// subtasks exchange events with it (taskexecutor.Environment.SendEventToCoordinator).
+	// Flink: JobVertex.getOperatorCoordinators (a list, one per chained operator; ours is one
+	// per vertex).
+	OperatorCoordinator string `json:"operatorCoordinator,omitempty"`
+	// OperatorCoordinatorConfig is opaque to jobgraph and handed to the coordinator as
+	// coordination.Context.Config. Set without OperatorCoordinator it is invalid
+	// (RuleOperatorCoordinator).
+	OperatorCoordinatorConfig []byte `json:"operatorCoordinatorConfig,omitempty"`
 	// Resources is the minimum the vertex needs per subtask; the zero value is UNKNOWN (any slot).
 	Resources ResourceProfile `json:"resources,omitzero"`
 	// SlotSharingGroup: subtasks of vertices with the same non-empty group name may share one
@@ -302,6 +314,13 @@ func (v *JobVertex) WithCoLocationGroup(name string) *JobVertex { v.CoLocationGr
 
 // WithConfig sets the opaque task config and returns v.
 func (v *JobVertex) WithConfig(config []byte) *JobVertex { v.Config = config; return v }
+
+// WithOperatorCoordinator names the vertex's operator coordinator and its config (see
+// OperatorCoordinator) and returns v.
+func (v *JobVertex) WithOperatorCoordinator(name string, config []byte) *JobVertex {
+	v.OperatorCoordinator, v.OperatorCoordinatorConfig = name, config
+	return v
+}
 
 // TopologicalOrder returns the vertices so that every producer comes before its consumers; among
 // vertices that are free to go next, insertion order decides, so the result is deterministic.

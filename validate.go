@@ -32,12 +32,16 @@ const (
 	RuleEnumValue      Rule = "enum-value"      // a JobType, pattern or result type outside its range
 	RuleUnreadDataSet  Rule = "unread-data-set" // a data set no vertex of the graph reads (e.g. Connect to a vertex of another graph)
 	RuleNameLength     Rule = "name-length"     // a name or other string field longer than MaxNameLength bytes
+	// RuleOperatorCoordinator: a vertex has an OperatorCoordinatorConfig but names no
+	// OperatorCoordinator.
+	RuleOperatorCoordinator Rule = "operator-coordinator"
 )
 
 // MaxNameLength is the longest name, in bytes, Validate accepts for the job, a vertex, its task
-// code (Invokable), its slot-sharing and co-location groups, an edge's ShipStrategy and the
-// savepoint path (RuleNameLength). Flink sets no limit on these in a JobGraph (it cuts operator
-// names to 80 characters in metric scopes only, TaskMetricGroup.METRICS_OPERATOR_NAME_MAX_LENGTH);
+// code (Invokable), its OperatorCoordinator, its slot-sharing and co-location groups, an edge's
+// ShipStrategy and the savepoint path (RuleNameLength). Flink sets no limit on these in a
+// JobGraph (it cuts operator names to 80 characters in metric scopes only,
+// TaskMetricGroup.METRICS_OPERATOR_NAME_MAX_LENGTH);
 // we refuse absurd ones (a 100 MB name would be copied into every log line, archive and
 // message) and keep room for the long vertex names Flink's SQL planner chains together.
 const MaxNameLength = 64 << 10
@@ -218,8 +222,11 @@ func (v *JobVertex) validate() error {
 		return fail(RuleParallelism, "parallelism %d is above the max parallelism %d", v.Parallelism, v.EffectiveMaxParallelism())
 	case v.Invokable == "":
 		return fail(RuleInvokable, "the vertex names no task code (Invokable is empty)")
+	case len(v.OperatorCoordinatorConfig) > 0 && v.OperatorCoordinator == "":
+		return fail(RuleOperatorCoordinator, "the vertex has an operator coordinator config (%d bytes) but names no operator coordinator (OperatorCoordinator is empty)", len(v.OperatorCoordinatorConfig))
 	}
 	if err := checkNameLength("the vertex name", v.Name, "the task code name (Invokable)", v.Invokable,
+		"the operator coordinator name (OperatorCoordinator)", v.OperatorCoordinator,
 		"the slot-sharing group", v.SlotSharingGroup, "the co-location group", v.CoLocationGroup); err != nil {
 		return fail(RuleNameLength, "%v", err)
 	}

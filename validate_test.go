@@ -200,6 +200,19 @@ func TestValidateRules(t *testing.T) {
 		assert.Equal(t, mid.ID, ve.Vertex)
 		assert.Equal(t, "mid", ve.VertexName)
 	})
+	t.Run("operator coordinator config without a coordinator", func(t *testing.T) {
+		g, _, mid, _ := pipeline()
+		mid.OperatorCoordinatorConfig = []byte("splits=100")
+		ve := requireValidationError(t, g.Validate(), jobgraph.RuleOperatorCoordinator)
+		assert.Equal(t, mid.ID, ve.Vertex)
+		assert.Equal(t, "mid", ve.VertexName)
+		assert.Equal(t, "the vertex has an operator coordinator config (10 bytes) but names no operator coordinator (OperatorCoordinator is empty)", ve.Detail)
+		assert.Equal(t, fmt.Sprintf(`invalid job graph: operator-coordinator: vertex "mid" (%s): %s`, mid.ID, ve.Detail), ve.Error())
+		mid.OperatorCoordinator = "split-enumerator"
+		require.NoError(t, g.Validate())
+		mid.OperatorCoordinatorConfig = nil
+		require.NoError(t, g.Validate(), "a coordinator without a config is valid")
+	})
 	t.Run("negative resources", func(t *testing.T) {
 		for _, p := range []jobgraph.ResourceProfile{{CPUCores: -0.5}, {TaskHeapMemory: -1}, {TaskOffHeapMemory: -1},
 			{ManagedMemory: -1}, {NetworkMemory: -1}} {
@@ -527,6 +540,8 @@ func TestValidateNameLength(t *testing.T) {
 			"the savepoint path (execution.savepoint.path) is 65537 bytes"},
 		{"vertex name", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.Name = s }, "the vertex name is 65537 bytes"},
 		{"invokable", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.Invokable = s }, "the task code name (Invokable) is 65537 bytes"},
+		{"operator coordinator", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.OperatorCoordinator = s },
+			"the operator coordinator name (OperatorCoordinator) is 65537 bytes"},
 		{"slot-sharing group", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.SlotSharingGroup = s },
 			"the slot-sharing group is 65537 bytes"},
 		{"co-location group", func(_ *jobgraph.JobGraph, v *jobgraph.JobVertex, s string) { v.CoLocationGroup = s },

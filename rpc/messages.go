@@ -161,6 +161,12 @@ type TaskDeploymentDescriptor struct {
 	// when CheckpointingEnabled is false, as Flink's streaming tasks always do. Without
 	// CheckpointingEnabled there is no final checkpoint and no wait for one at the end of input.
 	HasCheckpointCoordinator bool `json:"hasCheckpointCoordinator,omitempty"`
+	// HasOperatorCoordinator says the vertex has an operator coordinator
+	// (jobgraph.JobVertex.OperatorCoordinator is set): the task's
+	// Environment.SendEventToCoordinator delivers to it (without one it returns
+	// ErrNoOperatorCoordinator). Flink: the OperatorIDs of the task's coordinators, in
+	// TaskInformation's chained operator config.
+	HasOperatorCoordinator bool `json:"hasOperatorCoordinator,omitempty"`
 	// TaskRestore is the state the attempt starts from: nil for a fresh start. Flink:
 	// TaskDeploymentDescriptor.taskRestore (a JobManagerTaskRestore).
 	TaskRestore *TaskRestore `json:"taskRestore,omitempty"`

@@ -182,17 +182,18 @@ func TestTaskDeploymentDescriptorJSONRoundTrip(t *testing.T) {
 	}
 	self := jobgraph.ExecutionAttemptID{ExecutionGraphID: eg, ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: vertex, Subtask: 1}, AttemptNumber: 2}
 	tdd := rpc.TaskDeploymentDescriptor{
-		JobID:              jobgraph.NewJobID(),
-		ExecutionAttemptID: self,
-		AllocationID:       jobgraph.NewAllocationID(),
-		TaskName:           "count (2/3)",
-		VertexName:         "count",
-		Invokable:          "count-words",
-		Config:             []byte{0, 1, 2, 0xff},
-		SubtaskIndex:       1,
-		Parallelism:        3,
-		MaxParallelism:     128,
-		AttemptNumber:      2,
+		JobID:                  jobgraph.NewJobID(),
+		ExecutionAttemptID:     self,
+		AllocationID:           jobgraph.NewAllocationID(),
+		TaskName:               "count (2/3)",
+		VertexName:             "count",
+		Invokable:              "count-words",
+		Config:                 []byte{0, 1, 2, 0xff},
+		SubtaskIndex:           1,
+		Parallelism:            3,
+		MaxParallelism:         128,
+		AttemptNumber:          2,
+		HasOperatorCoordinator: true,
 		ProducedPartitions: []rpc.ResultPartitionDeploymentDescriptor{{
 			ResultPartitionID:     rpc.ResultPartitionID{PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: out, PartitionIndex: 1}, ProducerID: self},
 			ResultType:            jobgraph.HybridSelective,
@@ -223,6 +224,7 @@ func TestTaskDeploymentDescriptorJSONRoundTrip(t *testing.T) {
 	assert.Contains(t, string(data), `"resultType":"PIPELINED_BOUNDED"`)
 	assert.Contains(t, string(data), `"jobId":"`+tdd.JobID.String()+`"`)
 	assert.Contains(t, string(data), `"config":"AAEC/w=="`)
+	assert.Contains(t, string(data), `"hasOperatorCoordinator":true`)
 
 	// Without partitions and gates (a source-and-sink task) those fields are left out.
 	bare := rpc.TaskDeploymentDescriptor{JobID: tdd.JobID, TaskName: "v (1/1)", VertexName: "v", Invokable: "noop", Parallelism: 1, MaxParallelism: 128}
@@ -231,6 +233,7 @@ func TestTaskDeploymentDescriptorJSONRoundTrip(t *testing.T) {
 	assert.NotContains(t, string(data), "producedPartitions")
 	assert.NotContains(t, string(data), "inputGates")
 	assert.NotContains(t, string(data), "config")
+	assert.NotContains(t, string(data), "hasOperatorCoordinator")
 }
 
 func TestTaskExecutionStateJSONKeepsFailureAndItsSentinels(t *testing.T) {

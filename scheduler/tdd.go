@@ -69,6 +69,8 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 		Parallelism:        jv.Parallelism(),
 		MaxParallelism:     jv.MaxParallelism(),
 		AttemptNumber:      e.AttemptNumber(),
+		// The TaskExecutor lets the task send events to its coordinator only with this set.
+		HasOperatorCoordinator: spec.OperatorCoordinator != "",
 	}
 	if produced := v.ProducedPartitions(); len(produced) > 0 {
 		tdd.ProducedPartitions = make([]rpc.ResultPartitionDeploymentDescriptor, len(produced))

@@ -86,3 +86,21 @@ func TestConsumersOfOneGroupShareOnePartitionList(t *testing.T) {
 	assert.Contains(t, string(data), fmt.Sprintf(`"partitionRange":{"executionGraphId":"%s","producerVertexId":"%s","first":0,"count":3,"attempts":[[3,1]]}`,
 		h.s.ExecutionGraph().ID(), src.ID))
 }
+
+// A vertex that names an operator coordinator deploys its tasks with HasOperatorCoordinator;
+// the others without it.
+func TestTDDSaysWhetherTheVertexHasAnOperatorCoordinator(t *testing.T) {
+	g := jobgraph.New("coordinated", jobgraph.Streaming)
+	src := g.AddVertex("src", "noop", 2).WithOperatorCoordinator("split-enumerator", []byte("cfg"))
+	sink := g.AddVertex("sink", "noop", 2)
+	g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Pipelined)
+	h := newHarness(t, g, Config{})
+	h.s.StartScheduling()
+	require.Equal(t, 2, h.offer(te1, 2))
+	require.Len(t, h.deployer.deployed, 4)
+	has := map[string]bool{}
+	for _, c := range h.deployer.deployed {
+		has[c.tdd.TaskName] = c.tdd.HasOperatorCoordinator
+	}
+	assert.Equal(t, map[string]bool{"src (1/2)": true, "src (2/2)": true, "sink (1/2)": false, "sink (2/2)": false}, has)
+}
