@@ -98,6 +98,7 @@ const (
 	ckTrigger ckKind = iota
 	ckConfirm
 	ckAbort
+	ckEvent // an operator event (sendOperatorEventToTask), in order with the checkpoint calls
 )
 
 type ckCall struct {
@@ -106,6 +107,8 @@ type ckCall struct {
 	id      checkpoint.CheckpointID
 	ts      time.Time
 	props   checkpoint.CheckpointProperties
+	event   []byte      // ckEvent's
+	ack     func(error) // ckEvent's: called on the loop with the call's outcome
 }
 
 // ckBatch is a burst of checkpoint calls by TaskExecutor, in order of first call. Owned by the
@@ -116,6 +119,7 @@ type ckBatch struct {
 }
 
 type teCkCalls struct {
+	id    jobgraph.ResourceID
 	gw    rpc.TaskExecutorGateway
 	calls []ckCall
 }
@@ -125,9 +129,12 @@ type teCkCalls struct {
 func (jm *DefaultJobMaster) queueCheckpointCall(location jobgraph.ResourceID, c ckCall) {
 	te, ok := jm.taskExecutors[location]
 	if !ok {
-		if c.kind == ckTrigger {
-			err := fmt.Errorf("TaskExecutor %s is not connected", location)
+		err := fmt.Errorf("TaskExecutor %s is not connected", location)
+		switch c.kind {
+		case ckTrigger:
 			jm.loop.Execute(func() { jm.checkpointTriggerFailed(c.attempt, c.id, err) })
+		case ckEvent:
+			jm.loop.Execute(func() { jm.operatorEventAck(c.ack, err) })
 		}
 		return
 	}
@@ -136,7 +143,7 @@ func (jm *DefaultJobMaster) queueCheckpointCall(location jobgraph.ResourceID, c 
 		b = &ckBatch{byTE: map[jobgraph.ResourceID]int{}}
 		jm.ckOpen = b
 		if !jm.loop.Execute(func() { jm.flushCheckpointCalls(b) }) {
-			jm.ckOpen = nil // closing: nothing is sent any more
+			jm.ckOpen = nil // closing: nothing is sent any more (nor acked: see sendOperatorEventToTask)
 			return
 		}
 	}
@@ -144,53 +151,75 @@ func (jm *DefaultJobMaster) queueCheckpointCall(location jobgraph.ResourceID, c 
 	if !ok {
 		i = len(b.perTE)
 		b.byTE[location] = i
-		b.perTE = append(b.perTE, teCkCalls{gw: te})
+		b.perTE = append(b.perTE, teCkCalls{id: location, gw: te})
 	}
 	b.perTE[i].calls = append(b.perTE[i].calls, c)
 }
 
-// flushCheckpointCalls hands burst b to the outbox. On the loop.
+// flushCheckpointCalls hands burst b to the outbox. On the loop. A job with operator coordinators
+// goes on from the outbox into each TaskExecutor's lane (see sendOperatorEventToTask), so an
+// event waiting for its task holds up only the calls to that TaskExecutor after it.
 func (jm *DefaultJobMaster) flushCheckpointCalls(b *ckBatch) {
 	if jm.ckOpen == b {
 		jm.ckOpen = nil
 	}
 	token := jm.token
 	jm.enqueue(func() {
-		type failed struct {
-			attempt jobgraph.ExecutionAttemptID
-			id      checkpoint.CheckpointID
-			err     error
-		}
-		var failures []failed
 		for _, te := range b.perTE {
-			ctx, cancel := jm.rpcContext()
-			for _, c := range te.calls {
-				var err error
-				switch c.kind {
-				case ckTrigger:
-					err = te.gw.TriggerCheckpoint(ctx, token, c.attempt, c.id, c.ts, c.props)
-					if err != nil {
-						failures = append(failures, failed{c.attempt, c.id, err})
-					}
-				case ckConfirm:
-					err = te.gw.ConfirmCheckpoint(ctx, token, c.attempt, c.id, c.ts)
-				case ckAbort:
-					err = te.gw.AbortCheckpoint(ctx, token, c.attempt, c.id, c.ts)
-				}
-				if err != nil && c.kind != ckTrigger {
-					jm.log.Debug("a checkpoint notification failed", "checkpoint", c.id, "attempt", c.attempt, "confirm", c.kind == ckConfirm, "err", err)
-				}
+			if jm.lanes == nil {
+				jm.sendCheckpointCalls(context.Background(), token, te)
+				continue
 			}
-			cancel()
-		}
-		if len(failures) > 0 {
-			jm.loop.Execute(func() {
-				for _, f := range failures {
-					jm.checkpointTriggerFailed(f.attempt, f.id, f.err)
-				}
-			})
+			ctx := jm.lanes.ctx
+			jm.lanes.lane(jm, te.id).Execute(func() { jm.sendCheckpointCalls(ctx, token, te) })
 		}
 	})
+}
+
+// sendCheckpointCalls makes te's calls of one burst, one after another, in one context
+// (pekko.ask.timeout) but for events, each of which gets its own (it waits for its task's
+// handler). Failed triggers go back to the loop in one closure, each event's outcome in one
+// of its own as soon as it is known. On the outbox or te's lane.
+func (jm *DefaultJobMaster) sendCheckpointCalls(parent context.Context, token jobgraph.JobMasterID, te teCkCalls) {
+	type failed struct {
+		attempt jobgraph.ExecutionAttemptID
+		id      checkpoint.CheckpointID
+		err     error
+	}
+	var failures []failed
+	ctx, cancel := context.WithTimeout(parent, jm.cfg.RPCTimeout)
+	for _, c := range te.calls {
+		var err error
+		switch c.kind {
+		case ckTrigger:
+			err = te.gw.TriggerCheckpoint(ctx, token, c.attempt, c.id, c.ts, c.props)
+			if err != nil {
+				failures = append(failures, failed{c.attempt, c.id, err})
+			}
+		case ckConfirm:
+			err = te.gw.ConfirmCheckpoint(ctx, token, c.attempt, c.id, c.ts)
+		case ckAbort:
+			err = te.gw.AbortCheckpoint(ctx, token, c.attempt, c.id, c.ts)
+		case ckEvent:
+			ectx, ecancel := context.WithTimeout(parent, jm.cfg.RPCTimeout)
+			err = te.gw.SendOperatorEventToTask(ectx, token, c.attempt, c.event)
+			ecancel()
+			ack := c.ack
+			jm.loop.Execute(func() { jm.operatorEventAck(ack, err) })
+			continue
+		}
+		if err != nil && c.kind != ckTrigger {
+			jm.log.Debug("a checkpoint notification failed", "checkpoint", c.id, "attempt", c.attempt, "confirm", c.kind == ckConfirm, "err", err)
+		}
+	}
+	cancel()
+	if len(failures) > 0 {
+		jm.loop.Execute(func() {
+			for _, f := range failures {
+				jm.checkpointTriggerFailed(f.attempt, f.id, f.err)
+			}
+		})
+	}
 }
 
 // checkpointTriggerFailed hands a failed trigger to the scheduler, unless the JobMaster closed.

@@ -50,6 +50,9 @@ type hbTE struct {
 	disconnects []error
 	ckCalls     []string // "trigger 1 src (1/2)#0 @100ms", "confirm …", "abort …"
 	failTrigger error    // what TriggerCheckpoint answers
+	eventGate   chan struct{}
+	eventErr    error
+	cancels     []string // the tasks CancelTask was called for, "<task>#<attempt> @<time>"
 }
 
 func (f *hbTE) RequestSlot(context.Context, rpc.SlotID, jobgraph.JobID, jobgraph.AllocationID, jobgraph.ResourceProfile, string, jobgraph.JobMasterID, jobgraph.ResourceManagerID) error {
@@ -80,7 +83,16 @@ func (f *hbTE) SubmitTasks(_ context.Context, _ jobgraph.JobMasterID, tdds []rpc
 	return errs, nil
 }
 
-func (f *hbTE) CancelTask(context.Context, jobgraph.ExecutionAttemptID) error { return nil }
+func (f *hbTE) CancelTask(_ context.Context, a jobgraph.ExecutionAttemptID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, tdd := range f.submits {
+		if tdd.ExecutionAttemptID == a {
+			f.cancels = append(f.cancels, fmt.Sprintf("%s#%d @%v", tdd.TaskName, tdd.AttemptNumber, time.Since(f.start)))
+		}
+	}
+	return nil
+}
 
 func (f *hbTE) FreeSlot(_ context.Context, a jobgraph.AllocationID, _ *jobgraph.ErrorInfo) error {
 	f.mu.Lock()
@@ -141,6 +153,23 @@ func (f *hbTE) AbortCheckpoint(_ context.Context, _ jobgraph.JobMasterID, a jobg
 	return nil
 }
 
+// SendOperatorEventToTask records "event <event> <task>#<attempt> @<time>" among ckCalls; with
+// eventGate set it then waits until eventGate is closed (or ctx ends) before it answers eventErr.
+func (f *hbTE) SendOperatorEventToTask(ctx context.Context, _ jobgraph.JobMasterID, a jobgraph.ExecutionAttemptID, event []byte) error {
+	f.recordCheckpointCall("event "+string(event), a, -1)
+	f.mu.Lock()
+	gate, err := f.eventGate, f.eventErr
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return err
+}
+
 // recordCheckpointCall names a by the task it was deployed as.
 func (f *hbTE) recordCheckpointCall(kind string, a jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID) {
 	f.mu.Lock()
@@ -150,6 +179,10 @@ func (f *hbTE) recordCheckpointCall(kind string, a jobgraph.ExecutionAttemptID, 
 		if tdd.ExecutionAttemptID == a {
 			name = fmt.Sprintf("%s#%d", tdd.TaskName, tdd.AttemptNumber)
 		}
+	}
+	if id < 0 { // an operator event
+		f.ckCalls = append(f.ckCalls, fmt.Sprintf("%s %s @%v", kind, name, time.Since(f.start)))
+		return
 	}
 	f.ckCalls = append(f.ckCalls, fmt.Sprintf("%s %d %s @%v", kind, id, name, time.Since(f.start)))
 }
@@ -168,7 +201,7 @@ func (f *hbTE) snapshot() hbTE {
 	return hbTE{
 		held: slices.Clone(f.held), frees: slices.Clone(f.frees), requests: slices.Clone(f.requests),
 		submits: slices.Clone(f.submits), disconnects: slices.Clone(f.disconnects), submitCalls: slices.Clone(f.submitCalls),
-		ckCalls: slices.Clone(f.ckCalls),
+		ckCalls: slices.Clone(f.ckCalls), cancels: slices.Clone(f.cancels),
 	}
 }
 

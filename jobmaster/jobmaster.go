@@ -313,8 +313,17 @@ type DefaultJobMaster struct {
 	// deployments is what was deployed where, reconciled with each TaskExecutor's heartbeat.
 	deployments *deploymentTracker
 	// blocklist: the blocked TaskExecutors and the task-failure rule's counts (blocklist.go).
-	bl       jobBlocklist
-	ckOpen   *ckBatch // checkpoint calls of the running loop task, not on the outbox yet
+	bl     jobBlocklist
+	ckOpen *ckBatch // checkpoint calls of the running loop task, not on the outbox yet
+	// Operator coordinators (operatorevents.go): the vertices that name one (nil: none), the
+	// attempts of theirs that may send events (INITIALIZING or RUNNING), and the handler
+	// their events go to (nil until one is installed).
+	coordinated  map[jobgraph.JobVertexID]bool
+	eventSenders map[jobgraph.ExecutionAttemptID]struct{}
+	coordinators operatorCoordinatorHandler
+	// lanes carry the checkpoint calls and operator events of a job with coordinators, one
+	// lane per TaskExecutor (nil for a job without): owned by the outbox's goroutine.
+	lanes    *teLanes
 	terminal bool
 	closed   bool
 
@@ -361,6 +370,11 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		freeing:       make(map[jobgraph.AllocationID]bool),
 		deployments:   newDeploymentTracker(),
 		done:          make(chan struct{}),
+		coordinated:   coordinatedVertices(g),
+	}
+	if jm.coordinated != nil {
+		jm.eventSenders = make(map[jobgraph.ExecutionAttemptID]struct{})
+		jm.lanes = newTELanes()
 	}
 	var rm rpc.ResourceManagerGateway
 	var err error
@@ -548,6 +562,7 @@ func (jm *DefaultJobMaster) executionStateChanged(attempt jobgraph.ExecutionAtte
 	if st.IsTerminal() {
 		jm.deployments.stop(attempt)
 	}
+	jm.trackOperatorEventSender(attempt, st)
 	if l := jm.cfg.ExecutionStateListener; l != nil {
 		l(attempt, st)
 	}
@@ -1198,6 +1213,9 @@ func (jm *DefaultJobMaster) shutDown() {
 	}
 	jm.aside.Wait()
 	jm.outbox.Close()
+	if jm.lanes != nil {
+		jm.lanes.close() // after the outbox: nothing hands them calls any more
+	}
 	// After the loop: its last work (a store's shutdown) still runs.
 	jm.ioMu.Lock()
 	io := jm.io

@@ -128,6 +128,10 @@ func (f *hbJobMaster) DeclineCheckpoint(context.Context, jobgraph.JobMasterID, j
 	return nil
 }
 
+func (f *hbJobMaster) SendOperatorEventToCoordinator(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, []byte) error {
+	return nil
+}
+
 func (f *hbJobMaster) state() (requests []time.Duration, disconnects []hbDisconnect) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -100,6 +100,9 @@ func (f *fakeTaskExecutor) ConfirmCheckpoint(context.Context, jobgraph.JobMaster
 func (f *fakeTaskExecutor) AbortCheckpoint(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, checkpoint.CheckpointID, time.Time) error {
 	return nil
 }
+func (f *fakeTaskExecutor) SendOperatorEventToTask(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, []byte) error {
+	return nil
+}
 
 var _ rpc.TaskExecutorGateway = (*fakeTaskExecutor)(nil)
 

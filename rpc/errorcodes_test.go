@@ -30,6 +30,7 @@ func TestLibrarySentinelsMatchAfterCrossingAsJSON(t *testing.T) {
 	for _, sentinel := range []error{
 		jobgraph.ErrInvalidJobGraph, jobgraph.ErrAccumulatorTypeMismatch,
 		rpc.ErrFencingTokenMismatch, rpc.ErrUnknownAddress, rpc.ErrClosed, rpc.ErrHeartbeatTimeout,
+		rpc.ErrNoOperatorCoordinator, rpc.ErrTaskNotRunning,
 		ha.ErrNotFound, ha.ErrAlreadyExists,
 		executiongraph.ErrIllegalTransition,
 		scheduler.ErrUnknownStrategy, scheduler.ErrNoTimers, scheduler.ErrNoFailureYet,

@@ -18,6 +18,19 @@ var ErrClosed = errors.New("closed")
 // ErrServiceClosed is returned (errors.Is) by a closed Service's Register and Lookup.
 var ErrServiceClosed = fmt.Errorf("rpc service %w", ErrClosed)
 
+// ErrNoOperatorCoordinator is matched (errors.Is) by the error of an operator event sent to the
+// coordinator of a vertex that has none (jobgraph.JobVertex.OperatorCoordinator is empty): from
+// taskexecutor.Environment.SendEventToCoordinator and JobMasterGateway.SendOperatorEventToCoordinator.
+var ErrNoOperatorCoordinator = errors.New("the vertex has no operator coordinator")
+
+// ErrTaskNotRunning is matched (errors.Is) by the error of an operator event for an execution
+// attempt that is not running where it was sent: JobMasterGateway.SendOperatorEventToCoordinator
+// for an attempt that is not its subtask's current one (an outdated or unknown attempt, or one
+// that ended), TaskExecutorGateway.SendOperatorEventToTask for an attempt the TaskExecutor does
+// not run, or whose task ended before it handled the event. Such an event is dropped; nothing
+// else fails because of it. Flink: TaskNotRunningException.
+var ErrTaskNotRunning = errors.New("execution attempt not running")
+
 // ErrHeartbeatTimeout is matched (errors.Is) by every *HeartbeatTimeoutError, in this process
 // and, through the ErrorInfo a gateway message carries, in another.
 var ErrHeartbeatTimeout = errors.New("heartbeat timed out")
@@ -48,6 +61,8 @@ func init() {
 	jobgraph.RegisterErrorCode("rpc.closed", ErrClosed)
 	jobgraph.RegisterErrorCode("rpc.service-closed", ErrServiceClosed)
 	jobgraph.RegisterErrorCode("heartbeat.timeout", ErrHeartbeatTimeout)
+	jobgraph.RegisterErrorCode("rpc.no-operator-coordinator", ErrNoOperatorCoordinator)
+	jobgraph.RegisterErrorCode("rpc.task-not-running", ErrTaskNotRunning)
 }
 
 // Failure converts err into the plain data gateway messages carry: its text and the codes of the

@@ -103,6 +103,19 @@ type JobMasterGateway interface {
 	// DeclineCheckpoint delivers a task's refusal to take a checkpoint; the same rules as
 	// AcknowledgeCheckpoint. Flink: CheckpointCoordinatorGateway.declineCheckpoint.
 	DeclineCheckpoint(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, decline checkpoint.DeclineCheckpoint) error
+	// SendOperatorEventToCoordinator delivers event, which attempt of a task sent to its
+	// vertex's operator coordinator (taskexecutor.Environment.SendEventToCoordinator), fenced
+	// by token. The JobMaster hands it to the coordinator on its loop, in the order the calls
+	// arrive, only if attempt is its subtask's current attempt and has not ended; it returns
+	// once the coordinator took it (HandleEventFromOperator returned; a coordinator's error
+	// fails the job globally, not the call). Errors: ErrFencingTokenMismatch (another session),
+	// an error wrapping ErrTaskNotRunning for an event of an outdated, unknown or ended attempt
+	// (dropped: the sender's task goes on), an error wrapping ErrNoOperatorCoordinator when the
+	// attempt's vertex has no coordinator, ctx's error, ErrClosed once the JobMaster is closed.
+	// event is the caller's: the JobMaster neither keeps nor changes it after the call returned.
+	// A TaskExecutor sends the events of one attempt one call after another, so they arrive in
+	// order. Flink: JobMasterOperatorEventGateway.sendOperatorEventToCoordinator.
+	SendOperatorEventToCoordinator(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error
 }
 
 // ResourceManagerGateway is how TaskExecutors and JobMasters reach the ResourceManager. Both
@@ -188,4 +201,21 @@ type TaskExecutorGateway interface {
 	// AbortCheckpoint tells a task that checkpoint id was aborted. Unknown attempts are ignored.
 	// Errors as TriggerCheckpoint. Flink: TaskExecutorGateway.abortCheckpoint.
 	AbortCheckpoint(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, id checkpoint.CheckpointID, timestamp time.Time) error
+	// SendOperatorEventToTask delivers event, from the vertex's operator coordinator, to the
+	// running task of attempt, fenced by token, the JobMasterID the attempt's slot was offered
+	// to. It returns once the task handled it: nil when its OperatorEventHandler returned nil,
+	// else that handler's error (which also fails the task). The task runs its handler on its
+	// own goroutine, inside its next read, write or Yield (or while it waits in one), in the
+	// order the calls reached the TaskExecutor and in order with the TriggerCheckpoint,
+	// ConfirmCheckpoint and AbortCheckpoint calls to the attempt: a caller that makes its calls
+	// to one TaskExecutor one after another (as the JobMaster does) has them run in that order.
+	// An event that reaches a task before it set its handler is kept, in order, until it does.
+	// Errors: ErrFencingTokenMismatch (another session) with nothing delivered; an error
+	// wrapping ErrTaskNotRunning when the attempt does not run there, or when its task ended
+	// before it handled the event; the handler's error; ctx's error (the event may still be
+	// handled); ErrClosed once the TaskExecutor is closed. event is the caller's: the
+	// TaskExecutor copies it. Flink: TaskExecutorOperatorEventGateway.sendOperatorEventToTask,
+	// whose answer comes once the event is handed to the operator; ours waits for the handler
+	// too, so a nil answer means the task took it.
+	SendOperatorEventToTask(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error
 }

@@ -2,6 +2,7 @@ package taskexecutor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 
@@ -17,6 +18,19 @@ func newConformingTaskExecutor(t *testing.T, env tetest.Env) rpc.TaskExecutorGat
 	reg := NewRegistry()
 	reg.Register(tetest.InvokableFinish, func(context.Context, Environment) error { return nil })
 	reg.Register(tetest.InvokableBlock, func(ctx context.Context, _ Environment) error { <-ctx.Done(); return ctx.Err() })
+	reg.Register(tetest.InvokableEvents, func(ctx context.Context, env Environment) error {
+		env.SetOperatorEventHandler(func(event []byte) error {
+			if string(event) == tetest.EventFail {
+				return errors.New(tetest.HandlerRefused)
+			}
+			return env.SendEventToCoordinator(event)
+		})
+		for {
+			if err := env.Yield(ctx); err != nil {
+				return err
+			}
+		}
+	})
 	te, err := New(Config{ResourceID: env.ResourceID, Address: env.Address, NumSlots: env.NumSlots, Registry: reg,
 		RPC: env.RPC, ResourceManagerAddress: env.ResourceManagerAddress, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)

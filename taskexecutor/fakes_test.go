@@ -88,6 +88,23 @@ type fakeJobMaster struct {
 	states    []stateCall
 	acks      []ackCall
 	declines  []declineCall
+	// events are the operator events received; eventErr, when set, is every such call's answer.
+	events   []eventCall
+	eventErr error
+}
+
+// eventCall is one SendOperatorEventToCoordinator call the fake JobMaster received.
+type eventCall struct {
+	Token   jobgraph.JobMasterID
+	Attempt jobgraph.ExecutionAttemptID
+	Event   string
+}
+
+func (f *fakeJobMaster) SendOperatorEventToCoordinator(_ context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, eventCall{token, attempt, string(event)})
+	return f.eventErr
 }
 
 func (f *fakeJobMaster) UpdateTaskExecutionState(ctx context.Context, token jobgraph.JobMasterID, state rpc.TaskExecutionState) (bool, error) {

@@ -122,6 +122,7 @@ func (t *task) stopped() *stopReason {
 // run is the task's goroutine: Flink's Task.doRun.
 func (t *task) run() {
 	final, err := t.execute()
+	t.mail.close(taskEndedError(t)) // the operator events it did not handle are answered
 	t.metrics.Close()
 	t.reporter.waitSent() // its acks reach the JobMaster before its final state
 	t.cancel(nil)         // release the context's resources
@@ -273,6 +274,7 @@ func (t *task) setup() (*environment, error) {
 	env.snapshots = tdd.CheckpointingEnabled || tdd.HasCheckpointCoordinator
 	env.wake, env.cp.mail = t.mail.wake, t.mail
 	env.cp.reporter = t.reporter
+	env.hasCoordinator, env.events = tdd.HasOperatorCoordinator, t.reporter
 	env.cp.fail = func(err error) { t.stop(&stopReason{kind: stopFail, err: err}) }
 	owner := t.ioOwner()
 	owner.Wake, owner.BeforeWait, owner.BackPressure = env.wake, env.flushIdle, env.backPressure
@@ -324,6 +326,13 @@ type environment struct {
 	// checkpoints, or only savepoints and manual checkpoints of a job without an interval).
 	snapshots bool
 	cp        checkpoints
+
+	// Operator events: the task's handler (nil until set; events wait in cp.mail.held),
+	// whether its vertex has a coordinator (rpc.TaskDeploymentDescriptor.HasOperatorCoordinator)
+	// and where its events to it go (nil in tests: nowhere).
+	eventHandler   OperatorEventHandler
+	hasCoordinator bool
+	events         eventSender
 
 	// What task code reads and writes through (Input, Output), built at first use; inErr is
 	// the sticky error of each input read through Next.

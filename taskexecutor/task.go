@@ -60,6 +60,34 @@ type Environment interface {
 	// Flink: StateInitializationContext.isRestored (true for every operator of a restored job)
 	// and getRestoredCheckpointId.
 	RestoredState() (id checkpoint.CheckpointID, state checkpoint.StateHandle, ok bool)
+	// SetOperatorEventHandler registers h for the events of the vertex's operator coordinator
+	// (see jobgraph.JobVertex.OperatorCoordinator); a second call replaces the first. Events
+	// that arrive before it are kept, in order, and handed to h once it is set. h runs on the
+	// task's goroutine inside its next read (Next, NextAny), write (Emit, Broadcast) or Yield,
+	// or while it waits in one, in the order the events arrived and in order with the
+	// checkpoint mail (triggers, confirmations, aborts) the TaskExecutor got between them. h's
+	// error fails the task and is what the coordinator's send hears (the read, write or Yield
+	// it ran inside returns it too). Flink: OperatorEventDispatcher.registerEventHandler.
+	SetOperatorEventHandler(h OperatorEventHandler)
+	// SendEventToCoordinator sends event to the vertex's operator coordinator without waiting;
+	// the events of one attempt arrive in the order sent, after the task's earlier checkpoint
+	// acknowledgements and before its final state. event is copied. It returns an error
+	// wrapping ErrNoOperatorCoordinator (rpc.ErrNoOperatorCoordinator) when the vertex has no
+	// coordinator (rpc.TaskDeploymentDescriptor.HasOperatorCoordinator), and the task's stop
+	// error once it is stopped. A delivery that fails later, for any reason other than the
+	// JobMaster no longer counting this attempt as running (rpc.ErrTaskNotRunning: the event is
+	// dropped), fails the task. Flink: OperatorEventGateway.sendEventToCoordinator through
+	// RpcTaskOperatorEventGateway.
+	SendEventToCoordinator(event []byte) error
+	// Yield runs the mail queued for the task — operator events, checkpoint triggers,
+	// confirmations and aborts — and, if there was none, waits until some arrives and runs it;
+	// before it waits it hands over what the task wrote, as a read does. It returns nil after
+	// running at least one mail, ctx's error if ctx ends first, the task's stop error once it is
+	// stopped (context.Canceled, see Invokable), ErrStopped once a stop-with-savepoint
+	// savepoint was confirmed, or the error of a mail it ran (a handler's). A task with nothing
+	// to read or emit (a source reader waiting for its next split) waits here. Flink:
+	// MailboxExecutor.yield.
+	Yield(ctx context.Context) error
 }
 
 // TaskInfo describes one execution attempt. Flink: org.apache.flink.api.common.TaskInfo.

@@ -35,35 +35,88 @@ const (
 	mailTrigger mailKind = iota
 	mailConfirm
 	mailAbort
+	mailEvent // an operator event (see operatorevents.go)
 )
 
 // mail is one message of the TaskExecutor to a task.
 type mail struct {
 	kind    mailKind
 	barrier CheckpointBarrier // a trigger's; ID and Timestamp for the others
+	// An operator event's: the event and its answer, called exactly once (the handler's
+	// outcome, or the task's end before it ran).
+	event []byte
+	done  func(error)
 }
 
 // mailbox is what the TaskExecutor's loop hands to a task: posted from the loop without
 // waiting, run on the task's goroutine inside its next read or write, or while it waits. Flink:
-// StreamTask's TaskMailbox. Safe for concurrent use.
+// StreamTask's TaskMailbox. Safe for concurrent use, but held, which only the task's goroutine
+// uses.
 type mailbox struct {
 	pending atomic.Bool // items is not empty: the one load a read or write pays
 	mu      sync.Mutex
 	items   []mail
+	closed  bool          // the task ended: post refuses
 	wake    chan struct{} // the Environment's: every wait of the task selects on it
+	// held are the operator events that arrived before the task set its handler, in order.
+	held []mail
 }
 
 func newMailbox(wake chan struct{}) *mailbox { return &mailbox{wake: wake} }
 
-// post queues m and wakes the task. Never waits.
-func (m *mailbox) post(x mail) {
+// post queues m and wakes the task; false, with nothing queued, once the task ended (close).
+// Never waits.
+func (m *mailbox) post(x mail) bool {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
 	m.items = append(m.items, x)
 	m.pending.Store(true)
 	m.mu.Unlock()
 	select {
 	case m.wake <- struct{}{}:
 	default:
+	}
+	return true
+}
+
+// requeueFront puts xs back before everything queued, in their order: mail taken but not run.
+func (m *mailbox) requeueFront(xs []mail) {
+	if len(xs) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		answerEvents(xs, errors.New("the task ended")) // unreachable: only the task requeues, before it closes
+		return
+	}
+	m.items = append(append(make([]mail, 0, len(xs)+len(m.items)), xs...), m.items...)
+	m.pending.Store(true)
+}
+
+// close refuses every later post and answers the operator events queued or held with err: the
+// task ended before it handled them. On the task's goroutine, once its code returned.
+func (m *mailbox) close(err error) {
+	m.mu.Lock()
+	m.closed = true
+	items := m.items
+	m.items = nil
+	m.pending.Store(false)
+	m.mu.Unlock()
+	answerEvents(m.held, err)
+	m.held = nil
+	answerEvents(items, err)
+}
+
+// answerEvents answers the operator events among xs with err.
+func answerEvents(xs []mail, err error) {
+	for _, x := range xs {
+		if x.kind == mailEvent {
+			x.done(err)
+		}
 	}
 }
 
@@ -115,6 +168,8 @@ type checkpoints struct {
 
 	inputEnded []bool // by input: it reported io.EOF
 	numEnded   int
+
+	mailRun uint64 // how many mails runMail ran (Yield's "ran at least one")
 }
 
 // attention says a read or write must run checkpoint work first.
@@ -158,8 +213,13 @@ func (e *environment) waitMail(ctx context.Context) error {
 	}
 }
 
+// runMail runs the task's mail in the order it was posted. When one fails, the mail after it
+// goes back to the front of the mailbox: it runs at the next call, or, once the task ended, its
+// operator events are answered (mailbox.close).
 func (e *environment) runMail(ctx context.Context) error {
-	for _, m := range e.cp.mail.take() {
+	items := e.cp.mail.take()
+	for i, m := range items {
+		e.cp.mailRun++
 		var err error
 		switch m.kind {
 		case mailTrigger:
@@ -168,8 +228,11 @@ func (e *environment) runMail(ctx context.Context) error {
 			err = e.confirmed(ctx, m.barrier.ID)
 		case mailAbort:
 			e.aborted(ctx, m.barrier.ID)
+		case mailEvent:
+			err = e.operatorEvent(m)
 		}
 		if err != nil {
+			e.cp.mail.requeueFront(items[i+1:])
 			return err
 		}
 	}
@@ -554,16 +617,23 @@ func (o *taskOutput) Broadcast(ctx context.Context, record any) error {
 	return nil
 }
 
-// taskReporter is a task's checkpointReporter: one goroutine at a time sends what is queued,
+// taskReporter is a task's checkpointReporter and eventSender: one goroutine at a time sends what is queued,
 // in order, started when there is something to send; the task's goroutine waits for it before
 // it reports its final state (waitSent), so a JobMaster hears a task's acks before its end.
 type taskReporter struct {
 	t       *task
 	mu      sync.Mutex
-	queue   []func(context.Context, rpc.JobMasterGateway) error
+	queue   []reportItem
 	running bool
 	wg      sync.WaitGroup
 	jm      rpc.JobMasterGateway // the sending goroutine's
+}
+
+// reportItem is one call to the task's JobMaster. failed, if set, hears why it could not be
+// made or failed (not while the TaskExecutor is closing); nil: the failure is logged.
+type reportItem struct {
+	send   func(context.Context, rpc.JobMasterGateway) error
+	failed func(error)
 }
 
 func (r *taskReporter) acknowledge(ack checkpoint.AcknowledgeCheckpoint) {
@@ -581,9 +651,13 @@ func (r *taskReporter) decline(d checkpoint.DeclineCheckpoint) {
 }
 
 func (r *taskReporter) post(send func(context.Context, rpc.JobMasterGateway) error) {
+	r.postItem(reportItem{send: send})
+}
+
+func (r *taskReporter) postItem(item reportItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.queue = append(r.queue, send)
+	r.queue = append(r.queue, item)
 	if !r.running {
 		r.running = true
 		r.wg.Add(1)
@@ -601,8 +675,8 @@ func (r *taskReporter) send() {
 			r.mu.Unlock()
 			return
 		}
-		send := r.queue[0]
-		r.queue[0] = nil
+		item := r.queue[0]
+		r.queue[0] = reportItem{}
 		r.queue = r.queue[1:]
 		r.mu.Unlock()
 		if te.ctx.Err() != nil {
@@ -611,13 +685,21 @@ func (r *taskReporter) send() {
 		if r.jm == nil {
 			jm, err := rpc.Connect[rpc.JobMasterGateway](te.ctx, te.rpc, r.t.jmAddress)
 			if err != nil {
-				te.log.Warn("cannot reach the JobMaster to report a checkpoint", "task", r.t.tdd.TaskName, "error", err)
+				if item.failed != nil {
+					item.failed(err)
+				} else {
+					te.log.Warn("cannot reach the JobMaster to report a checkpoint", "task", r.t.tdd.TaskName, "error", err)
+				}
 				continue
 			}
 			r.jm = jm
 		}
-		if err := send(te.ctx, r.jm); err != nil && te.ctx.Err() == nil {
-			te.log.Warn("reporting a checkpoint failed", "task", r.t.tdd.TaskName, "error", err)
+		if err := item.send(te.ctx, r.jm); err != nil && te.ctx.Err() == nil {
+			if item.failed != nil {
+				item.failed(err)
+			} else {
+				te.log.Warn("reporting a checkpoint failed", "task", r.t.tdd.TaskName, "error", err)
+			}
 		}
 	}
 }

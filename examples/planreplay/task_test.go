@@ -88,6 +88,13 @@ func (e *fakeEnv) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHand
 	return 0, checkpoint.StateHandle{}, false
 }
 
+// The operator-event methods: this fake's vertex has no operator coordinator.
+func (e *fakeEnv) SetOperatorEventHandler(taskexecutor.OperatorEventHandler) {}
+func (e *fakeEnv) SendEventToCoordinator([]byte) error {
+	return taskexecutor.ErrNoOperatorCoordinator
+}
+func (e *fakeEnv) Yield(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+
 func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
 func (e *fakeEnv) NumInputs() int                                  { return len(e.inputs) }
 func (e *fakeEnv) Input(i int) taskexecutor.InputGate              { return e.inputs[i] }
@@ -133,6 +140,13 @@ func (e nextOnlyEnv) SetCheckpointHandler(h taskexecutor.CheckpointHandler) {
 func (e nextOnlyEnv) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHandle, bool) {
 	return e.e.RestoredState()
 }
+func (e nextOnlyEnv) SetOperatorEventHandler(h taskexecutor.OperatorEventHandler) {
+	e.e.SetOperatorEventHandler(h)
+}
+func (e nextOnlyEnv) SendEventToCoordinator(event []byte) error {
+	return e.e.SendEventToCoordinator(event)
+}
+func (e nextOnlyEnv) Yield(ctx context.Context) error { return e.e.Yield(ctx) }
 
 var testVertex = jobgraph.NewJobVertexID()
 

@@ -1,7 +1,9 @@
 // Package rpctest is the conformance suite every rpc.Service implementation must pass: connecting
 // to a registered endpoint and calling it with plain-data messages, fencing-token mismatches that
 // still match rpc.ErrFencingTokenMismatch on the caller's side, unknown and taken addresses, an
-// endpoint unregistered while a call to it is in flight, concurrent calls, and a closed Service.
+// endpoint unregistered while a call to it is in flight, operator events in both directions
+// (their bytes, attempt and token intact, a stale token refused), concurrent calls, and a closed
+// Service.
 // Run it from the implementation's tests:
 //
 //	func TestConformance(t *testing.T) {
@@ -9,14 +11,16 @@
 //	}
 //
 // Each case gets a fresh Service from newService and closes it when it ends (newService must
-// not). The suite registers its own endpoint, a Probe implementing rpc.JobMasterGateway, so a
-// Service that hands out client stubs must serve that gateway. TestService runs in real time and
+// not). The suite registers its own endpoints, a Probe implementing rpc.JobMasterGateway and a
+// TaskProbe implementing rpc.TaskExecutorGateway, so a Service that hands out client stubs must
+// serve those gateways. TestService runs in real time and
 // suits implementations that do real I/O; one that does none can use TestServiceInBubble, which
 // runs each case inside its own testing/synctest bubble. No case sleeps: each waits for what it
 // expects for at most Timeout.
 package rpctest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +62,7 @@ var cases = []struct {
 	{"Failure/SentinelsSurviveTheTrip", failureSentinels},
 	{"Address/UnknownTakenAndUnregistered", addresses},
 	{"Address/UnregisteredMidCall", unregisteredMidCall},
+	{"OperatorEvents/CrossIntactAndStaleTokensAreRefused", operatorEvents},
 	{"ConcurrentCalls", concurrentCalls},
 	{"Close/RegisterAndLookupFail", closedService},
 }
@@ -91,6 +96,7 @@ type Probe struct {
 	mu     sync.Mutex
 	states []rpc.TaskExecutionState
 	fails  []*jobgraph.ErrorInfo
+	events []OperatorEvent
 }
 
 // States returns the TaskExecutionStates received, in arrival order.
@@ -172,7 +178,62 @@ func (p *Probe) DeclineCheckpoint(_ context.Context, token jobgraph.JobMasterID,
 	return p.fence(token)
 }
 
+// SendOperatorEventToCoordinator records the event; an attempt whose AttemptNumber is
+// NotRunningAttempt is answered with an error wrapping rpc.ErrTaskNotRunning, recording nothing.
+func (p *Probe) SendOperatorEventToCoordinator(_ context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error {
+	if err := p.fence(token); err != nil {
+		return err
+	}
+	if attempt.AttemptNumber == NotRunningAttempt {
+		return fmt.Errorf("rpctest probe: execution %s: %w", attempt, rpc.ErrTaskNotRunning)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, OperatorEvent{Token: token, Attempt: attempt, Event: bytes.Clone(event)})
+	return nil
+}
+
+// OperatorEvents returns the operator events received, in arrival order.
+func (p *Probe) OperatorEvents() []OperatorEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]OperatorEvent(nil), p.events...)
+}
+
+// NotRunningAttempt is the attempt number the probes answer operator events for with an error
+// wrapping rpc.ErrTaskNotRunning.
+const NotRunningAttempt = 99
+
+// OperatorEvent is an operator event a probe received.
+type OperatorEvent struct {
+	Token   jobgraph.JobMasterID
+	Attempt jobgraph.ExecutionAttemptID
+	Event   []byte
+}
+
 var _ rpc.JobMasterGateway = (*Probe)(nil)
+
+// TaskProbe is the TaskExecutor endpoint the suite registers: it records the operator events
+// SendOperatorEventToTask brings, fenced as Probe's calls are; an event reading "refuse" is
+// answered with the error "rpctest: the handler refused the event" and an attempt numbered
+// NotRunningAttempt with one wrapping rpc.ErrTaskNotRunning. Only SendOperatorEventToTask may be
+// called: the other methods belong to the embedded (nil) gateway.
+type TaskProbe struct {
+	rpc.TaskExecutorGateway
+	// Events records as a Probe does; its Token is the TaskProbe's.
+	Events Probe
+}
+
+// SendOperatorEventToTask implements rpc.TaskExecutorGateway.
+func (p *TaskProbe) SendOperatorEventToTask(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error {
+	if string(event) == "refuse" {
+		if err := p.Events.fence(token); err != nil {
+			return err
+		}
+		return errors.New("rpctest: the handler refused the event")
+	}
+	return p.Events.SendOperatorEventToCoordinator(ctx, token, attempt, event)
+}
 
 // ctx bounds a case's calls by Timeout.
 func ctx(t *testing.T) context.Context {
@@ -313,6 +374,41 @@ func unregisteredMidCall(t *testing.T, s rpc.Service) {
 	case <-c.Done():
 		t.Fatal("a call in flight when its endpoint was unregistered never returned")
 	}
+}
+
+func operatorEvents(t *testing.T, s rpc.Service) {
+	c := ctx(t)
+	jm := register(t, s, "jobmaster-a")
+	te := &TaskProbe{Events: Probe{Token: jobgraph.NewJobMasterID()}}
+	require.NoError(t, s.Register("taskexecutor-a", te))
+	jmGW, err := rpc.Connect[rpc.JobMasterGateway](c, s, "jobmaster-a")
+	require.NoError(t, err)
+	teGW, err := rpc.Connect[rpc.TaskExecutorGateway](c, s, "taskexecutor-a")
+	require.NoError(t, err)
+	attempt := failedState().ExecutionAttemptID
+	event := []byte{0, 1, 2, 0xff, 'e'}
+
+	// Task → coordinator, and coordinator → task: the bytes, the attempt and the token arrive whole.
+	require.NoError(t, jmGW.SendOperatorEventToCoordinator(c, jm.Token, attempt, event))
+	require.NoError(t, teGW.SendOperatorEventToTask(c, te.Events.Token, attempt, event))
+	assert.Equal(t, []OperatorEvent{{Token: jm.Token, Attempt: attempt, Event: []byte{0, 1, 2, 0xff, 'e'}}}, jm.OperatorEvents())
+	assert.Equal(t, []OperatorEvent{{Token: te.Events.Token, Attempt: attempt, Event: []byte{0, 1, 2, 0xff, 'e'}}}, te.Events.OperatorEvents())
+
+	// A stale token is refused on both, matched on the caller's side, and nothing is recorded.
+	stale := jobgraph.NewJobMasterID()
+	err = jmGW.SendOperatorEventToCoordinator(c, stale, attempt, []byte("stale"))
+	require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+	assert.ErrorContains(t, err, stale.String())
+	require.ErrorIs(t, teGW.SendOperatorEventToTask(c, stale, attempt, []byte("stale")), rpc.ErrFencingTokenMismatch)
+
+	// The endpoints' answers cross back: the not-running sentinel, and a handler's error text.
+	notRunning := attempt
+	notRunning.AttemptNumber = NotRunningAttempt
+	require.ErrorIs(t, jmGW.SendOperatorEventToCoordinator(c, jm.Token, notRunning, event), rpc.ErrTaskNotRunning)
+	require.ErrorIs(t, teGW.SendOperatorEventToTask(c, te.Events.Token, notRunning, event), rpc.ErrTaskNotRunning)
+	assert.EqualError(t, teGW.SendOperatorEventToTask(c, te.Events.Token, attempt, []byte("refuse")), "rpctest: the handler refused the event")
+	assert.Len(t, jm.OperatorEvents(), 1, "nothing more was recorded")
+	assert.Len(t, te.Events.OperatorEvents(), 1, "nothing more was recorded")
 }
 
 func concurrentCalls(t *testing.T, s rpc.Service) {

@@ -5,7 +5,10 @@
 // JobMasterID or disconnect changes nothing and matches rpc.ErrFencingTokenMismatch; so does a
 // checkpoint trigger, confirmation or abort of an earlier JobMaster session), a checkpoint
 // trigger for an attempt that does not run there (declined with CheckpointDeclinedTaskNotReady,
-// not an error of the call), FreeSlot of
+// not an error of the call), operator events (SendOperatorEventToTask reaches the running task's
+// handler exactly once and in order, is refused for an attempt that does not run there with
+// rpc.ErrTaskNotRunning and for an earlier session with rpc.ErrFencingTokenMismatch, and answers
+// the handler's error), FreeSlot of
 // an unknown allocation and of a running one, and the heartbeat answers to the ResourceManager and
 // the JobMaster. Run it from the implementation's tests:
 //
@@ -20,7 +23,8 @@
 // Each case starts a fake ResourceManager and a fake JobMaster on a fresh in-process rpc.Service
 // and asks newTaskExecutor for the implementation, which must register its gateway under
 // env.Address, register with the ResourceManager at env.ResourceManagerAddress, run the task code
-// named InvokableFinish and InvokableBlock, and close itself when the case ends (t.Cleanup).
+// named InvokableFinish, InvokableBlock and InvokableEvents, and close itself when the case ends
+// (t.Cleanup).
 // TestTaskExecutor runs in real time; TestTaskExecutorInBubble runs each case inside its own
 // testing/synctest bubble, and there also checks that nothing more was sent.
 // TestTaskExecutorOver runs the cases in real time over a transport of the implementation's
@@ -30,6 +34,7 @@ package tetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -53,6 +58,16 @@ const (
 	InvokableFinish = "tetest.finish"
 	// InvokableBlock runs until its task is canceled (its context ends), then returns.
 	InvokableBlock = "tetest.block"
+	// InvokableEvents sets an operator event handler that sends every event it is given back to
+	// the coordinator unchanged (SendEventToCoordinator), except the event EventFail, for which
+	// it returns an error whose text contains HandlerRefused; then it waits for mail (the
+	// Environment's Yield) until its task is canceled. The suite deploys it with
+	// HasOperatorCoordinator set.
+	InvokableEvents = "tetest.events"
+	// EventFail is the event InvokableEvents's handler refuses, with an error containing
+	// HandlerRefused.
+	EventFail      = "fail"
+	HandlerRefused = "tetest: the handler refused the event"
 )
 
 // Env is what newTaskExecutor gets for one case.
@@ -124,6 +139,10 @@ var cases = []struct {
 	{"Heartbeat/AnswersTheJobMasterWithItsSlots", heartbeatJobMaster},
 	{"Checkpoint/StaleJobMasterIDChangesNothing", checkpointStaleJobMaster},
 	{"Checkpoint/UnknownAttemptIsDeclinedNotReady", checkpointUnknownAttempt},
+	{"OperatorEvents/ReachTheRunningTaskOnceInOrder", eventsInOrder},
+	{"OperatorEvents/UnknownAttemptIsNotRunning", eventsUnknownAttempt},
+	{"OperatorEvents/StaleJobMasterIDChangesNothing", eventsStaleJobMaster},
+	{"OperatorEvents/TheHandlersErrorComesBack", eventsHandlerError},
 }
 
 const (
@@ -401,6 +420,72 @@ func checkpointUnknownAttempt(s *suite) {
 	assert.Len(s.t, s.jm.checkpointReports(), 1, "nothing more is sent")
 }
 
+// runningEvents submits an InvokableEvents task into a and waits until it reports RUNNING.
+func (s *suite) runningEvents(a jobgraph.AllocationID) jobgraph.ExecutionAttemptID {
+	s.t.Helper()
+	d := s.tdd(s.job, a, InvokableEvents)
+	d.HasOperatorCoordinator = true
+	require.NoError(s.t, s.te.SubmitTask(s.ctx, s.jm.token, d))
+	s.waitFor("the task runs", func() bool {
+		return slices.Contains(s.jm.statesOf(d.ExecutionAttemptID), jobgraph.ExecutionStateRunning)
+	})
+	return d.ExecutionAttemptID
+}
+
+func eventsInOrder(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	attempt := s.runningEvents(a)
+	var want []sentEvent
+	for i := range 10 {
+		ev := []byte(fmt.Sprintf("event-%d", i))
+		require.NoError(s.t, s.te.SendOperatorEventToTask(s.ctx, s.jm.token, attempt, ev), "event %d", i)
+		want = append(want, sentEvent{attempt: attempt, event: string(ev)})
+	}
+	s.waitFor("the task sends every event back", func() bool { return len(s.jm.operatorEvents()) >= len(want) })
+	s.settle()
+	assert.Equal(s.t, want, s.jm.operatorEvents(), "each event reached the handler once, in order")
+	assert.Equal(s.t, []jobgraph.ExecutionState{jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning},
+		withoutRepeats(s.jm.statesOf(attempt)), "the task keeps running")
+}
+
+func eventsUnknownAttempt(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	s.runningEvents(a)
+	unknown := s.tdd(s.job, a, InvokableEvents).ExecutionAttemptID
+	err := s.te.SendOperatorEventToTask(s.ctx, s.jm.token, unknown, []byte("lost"))
+	require.ErrorIs(s.t, err, rpc.ErrTaskNotRunning, "an attempt that does not run here")
+	s.settle()
+	assert.Empty(s.t, s.jm.operatorEvents(), "no task handled it")
+}
+
+func eventsStaleJobMaster(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	attempt := s.runningEvents(a)
+	err := s.te.SendOperatorEventToTask(s.ctx, jobgraph.NewJobMasterID(), attempt, []byte("stale"))
+	require.ErrorIs(s.t, err, rpc.ErrFencingTokenMismatch, "an event of an earlier session")
+	s.settle()
+	assert.Empty(s.t, s.jm.operatorEvents(), "nothing was delivered")
+	require.NoError(s.t, s.te.SendOperatorEventToTask(s.ctx, s.jm.token, attempt, []byte("current")))
+	s.waitFor("the current session's event comes back", func() bool { return len(s.jm.operatorEvents()) > 0 })
+	assert.Equal(s.t, []sentEvent{{attempt: attempt, event: "current"}}, s.jm.operatorEvents())
+}
+
+func eventsHandlerError(s *suite) {
+	a := jobgraph.NewAllocationID()
+	s.allocate(0, a)
+	attempt := s.runningEvents(a)
+	err := s.te.SendOperatorEventToTask(s.ctx, s.jm.token, attempt, []byte(EventFail))
+	require.Error(s.t, err)
+	assert.ErrorContains(s.t, err, HandlerRefused, "the handler's error is the answer")
+	s.waitFor("the task fails", func() bool {
+		return slices.Contains(s.jm.statesOf(attempt), jobgraph.ExecutionStateFailed)
+	})
+	assert.Empty(s.t, s.jm.operatorEvents())
+}
+
 func freeUnknownSlot(s *suite) {
 	a := jobgraph.NewAllocationID()
 	s.allocate(0, a)
@@ -608,6 +693,27 @@ type fakeJobMaster struct {
 	states     map[jobgraph.ExecutionAttemptID][]jobgraph.ExecutionState
 	heartbeats []rpc.AllocatedSlotReport
 	reports    []checkpointReport
+	opEvents   []sentEvent
+}
+
+// sentEvent is an operator event the fake JobMaster took.
+type sentEvent struct {
+	attempt jobgraph.ExecutionAttemptID
+	event   string
+}
+
+func (f *fakeJobMaster) operatorEvents() []sentEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.opEvents)
+}
+
+func (f *fakeJobMaster) SendOperatorEventToCoordinator(_ context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error {
+	if err := f.fence(token); err != nil {
+		return err
+	}
+	f.record(func() { f.opEvents = append(f.opEvents, sentEvent{attempt: attempt, event: string(event)}) })
+	return nil
 }
 
 // checkpointReport is an acknowledgement or a decline the fake JobMaster took.

@@ -106,6 +106,13 @@ func (e *fakeEnv) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHand
 	return e.restoreID, *e.restore, true
 }
 
+// The operator-event methods: this fake's vertex has no operator coordinator.
+func (e *fakeEnv) SetOperatorEventHandler(taskexecutor.OperatorEventHandler) {}
+func (e *fakeEnv) SendEventToCoordinator([]byte) error {
+	return taskexecutor.ErrNoOperatorCoordinator
+}
+func (e *fakeEnv) Yield(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+
 // checkpoint snapshots the task, acknowledges, and sends the barrier down every output.
 func (e *fakeEnv) checkpoint(ctx context.Context, b barrier) error {
 	if e.handler == nil {
