@@ -3,6 +3,7 @@ package grpctransport_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,6 +60,19 @@ func runTaskExecutor() error {
 	reg := taskexecutor.NewRegistry()
 	reg.Register(tetest.InvokableFinish, func(context.Context, taskexecutor.Environment) error { return nil })
 	reg.Register(tetest.InvokableBlock, func(ctx context.Context, _ taskexecutor.Environment) error { <-ctx.Done(); return ctx.Err() })
+	reg.Register(tetest.InvokableEvents, func(ctx context.Context, env taskexecutor.Environment) error {
+		env.SetOperatorEventHandler(func(event []byte) error {
+			if string(event) == tetest.EventFail {
+				return errors.New(tetest.HandlerRefused)
+			}
+			return env.SendEventToCoordinator(event)
+		})
+		for {
+			if err := env.Yield(ctx); err != nil {
+				return err
+			}
+		}
+	})
 	id := jobgraph.ResourceID(os.Getenv(envResourceID))
 	te, err := taskexecutor.New(taskexecutor.Config{ResourceID: id, Address: svc.Address(string(id)), NumSlots: slots, Registry: reg,
 		RPC: svc, ResourceManagerAddress: os.Getenv(envResourceManager), Logger: log})
