@@ -70,7 +70,8 @@ type Options struct {
 // and resolves the addresses of endpoints of other Services (other processes) to client stubs.
 //
 // Addresses are "<host:port>/<name>": the host:port of the Service that serves the endpoint
-// (Address gives it for a name) and the endpoint's name there. Register and Unregister take
+// (Address gives it for a name) and the endpoint's name there, which may hold "/" itself. An
+// address whose part before the first "/" is not a host:port with a numeric port is a bare name. Register and Unregister take
 // either that form with this Service's own host:port, or a bare name, meaning the same: the
 // bare name "jobmaster-a" and Address("jobmaster-a") name one endpoint. Lookup takes either
 // form too; a bare name resolves to this Service's own listener. Lookup always answers a
@@ -183,9 +184,14 @@ func (s *Service) HostPort() string { return s.advertise }
 func (s *Service) Address(name string) string { return s.advertise + "/" + name }
 
 // split parses an address into the host:port of its Service ("" for a bare name) and the name.
+// The part before the first "/" is a host:port only if it parses as one with a numeric port;
+// otherwise the whole address is a bare name, which may hold "/" itself (the MiniCluster names its
+// JobMasters "jobmaster/<job>/<session>").
 func split(address string) (hostPort, name string) {
 	if hp, n, ok := strings.Cut(address, "/"); ok {
-		return hp, n
+		if _, port, err := net.SplitHostPort(hp); err == nil && port != "" && strings.Trim(port, "0123456789") == "" {
+			return hp, n
+		}
 	}
 	return "", address
 }

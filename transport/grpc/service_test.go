@@ -35,6 +35,22 @@ func TestAddresses(t *testing.T) {
 	f.mu.Unlock()
 	_, err = s.Lookup(t.Context(), s.HostPort()+"/nothing")
 	require.ErrorIs(t, err, rpc.ErrUnknownAddress)
+
+	// A name may hold "/" (the MiniCluster's "jobmaster/<job>/<session>"): a first segment that
+	// is no host:port makes the whole address a bare name.
+	nested := &fakeJobMaster{}
+	require.NoError(t, s.Register("jobmaster/job-1/session-2", nested))
+	for _, addr := range []string{"jobmaster/job-1/session-2", s.Address("jobmaster/job-1/session-2")} {
+		gw, err := rpc.Connect[rpc.JobMasterGateway](t.Context(), s, addr)
+		require.NoError(t, err, addr)
+		require.NoError(t, gw.HeartbeatFromResourceManager(t.Context(), "rm-1"))
+	}
+	nested.mu.Lock()
+	assert.Len(t, nested.calls, 2)
+	nested.mu.Unlock()
+	s.Unregister("jobmaster/job-1/session-2")
+	_, err = s.Lookup(t.Context(), s.Address("jobmaster/job-1/session-2"))
+	require.ErrorIs(t, err, rpc.ErrUnknownAddress)
 }
 
 // A stub handed out before its endpoint was unregistered fails its later calls with an error
