@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -82,7 +83,7 @@ type bulkEntry struct {
 func newSlotAllocator(s *DefaultScheduler, pool SlotPool, timeout time.Duration, newID func() slotpool.SlotRequestID) *slotAllocator {
 	g := s.graph
 	if newID == nil {
-		newID = slotpool.NewSlotRequestID
+		newID = sequentialSlotRequestIDs(slotpool.NewSlotRequestID())
 	}
 	a := &slotAllocator{
 		s:       s,
@@ -115,6 +116,20 @@ func newSlotAllocator(s *DefaultScheduler, pool SlotPool, timeout time.Duration,
 		}
 	}
 	return a
+}
+
+// sequentialSlotRequestIDs returns base+1, base+2, … (the last 8 bytes counted as a big-endian
+// number, wrapping around), skipping the zero ID.
+func sequentialSlotRequestIDs(base slotpool.SlotRequestID) func() slotpool.SlotRequestID {
+	next := base
+	return func() slotpool.SlotRequestID {
+		for {
+			binary.BigEndian.PutUint64(next[8:], binary.BigEndian.Uint64(next[8:])+1)
+			if !next.IsZero() {
+				return next
+			}
+		}
+	}
 }
 
 // allocate gives each execution (all SCHEDULED) a logical slot in its group's shared slot,

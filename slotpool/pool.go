@@ -27,9 +27,16 @@ type slot struct {
 	payload   Payload
 
 	// while free
-	freeSince  time.Time
-	freeElem   *list.Element // in Pool.free[req]
+	freeSince time.Time
+	// in Pool.free[req], from the longest free on
+	inFree             bool
+	freePrev, freeNext *slot
+	// The idle timeout's timer: at most one outstanding per slot, due at idleAt. It stays
+	// armed while the slot is allocated (a restart allocates and frees every slot, and arming
+	// a timer for each would cost three allocations a slot); when it fires it looks at the
+	// slot as it is then, and re-arms for what is left of a later free period.
 	idleCancel func() bool
+	idleAt     time.Time
 	idleGen    uint64
 }
 
@@ -72,7 +79,7 @@ type Pool struct {
 
 	slots    map[jobgraph.AllocationID]*slot
 	byOwner  map[jobgraph.ResourceID]map[jobgraph.AllocationID]*slot
-	free     map[profile]*list.List // free slots by requirement, longest free first
+	free     map[profile]*freeList // free slots by requirement, longest free first; a list stays when empty
 	numFree  int
 	requests map[SlotRequestID]*SlotRequest // pending and allocated requests
 	pending  map[profile]*list.List         // pending requests by profile, oldest first
@@ -81,7 +88,7 @@ type Pool struct {
 	closed   bool
 
 	// Deferred callbacks (see the package doc) and the re-entrancy bookkeeping for them.
-	effects       []func()
+	effects       []effect
 	depth         int
 	flushing      bool
 	declareQueued bool
@@ -114,7 +121,7 @@ func New(cfg Config) (*Pool, error) {
 		fulfilled:      counter{},
 		slots:          map[jobgraph.AllocationID]*slot{},
 		byOwner:        map[jobgraph.ResourceID]map[jobgraph.AllocationID]*slot{},
-		free:           map[profile]*list.List{},
+		free:           map[profile]*freeList{},
 		requests:       map[SlotRequestID]*SlotRequest{},
 		pending:        map[profile]*list.List{},
 		lastDeclared:   []rpc.ResourceRequirement{},
@@ -139,11 +146,42 @@ func (p *Pool) leave() {
 	p.flushing = true
 	defer func() { p.flushing = false }()
 	for i := 0; i < len(p.effects); i++ {
-		fn := p.effects[i]
-		p.effects[i] = nil
-		fn()
+		e := p.effects[i]
+		p.effects[i] = effect{}
+		p.run(e)
 	}
 	p.effects = p.effects[:0]
+}
+
+// effect is one deferred callback. The frequent ones (a request's OnDone callback, a payload's
+// Release, the requirements declaration, one slot for OnNewSlots) are plain data rather than a
+// closure, so that a restart of 10,000 slots does not allocate a closure for each.
+type effect struct {
+	fn      func()                     // any other callback
+	done    func(AllocatedSlot, error) // called with req's result
+	req     *SlotRequest               // with done
+	payload Payload                    // Release(cause)
+	cause   error                      // with payload
+	newSlot *slot                      // OnNewSlots of this slot, if it is still free
+	declare bool                       // the requirements declaration
+}
+
+func (p *Pool) run(e effect) {
+	switch {
+	case e.fn != nil:
+		e.fn()
+	case e.done != nil:
+		e.done(e.req.result, e.req.err)
+	case e.payload != nil:
+		e.payload.Release(e.cause)
+	case e.newSlot != nil:
+		// Earlier callbacks may have taken it.
+		if s := e.newSlot; p.slots[s.id] == s && !s.allocated {
+			p.onNewSlots([]AllocatedSlot{s.snapshot()})
+		}
+	case e.declare:
+		p.declare()
+	}
 }
 
 // Batch runs fn, which may call the pool any number of times, as one change of the pool: the
@@ -163,20 +201,23 @@ func (p *Pool) requirementsChanged() {
 		return
 	}
 	p.declareQueued = true
-	p.effects = append(p.effects, func() {
-		p.declareQueued = false
-		if p.closed {
-			return
-		}
-		reqs := p.total.requirements()
-		if slices.Equal(reqs, p.lastDeclared) {
-			return
-		}
-		p.lastDeclared = reqs
-		if p.onRequirements != nil {
-			p.onRequirements(slices.Clone(reqs))
-		}
-	})
+	p.effects = append(p.effects, effect{declare: true})
+}
+
+// declare calls OnRequirementsChanged with the requirements if they differ from those it was
+// last called with. Comparing allocates nothing; a change allocates the one list handed over.
+func (p *Pool) declare() {
+	p.declareQueued = false
+	if p.closed || p.total.equal(p.lastDeclared) {
+		return
+	}
+	if p.onRequirements == nil {
+		p.lastDeclared = p.total.appendRequirements(p.lastDeclared[:0])
+		return
+	}
+	reqs := p.total.appendRequirements(make([]rpc.ResourceRequirement, 0, len(p.total)))
+	p.lastDeclared = append(p.lastDeclared[:0], reqs...)
+	p.onRequirements(reqs)
 }
 
 func (p *Pool) addDeclared(pr profile, n int) {
@@ -345,30 +386,52 @@ func (p *Pool) matchRequirement(offered profile) (profile, bool) {
 
 // ---- free slots ----
 
+// freeList is the free slots counting toward one requirement, linked through the slots
+// themselves (a slot given back and taken again thousands of times in a restart allocates no list
+// element).
+type freeList struct {
+	front, back *slot
+	n           int
+}
+
 func (p *Pool) pushFree(s *slot, now time.Time) {
 	l := p.free[s.req]
 	if l == nil {
-		l = list.New()
+		l = &freeList{}
 		p.free[s.req] = l
 	}
 	s.allocated = false
 	s.freeSince = now
-	s.freeElem = l.PushBack(s)
+	s.inFree, s.freePrev, s.freeNext = true, l.back, nil
+	if l.back != nil {
+		l.back.freeNext = s
+	} else {
+		l.front = s
+	}
+	l.back = s
+	l.n++
 	p.numFree++
 }
 
 func (p *Pool) removeFree(s *slot) {
-	if s.freeElem == nil {
+	if !s.inFree {
 		return
 	}
 	l := p.free[s.req]
-	l.Remove(s.freeElem)
-	if l.Len() == 0 {
-		delete(p.free, s.req)
+	if s.freePrev != nil {
+		s.freePrev.freeNext = s.freeNext
+	} else {
+		l.front = s.freeNext
 	}
-	s.freeElem = nil
+	if s.freeNext != nil {
+		s.freeNext.freePrev = s.freePrev
+	} else {
+		l.back = s.freePrev
+	}
+	l.n--
+	s.inFree, s.freePrev, s.freeNext = false, nil, nil
 	p.numFree--
-	p.cancelIdle(s)
+	// The idle timer stays armed (see slot.idleCancel); remove cancels it.
 }
 
 // slotsBecameFree gives the slots, just made free, to pending requests, arms the idle timeout of
@@ -384,7 +447,7 @@ func (p *Pool) slotsBecameFree(slots []*slot) {
 	if len(left) == 0 || p.onNewSlots == nil {
 		return
 	}
-	p.effects = append(p.effects, func() {
+	p.effects = append(p.effects, effect{fn: func() {
 		// Earlier callbacks may have taken some of them.
 		var out []AllocatedSlot
 		for _, s := range left {
@@ -395,7 +458,7 @@ func (p *Pool) slotsBecameFree(slots []*slot) {
 		if len(out) > 0 {
 			p.onNewSlots(out)
 		}
-	})
+	}})
 }
 
 // slotBecameFree is slotsBecameFree of one slot, without the slices: a restart gives back
@@ -404,12 +467,7 @@ func (p *Pool) slotBecameFree(s *slot) {
 	if p.takenByPending(s) || p.onNewSlots == nil {
 		return
 	}
-	p.effects = append(p.effects, func() {
-		// Earlier callbacks may have taken it.
-		if p.slots[s.id] == s && !s.allocated {
-			p.onNewSlots([]AllocatedSlot{s.snapshot()})
-		}
-	})
+	p.effects = append(p.effects, effect{newSlot: s})
 }
 
 // takenByPending gives the free slot s to the oldest pending request it fits and reports true,
@@ -444,13 +502,16 @@ func (p *Pool) allocate(s *slot, pr profile, r *SlotRequest) {
 // findFreeSlot returns a free slot for profile pr: the longest-free one counting toward pr if any,
 // else the longest-free matching one of the first requirement profile (in Requirements order).
 func (p *Pool) findFreeSlot(pr profile) *slot {
-	if l := p.free[pr]; l != nil {
-		return l.Front().Value.(*slot)
+	if l := p.free[pr]; l != nil && l.front != nil {
+		return l.front
+	}
+	if p.numFree == 0 {
+		return nil
 	}
 	keys := slices.SortedFunc(maps.Keys(p.free), compareProfiles)
 	for _, k := range keys {
-		for e := p.free[k].Front(); e != nil; e = e.Next() {
-			if s := e.Value.(*slot); s.profile.IsMatching(pr) {
+		for s := p.free[k].front; s != nil; s = s.freeNext {
+			if s.profile.IsMatching(pr) {
 				return s
 			}
 		}
@@ -460,9 +521,16 @@ func (p *Pool) findFreeSlot(pr profile) *slot {
 
 // ---- idle slots ----
 
+// armIdle makes sure the idle check of the free slot s runs after d: an armed timer due no
+// later is kept (it re-arms for the rest when it fires), one due later is replaced.
 func (p *Pool) armIdle(s *slot, d time.Duration) {
+	at := p.clock().Add(d)
+	if s.idleCancel != nil && !s.idleAt.After(at) {
+		return
+	}
 	p.cancelIdle(s)
 	gen := s.idleGen
+	s.idleAt = at
 	s.idleCancel = p.timers.Schedule(d, func() { p.checkIdle(s, gen) })
 }
 
@@ -480,10 +548,13 @@ func (p *Pool) cancelIdle(s *slot) {
 func (p *Pool) checkIdle(s *slot, gen uint64) {
 	p.enter()
 	defer p.leave()
-	if p.closed || s.idleGen != gen || p.slots[s.id] != s || s.allocated {
+	if p.closed || s.idleGen != gen || p.slots[s.id] != s {
 		return
 	}
 	s.idleCancel = nil
+	if s.allocated {
+		return // it arms the timer again when it is free
+	}
 	if idle := p.clock().Sub(s.freeSince); idle < p.idleTimeout {
 		p.armIdle(s, p.idleTimeout-idle)
 		return

@@ -357,7 +357,14 @@ func TestRequestSlotFulfilledByOffer(t *testing.T) {
 	s, err := r2.Result()
 	require.NoError(t, err)
 	assert.Equal(t, slotOf(te1, o, jobgraph.UnknownResourceProfile, true), s)
-	assert.Equal(t, 0, ft.Pending(), "no timeout for a request done at once, no idle timer for an allocated slot")
+	// No timeout for a request done at once. The idle timer armed while the slot was free
+	// stays armed (re-allocating a slot arms and cancels nothing); when it fires the slot is
+	// allocated, so nothing happens and no timer is left.
+	assert.Equal(t, 1, ft.Pending(), "only the idle timer of the slot's free period")
+	ft.Advance(DefaultIdleSlotTimeout)
+	assert.Equal(t, 0, ft.Pending(), "no idle timer for an allocated slot")
+	assert.Empty(t, rec.takeReturned())
+	assert.Equal(t, 1, p.NumAllocatedSlots())
 }
 
 func TestPendingRequestsAreServedOldestFirst(t *testing.T) {

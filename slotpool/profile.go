@@ -57,9 +57,28 @@ func (c counter) sortedKeys() []profile {
 }
 
 func (c counter) requirements() []rpc.ResourceRequirement {
-	out := make([]rpc.ResourceRequirement, 0, len(c))
-	for _, p := range c.sortedKeys() {
-		out = append(out, rpc.ResourceRequirement{Profile: p, Count: c[p]})
+	return c.appendRequirements(make([]rpc.ResourceRequirement, 0, len(c)))
+}
+
+// appendRequirements appends one line per profile, sorted by profile, to out.
+func (c counter) appendRequirements(out []rpc.ResourceRequirement) []rpc.ResourceRequirement {
+	start := len(out)
+	for p, n := range c {
+		out = append(out, rpc.ResourceRequirement{Profile: p, Count: n})
 	}
+	slices.SortFunc(out[start:], func(a, b rpc.ResourceRequirement) int { return compareProfiles(a.Profile, b.Profile) })
 	return out
+}
+
+// equal reports whether reqs (one line per profile, no zero counts) are exactly c's lines.
+func (c counter) equal(reqs []rpc.ResourceRequirement) bool {
+	if len(reqs) != len(c) {
+		return false
+	}
+	for _, r := range reqs {
+		if n, ok := c[r.Profile]; !ok || n != r.Count {
+			return false
+		}
+	}
+	return true
 }

@@ -182,6 +182,6 @@ func (p *Pool) giveBack(s *slot, cause error) {
 func (p *Pool) releasePayload(s *slot, cause error) {
 	if pl := s.payload; pl != nil {
 		s.payload = nil
-		p.effects = append(p.effects, func() { pl.Release(cause) })
+		p.effects = append(p.effects, effect{payload: pl, cause: cause})
 	}
 }

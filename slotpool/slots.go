@@ -136,7 +136,7 @@ func (p *Pool) remove(s *slot, cause error) {
 	}
 	p.releasePayload(s, cause)
 	if p.onReturnSlot != nil {
-		p.effects = append(p.effects, func() { p.onReturnSlot(snap, cause) })
+		p.effects = append(p.effects, effect{fn: func() { p.onReturnSlot(snap, cause) }})
 	}
 }
 

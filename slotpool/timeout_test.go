@@ -142,3 +142,60 @@ func TestDefaults(t *testing.T) {
 	assert.Len(t, p.OfferSlots(te1, []rpc.SlotOffer{offer(0, p2)}), 1)
 	assert.Len(t, p.ReleaseSlots(te1, nil), 1)
 }
+
+// A slot freed, taken again and freed again goes back after slot.idle.timeout counted from the
+// start of its last free period, not its first: the timer armed in the first period fires while
+// the slot is taken, or finds it free for less than the timeout and looks again when it is due.
+func TestIdleTimeoutCountsFromTheLastFreePeriod(t *testing.T) {
+	p, ft, rec := newTestPool(t)
+	id := NewSlotRequestID()
+	_, err := p.RequestSlot(id, p1, 0)
+	require.NoError(t, err)
+	o := offer(0, p1)
+	require.Len(t, p.OfferSlots(te1, []rpc.SlotOffer{o}), 1)
+	start := ft.Now()
+
+	require.True(t, p.CancelRequest(id, nil)) // free at 0 s
+	ft.Advance(10 * time.Second)
+	id = NewSlotRequestID()
+	r, err := p.RequestSlot(id, p1, 0) // taken at 10 s
+	require.NoError(t, err)
+	require.True(t, r.Done())
+	ft.Advance(10 * time.Second)
+	require.True(t, p.CancelRequest(id, nil)) // free again at 20 s
+
+	ft.Advance(49 * time.Second) // 69 s: 49 s free
+	assert.Empty(t, rec.takeReturned(), "returned %v after the first free period's deadline", ft.Now().Sub(start))
+	assert.Equal(t, 1, p.NumFreeSlots())
+	assert.Equal(t, 1, ft.Pending())
+
+	ft.Advance(time.Second) // 70 s: 50 s free
+	got := rec.takeReturned()
+	require.Len(t, got, 1)
+	assert.Equal(t, slotOf(te1, o, p1, false), got[0].slot)
+	assert.ErrorIs(t, got[0].cause, ErrIdleSlot)
+	assert.Equal(t, 0, p.NumFreeSlots())
+	assert.Equal(t, 0, ft.Pending())
+}
+
+// A slot taken again before its idle timeout and freed later keeps the timer armed in its first
+// free period when that one is due sooner: freeing and re-requesting a slot schedules no timer.
+func TestRefreeingASlotArmsNoNewTimer(t *testing.T) {
+	p, ft, _ := newTestPool(t)
+	id := NewSlotRequestID()
+	_, err := p.RequestSlot(id, p1, 0)
+	require.NoError(t, err)
+	require.Len(t, p.OfferSlots(te1, []rpc.SlotOffer{offer(0, p1)}), 1)
+	require.True(t, p.CancelRequest(id, nil))
+	require.Equal(t, 1, ft.Pending())
+	for range 3 {
+		id = NewSlotRequestID()
+		_, err = p.RequestSlot(id, p1, 0)
+		require.NoError(t, err)
+		require.True(t, p.CancelRequest(id, nil))
+		assert.Equal(t, 1, ft.Pending(), "one idle timer for the slot")
+	}
+	// Releasing the slot cancels it.
+	p.Close()
+	assert.Equal(t, 0, ft.Pending())
+}

@@ -124,10 +124,13 @@ type SlotRequest struct {
 	// while allocated: the slot it holds
 	slot *slot
 
-	done      bool
-	result    AllocatedSlot
-	err       error
-	callbacks []func(AllocatedSlot, error)
+	done   bool
+	result AllocatedSlot
+	err    error
+	// The callbacks waiting for the result: the first in first (a scheduler adds one), the
+	// others in more.
+	first func(AllocatedSlot, error)
+	more  []func(AllocatedSlot, error)
 }
 
 // ID returns the request's ID.
@@ -155,13 +158,17 @@ func (r *SlotRequest) OnDone(fn func(slot AllocatedSlot, err error)) {
 		return
 	}
 	if !r.done {
-		r.callbacks = append(r.callbacks, fn)
+		if r.first == nil {
+			r.first = fn
+		} else {
+			r.more = append(r.more, fn)
+		}
 		return
 	}
 	if r.pool.depth > 0 || r.pool.flushing {
-		// Keep the order with callbacks of the same change that have not run yet.
-		slot, err := r.result, r.err
-		r.pool.effects = append(r.pool.effects, func() { fn(slot, err) })
+		// Keep the order with callbacks of the same change that have not run yet. The result
+		// never changes once done, so the effect reads it when it runs.
+		r.pool.effects = append(r.pool.effects, effect{done: fn, req: r})
 		return
 	}
 	fn(r.result, r.err)
@@ -169,8 +176,11 @@ func (r *SlotRequest) OnDone(fn func(slot AllocatedSlot, err error)) {
 
 func (r *SlotRequest) complete(p *Pool, slot AllocatedSlot, err error) {
 	r.done, r.result, r.err = true, slot, err
-	for _, fn := range r.callbacks {
-		p.effects = append(p.effects, func() { fn(slot, err) })
+	if r.first != nil {
+		p.effects = append(p.effects, effect{done: r.first, req: r})
 	}
-	r.callbacks = nil
+	for _, fn := range r.more {
+		p.effects = append(p.effects, effect{done: fn, req: r})
+	}
+	r.first, r.more = nil, nil
 }
