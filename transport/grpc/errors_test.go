@@ -35,6 +35,7 @@ func TestSentinelsMatchAcrossTheCall(t *testing.T) {
 	for _, sentinel := range []error{
 		jobgraph.ErrInvalidJobGraph, jobgraph.ErrAccumulatorTypeMismatch,
 		rpc.ErrFencingTokenMismatch, rpc.ErrUnknownAddress, rpc.ErrClosed, rpc.ErrServiceClosed, rpc.ErrHeartbeatTimeout,
+		rpc.ErrTaskNotRunning, rpc.ErrNoOperatorCoordinator,
 		ha.ErrNotFound, ha.ErrAlreadyExists,
 		executiongraph.ErrIllegalTransition,
 		scheduler.ErrUnknownStrategy, scheduler.ErrNoTimers, scheduler.ErrNoFailureYet,

@@ -109,7 +109,6 @@ func (c *jobMasterClient) DeclineCheckpoint(ctx context.Context, token jobgraph.
 	return nil
 }
 
-// SendOperatorEventToCoordinator carries an operator event to the JobMaster's coordinator.
 func (c *jobMasterClient) SendOperatorEventToCoordinator(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error {
 	_, err := c.pb.SendOperatorEventToCoordinator(c.ctx(ctx), &pb.OperatorEventRequest{Token: b16(token), Attempt: toPBAttempt(attempt), Event: event})
 	if err != nil {
@@ -283,14 +282,8 @@ func (x jobMasterServer) DeclineCheckpoint(ctx context.Context, req *pb.DeclineC
 	return answer(gw.DeclineCheckpoint(ctx, token, job, decline))
 }
 
-// coordinatorEventGateway is the JobMaster's operator-event method, asserted so this file
-// builds with and without it on rpc.JobMasterGateway.
-type coordinatorEventGateway interface {
-	SendOperatorEventToCoordinator(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error
-}
-
 func (x jobMasterServer) SendOperatorEventToCoordinator(ctx context.Context, req *pb.OperatorEventRequest) (*pb.Empty, error) {
-	gw, err := gateway[coordinatorEventGateway](ctx, x.s, kindJobMaster)
+	gw, err := x.gw(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -381,11 +381,7 @@ func TestJobMasterGatewayRoundTrip(t *testing.T) {
 	require.NoError(t, gw.DeclineCheckpoint(ctx, token, job, decline))
 	assert.Equal(t, call{"DeclineCheckpoint", []any{token, job, decline}}, f.last(t))
 
-	events, ok := gw.(interface {
-		SendOperatorEventToCoordinator(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, []byte) error
-	})
-	require.True(t, ok)
-	require.NoError(t, events.SendOperatorEventToCoordinator(ctx, token, a, []byte("split-request")))
+	require.NoError(t, gw.SendOperatorEventToCoordinator(ctx, token, a, []byte("split-request")))
 	assert.Equal(t, call{"SendOperatorEventToCoordinator", []any{token, a, []byte("split-request")}}, f.last(t))
 }
 
@@ -489,10 +485,6 @@ func TestTaskExecutorGatewayRoundTrip(t *testing.T) {
 	require.NoError(t, gw.AbortCheckpoint(ctx, token, a, 12, ts))
 	assert.Equal(t, call{"AbortCheckpoint", []any{token, a, checkpoint.CheckpointID(12), ts}}, f.last(t))
 
-	events, ok := gw.(interface {
-		SendOperatorEventToTask(context.Context, jobgraph.JobMasterID, jobgraph.ExecutionAttemptID, []byte) error
-	})
-	require.True(t, ok)
-	require.NoError(t, events.SendOperatorEventToTask(ctx, token, a, []byte("split-1")))
+	require.NoError(t, gw.SendOperatorEventToTask(ctx, token, a, []byte("split-1")))
 	assert.Equal(t, call{"SendOperatorEventToTask", []any{token, a, []byte("split-1")}}, f.last(t))
 }

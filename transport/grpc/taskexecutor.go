@@ -337,14 +337,8 @@ func (x taskExecutorServer) AbortCheckpoint(ctx context.Context, req *pb.Checkpo
 	})
 }
 
-// taskEventGateway is the TaskExecutor's operator-event method, asserted so this file builds
-// with and without it on rpc.TaskExecutorGateway.
-type taskEventGateway interface {
-	SendOperatorEventToTask(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error
-}
-
 func (x taskExecutorServer) SendOperatorEventToTask(ctx context.Context, req *pb.OperatorEventRequest) (*pb.Empty, error) {
-	gw, err := gateway[taskEventGateway](ctx, x.s, kindTaskExecutor)
+	gw, err := x.gw(ctx)
 	if err != nil {
 		return nil, err
 	}
