@@ -2,6 +2,7 @@ package grpctransport_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +70,51 @@ func BenchmarkFencedCall(b *testing.B) {
 		require.NoError(b, err)
 		run(b, gw)
 	})
+}
+
+// BenchmarkSubmitTasks deploys the 100 consumers of a 100 × 100 ALL_TO_ALL edge onto one
+// TaskExecutor in one SubmitTasks call, as a JobMaster deploys to one TaskExecutor: each
+// descriptor reads 100 partitions (in the compact partitionRange form on the wire) and produces
+// one. The endpoint only counts them.
+func BenchmarkSubmitTasks(b *testing.B) {
+	const n = 100
+	job, eg, producer := jobgraph.NewJobID(), jobgraph.NewExecutionGraphID(), jobgraph.NewJobVertexID()
+	ds, consumer := jobgraph.NewIntermediateDataSetID(), jobgraph.NewJobVertexID()
+	parts := make([]rpc.ResultPartitionID, n)
+	for i := range parts {
+		parts[i] = rpc.ResultPartitionID{PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: ds, PartitionIndex: i},
+			ProducerID: jobgraph.ExecutionAttemptID{ExecutionGraphID: eg, ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: producer, Subtask: i}}}
+	}
+	tdds := make([]rpc.TaskDeploymentDescriptor, n)
+	for i := range tdds {
+		self := jobgraph.ExecutionAttemptID{ExecutionGraphID: eg, ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: consumer, Subtask: i}}
+		tdds[i] = rpc.TaskDeploymentDescriptor{JobID: job, JobName: "bench", ExecutionAttemptID: self, AllocationID: jobgraph.NewAllocationID(),
+			TaskName: fmt.Sprintf("sink (%d/%d)", i+1, n), VertexName: "sink", Invokable: "sink", SubtaskIndex: i, Parallelism: n, MaxParallelism: 128,
+			ProducedPartitions: []rpc.ResultPartitionDeploymentDescriptor{{ResultPartitionID: rpc.ResultPartitionID{
+				PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: jobgraph.NewIntermediateDataSetID(), PartitionIndex: i}, ProducerID: self},
+				ResultType: jobgraph.Blocking, NumberOfSubpartitions: 1}},
+			InputGates: []rpc.InputGateDeploymentDescriptor{{DataSetID: ds, ResultType: jobgraph.Blocking, Partitions: parts, ConsumedSubpartitionIndex: i}}}
+	}
+	server, err := grpctransport.New(grpctransport.Options{Logger: quiet})
+	require.NoError(b, err)
+	defer server.Close()
+	client, err := grpctransport.New(grpctransport.Options{Logger: quiet})
+	require.NoError(b, err)
+	defer client.Close()
+	te := &fakeTaskExecutor{}
+	require.NoError(b, server.Register("taskexecutor", te))
+	gw, err := rpc.Connect[rpc.TaskExecutorGateway](context.Background(), client, server.Address("taskexecutor"))
+	require.NoError(b, err)
+	token := jobgraph.NewJobMasterID()
+	b.ReportAllocs()
+	for b.Loop() {
+		errs, err := gw.SubmitTasks(context.Background(), token, tdds)
+		if err != nil || errs != nil {
+			b.Fatal(err, errs)
+		}
+		te.mu.Lock()
+		te.calls = te.calls[:0]
+		te.mu.Unlock()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/n, "µs/task")
 }
