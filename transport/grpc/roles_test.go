@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/jobgraph/jobgraph"
@@ -27,6 +28,9 @@ const (
 	envResourceManager = "GRPCTRANSPORT_TEST_RM"
 	envResourceID      = "GRPCTRANSPORT_TEST_RESOURCE_ID"
 	envNumSlots        = "GRPCTRANSPORT_TEST_SLOTS"
+	// envTLSDir, if set, names a directory with cert.pem, key.pem and ca.pem: the role's
+	// Service uses mutual TLS with them (TLSOptions' keystore and truststore files).
+	envTLSDir = "GRPCTRANSPORT_TEST_TLS_DIR"
 )
 
 func runRole(role string) int {
@@ -52,7 +56,12 @@ func runTaskExecutor() error {
 		return fmt.Errorf("%s: %w", envNumSlots, err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc, err := grpctransport.New(grpctransport.Options{Logger: log})
+	opts := grpctransport.Options{Logger: log}
+	if dir := os.Getenv(envTLSDir); dir != "" {
+		opts.TLS = &grpctransport.TLSOptions{Enabled: true, KeystoreCertFile: filepath.Join(dir, "cert.pem"),
+			KeystoreKeyFile: filepath.Join(dir, "key.pem"), TruststoreFile: filepath.Join(dir, "ca.pem")}
+	}
+	svc, err := grpctransport.New(opts)
 	if err != nil {
 		return err
 	}
