@@ -59,6 +59,14 @@ func (e *PartitionError) Error() string {
 	return s
 }
 
+// UnavailablePartition names the partition that could not be read: a PartitionError is a
+// scheduler.UnavailablePartitionError, so region failover restarts the partition's producer too
+// when the reader fails with it (Flink: PartitionException), and jobgraph.NewErrorInfo keeps the
+// partition when the failure crosses to the JobMaster.
+func (e *PartitionError) UnavailablePartition() jobgraph.IntermediateResultPartitionID {
+	return e.Partition.PartitionID
+}
+
 func (e *PartitionError) Unwrap() []error {
 	if e.Cause == nil {
 		return []error{e.Reason}

@@ -786,3 +786,18 @@ func BenchmarkPipelinedShuffle(b *testing.B) {
 	b.ReportMetric(chanRate, "chan-records/s")
 	b.ReportMetric(shuffleRate/chanRate, "ratio-to-chan")
 }
+
+// A reader's PartitionError names its partition as unavailable, also once it crossed to the
+// JobMaster as an ErrorInfo: region failover then restarts the partition's producer (a lost
+// producer process's blocking partition is produced again).
+func TestPartitionErrorNamesTheUnavailablePartition(t *testing.T) {
+	id := rpc.ResultPartitionID{PartitionID: jobgraph.IntermediateResultPartitionID{IntermediateDataSetID: jobgraph.NewIntermediateDataSetID(), PartitionIndex: 3}}
+	for _, reason := range []error{ErrPartitionLost, ErrPartitionReleased, ErrProducerFailed} {
+		err := fmt.Errorf("input 0: %w", &PartitionError{Partition: id, Reason: reason})
+		info := jobgraph.NewErrorInfo(err, time.Time{})
+		if assert.NotNil(t, info.UnavailablePartition, "%v", reason) {
+			assert.Equal(t, id.PartitionID, *info.UnavailablePartition, "%v", reason)
+		}
+		assert.ErrorIs(t, info.Err(), reason)
+	}
+}
