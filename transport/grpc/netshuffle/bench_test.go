@@ -21,13 +21,16 @@ import (
 // b.N int64 records (8 bytes each) in all, the sources in one TaskExecutor process's
 // Environment and the sinks in another's, over loopback. In the same run it copies the same
 // bytes over raw loopback TCP (one connection per source-sink pair, 32 KiB writes) and reports
-// that rate (tcp-MB/s) and the shuffle's ratio to it (ratio). One op is one record.
+// that rate (tcp-MB/s) and the shuffle's ratio to it (ratio), and moves the same records through
+// the in-memory shuffle alone (inmem-MB/s: what the task API's records cost without the network).
+// One op is one record.
 //
 //	cd transport/grpc && go test -run '^$' -bench NetworkShuffleAllToAll -benchtime 10000000x -benchmem ./netshuffle/
 func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
 	const p = 2
 	n := b.N
 	tcp := rawTCPCopy(b, p*p, int64(n)*8)
+	inmem := inMemoryAllToAll(b, p, n)
 	producerEnv, consumerEnv := newEnv(b, netshuffle.Config{}), newEnv(b, netshuffle.Config{})
 	x := newExchange(b)
 	ds := jobgraph.NewIntermediateDataSetID()
@@ -40,12 +43,53 @@ func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
 	for j := range p {
 		readers[j] = x.read(consumerEnv, jobgraph.PipelinedBounded, j, sds...)
 	}
-	ctx := context.Background()
 	b.SetBytes(8)
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := time.Now()
+	allToAll(b, writers, readers, n)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	shuffleRate := float64(n) * 8 / elapsed.Seconds() / 1e6
+	tcpRate := float64(n) * 8 / tcp.Seconds() / 1e6
+	b.ReportMetric(tcpRate, "tcp-MB/s")
+	b.ReportMetric(float64(n)*8/inmem.Seconds()/1e6, "inmem-MB/s")
+	b.ReportMetric(shuffleRate/tcpRate, "ratio")
+}
+
+// inMemoryAllToAll moves n records through p × p in-memory partitions and returns how long it took.
+func inMemoryAllToAll(b *testing.B, p, n int) time.Duration {
+	s := taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{})
+	x := newExchange(b)
+	ds := jobgraph.NewIntermediateDataSetID()
+	owner := taskexecutor.ShuffleIOOwnerContext{JobID: x.job, TaskExecutor: "te"}
+	ids := make([]rpc.ResultPartitionID, p)
+	writers := make([]taskexecutor.ShuffleWriter, p)
+	for i := range p {
+		ids[i] = x.partition(ds, i)
+		ws, err := s.CreateResultPartitionWriters(owner, []rpc.ResultPartitionDeploymentDescriptor{{ResultPartitionID: ids[i], ResultType: jobgraph.PipelinedBounded, NumberOfSubpartitions: p}})
+		require.NoError(b, err)
+		writers[i] = ws[0]
+	}
+	readers := make([]taskexecutor.ShuffleReader, p)
+	for j := range p {
+		rs, err := s.CreateInputGates(owner, []rpc.InputGateDeploymentDescriptor{{DataSetID: ds, ResultType: jobgraph.PipelinedBounded, Partitions: ids, ConsumedSubpartitionIndex: j}})
+		require.NoError(b, err)
+		readers[j] = rs[0]
+		defer rs[0].Close()
+	}
+	start := time.Now()
+	allToAll(b, writers, readers, n)
+	return time.Since(start)
+}
+
+// allToAll writes n records round robin from the writers to every subpartition and reads them
+// to the end from the readers.
+func allToAll(b *testing.B, writers []taskexecutor.ShuffleWriter, readers []taskexecutor.ShuffleReader, n int) {
+	p := len(writers)
+	ctx := context.Background()
 	var wg sync.WaitGroup
-	counts := make([]int, p)
+	counts := make([]int, len(readers))
 	for i, w := range writers {
 		wg.Go(func() {
 			each := n / p
@@ -77,13 +121,11 @@ func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
 		})
 	}
 	wg.Wait()
-	elapsed := b.Elapsed()
-	b.StopTimer()
-	require.Equal(b, n, counts[0]+counts[1], "records delivered")
-	shuffleRate := float64(n) * 8 / elapsed.Seconds() / 1e6
-	tcpRate := float64(n) * 8 / tcp.Seconds() / 1e6
-	b.ReportMetric(tcpRate, "tcp-MB/s")
-	b.ReportMetric(shuffleRate/tcpRate, "ratio")
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	require.Equal(b, n, total, "records delivered")
 }
 
 // rawTCPCopy copies total bytes over conns loopback TCP connections at once (total/conns each,
