@@ -20,6 +20,41 @@ type tddFactory struct {
 	// shuffleDescs is the scheduler's map of ShuffleMaster descriptors; nil for the in-memory
 	// shuffle, whose descriptors stay nil.
 	shuffleDescs map[jobgraph.IntermediateResultPartitionID]rpc.ShuffleDescriptor
+
+	// names caches each vertex's task name (ExecutionVertex.Name allocates it), by
+	// ExecutionVertex.Index, made on the first deployment: a restart names every task again.
+	names []string
+	// The descriptors' produced-partition and input-gate slices are carved out of chunks of
+	// tddChunk elements, one allocation per chunk instead of per descriptor; each slice is capped
+	// at its own length, so appending to one never writes into another. A chunk lives as long
+	// as any descriptor using it (a deployed task's descriptor).
+	produced []rpc.ResultPartitionDeploymentDescriptor
+	gates    []rpc.InputGateDeploymentDescriptor
+}
+
+// tddChunk is how many produced partitions or input gates one chunk holds.
+const tddChunk = 256
+
+// take returns the next n elements of *chunk (a fresh chunk when fewer are left), capped at n.
+func take[T any](chunk *[]T, n int) []T {
+	if len(*chunk) < n {
+		*chunk = make([]T, max(n, tddChunk))
+	}
+	out := (*chunk)[:n:n]
+	*chunk = (*chunk)[n:]
+	return out
+}
+
+// name returns v's task name, cached.
+func (f *tddFactory) name(v *executiongraph.ExecutionVertex) string {
+	if f.names == nil {
+		f.names = make([]string, f.graph.NumVertices())
+	}
+	n := &f.names[v.Index()]
+	if *n == "" {
+		*n = v.Name()
+	}
+	return *n
 }
 
 type cachedPartitions struct {
@@ -61,7 +96,7 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 		JobName:            f.graph.JobName(),
 		ExecutionAttemptID: attempt,
 		AllocationID:       e.AllocationID,
-		TaskName:           v.Name(),
+		TaskName:           f.name(v),
 		VertexName:         jv.Name(),
 		Invokable:          spec.Invokable,
 		Config:             spec.Config,
@@ -73,7 +108,7 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 		HasOperatorCoordinator: spec.OperatorCoordinator != "",
 	}
 	if produced := v.ProducedPartitions(); len(produced) > 0 {
-		tdd.ProducedPartitions = make([]rpc.ResultPartitionDeploymentDescriptor, len(produced))
+		tdd.ProducedPartitions = take(&f.produced, len(produced))
 		for i, p := range produced {
 			tdd.ProducedPartitions[i] = rpc.ResultPartitionDeploymentDescriptor{
 				ResultPartitionID:     rpc.ResultPartitionID{PartitionID: p.ID(), ProducerID: attempt},
@@ -88,7 +123,7 @@ func (f *tddFactory) build(e *executiongraph.Execution) rpc.TaskDeploymentDescri
 		}
 	}
 	if consumed := v.ConsumedPartitionGroups(); len(consumed) > 0 {
-		tdd.InputGates = make([]rpc.InputGateDeploymentDescriptor, len(consumed))
+		tdd.InputGates = take(&f.gates, len(consumed))
 		for i, cpg := range consumed {
 			first, _ := cpg.ConsumerVertexGroup().VertexRange()
 			tdd.InputGates[i] = rpc.InputGateDeploymentDescriptor{

@@ -104,3 +104,49 @@ func TestTDDSaysWhetherTheVertexHasAnOperatorCoordinator(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"src (1/2)": true, "src (2/2)": true, "sink (1/2)": false, "sink (2/2)": false}, has)
 }
+
+// Descriptors carve their produced-partition and input-gate slices out of shared chunks, each
+// capped at its own length: appending to one descriptor's slice, or changing one of its
+// elements, leaves every other descriptor as it was.
+func TestDescriptorSlicesDoNotAlias(t *testing.T) {
+	const p = 4
+	g := jobgraph.New("chunks", jobgraph.Streaming)
+	src := g.AddVertex("src", "noop", p)
+	sink := g.AddVertex("sink", "noop", p)
+	g.Connect(src, sink, jobgraph.AllToAll, jobgraph.Pipelined)
+	h := newHarness(t, g, Config{})
+	h.s.StartScheduling()
+	require.Equal(t, p, h.offer(te1, p))
+	require.Len(t, h.deployer.deployed, 2*p)
+
+	var sources, sinks []rpc.TaskDeploymentDescriptor
+	for _, c := range h.deployer.deployed {
+		switch c.tdd.VertexName {
+		case "src":
+			require.Len(t, c.tdd.ProducedPartitions, 1)
+			require.Equal(t, 1, cap(c.tdd.ProducedPartitions))
+			sources = append(sources, c.tdd)
+		case "sink":
+			require.Len(t, c.tdd.InputGates, 1)
+			require.Equal(t, 1, cap(c.tdd.InputGates))
+			sinks = append(sinks, c.tdd)
+		}
+	}
+	require.Len(t, sources, p)
+	require.Len(t, sinks, p)
+	for i, tdd := range sources {
+		assert.Equal(t, i, tdd.ProducedPartitions[0].ResultPartitionID.PartitionID.PartitionIndex)
+		assert.Equal(t, fmt.Sprintf("src (%d/%d)", i+1, p), tdd.TaskName)
+	}
+	for i, tdd := range sinks {
+		assert.Equal(t, i, tdd.InputGates[0].ConsumedSubpartitionIndex)
+	}
+
+	grown := append(sources[0].ProducedPartitions, rpc.ResultPartitionDeploymentDescriptor{NumberOfSubpartitions: 99})
+	grown[0].NumberOfSubpartitions = 77
+	assert.Equal(t, p, sources[0].ProducedPartitions[0].NumberOfSubpartitions, "append copied")
+	assert.Equal(t, p, sources[1].ProducedPartitions[0].NumberOfSubpartitions)
+	assert.Equal(t, 1, sources[1].ProducedPartitions[0].ResultPartitionID.PartitionID.PartitionIndex)
+	sinks[0].InputGates[0].ConsumedSubpartitionIndex = 42
+	assert.Equal(t, 1, sinks[1].InputGates[0].ConsumedSubpartitionIndex)
+}
