@@ -54,12 +54,16 @@ type JobManagerConfig struct {
 	HA ha.Services
 	// ResourceManagerAddress is where the ResourceManager is registered on RPC and the address it
 	// confirms to HA's ResourceManager election, so TaskExecutors and JobMasters retrieve it;
-	// default DefaultResourceManagerAddress. Flink: the ResourceManager's RPC endpoint, at
+	// default DefaultResourceManagerAddress's address on RPC (rpc.AddressOf:
+	// "<host:port>/resourcemanager" on grpctransport.Service, the name itself in-process), so
+	// others reach it from their processes; ResourceManagerAddress() returns it. A value set
+	// is used as it is. Flink: the ResourceManager's RPC endpoint, at
 	// jobmanager.rpc.address and jobmanager.rpc.port (here the transport decides the host and
 	// port; the address is what RPC resolves).
 	ResourceManagerAddress string
 	// DispatcherAddress is where the leading Dispatcher is registered on RPC and the address it
-	// confirms to HA's Dispatcher election; default DefaultDispatcherAddress.
+	// confirms to HA's Dispatcher election; default DefaultDispatcherAddress's address on RPC,
+	// as for ResourceManagerAddress.
 	DispatcherAddress string
 	// SlotRequestTimeout: slot.request.timeout, default 300 s. A job that waits this long for a
 	// slot fails with slotpool.ErrNoResourceAvailable, also when the slots are busy with other
@@ -352,15 +356,23 @@ func validateJobManager(cfg *JobManagerConfig) error {
 		return &ConfigError{err}
 	}
 	if cfg.ResourceManagerAddress == "" {
-		cfg.ResourceManagerAddress = DefaultResourceManagerAddress
+		cfg.ResourceManagerAddress = addressOf(cfg.RPC, DefaultResourceManagerAddress)
 	}
 	if cfg.DispatcherAddress == "" {
-		cfg.DispatcherAddress = DefaultDispatcherAddress
+		cfg.DispatcherAddress = addressOf(cfg.RPC, DefaultDispatcherAddress)
 	}
 	if cfg.ResourceManagerAddress == cfg.DispatcherAddress {
 		return invalid("ResourceManagerAddress and DispatcherAddress are both %q", cfg.ResourceManagerAddress)
 	}
 	return nil
+}
+
+// addressOf is rpc.AddressOf on svc; nil (the default LocalService) names itself.
+func addressOf(svc rpc.Service, name string) string {
+	if svc == nil {
+		return name
+	}
+	return rpc.AddressOf(svc, name)
 }
 
 // RunJobManager builds a JobManager with NewJobManager and starts it, and closes it once ctx

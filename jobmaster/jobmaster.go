@@ -360,7 +360,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		cfg:           cfg,
 		job:           g.JobID,
 		token:         token,
-		address:       "jobmaster/" + g.JobID.String() + "/" + token.String(),
+		address:       rpc.AddressOf(cfg.RPC, "jobmaster/"+g.JobID.String()+"/"+token.String()),
 		resourceID:    jobgraph.ResourceID("jobmaster-" + token.String()[:12]),
 		log:           cfg.Logger.With("job", g.JobID),
 		closedErr:     closedErr,

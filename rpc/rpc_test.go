@@ -323,3 +323,15 @@ func TestOtherMessagesJSONRoundTrip(t *testing.T) {
 		t.Run(name, check)
 	}
 }
+
+// addressed is a Service whose endpoints are reached under "host:1/<name>".
+type addressed struct{ *rpc.LocalService }
+
+func (addressed) Address(name string) string { return "host:1/" + name }
+
+// AddressOf is the name itself on the LocalService and the Service's own address on an
+// Addresser.
+func TestAddressOf(t *testing.T) {
+	assert.Equal(t, "jobmaster/a/b", rpc.AddressOf(rpc.NewLocalService(), "jobmaster/a/b"))
+	assert.Equal(t, "host:1/jobmaster/a/b", rpc.AddressOf(addressed{rpc.NewLocalService()}, "jobmaster/a/b"))
+}

@@ -31,6 +31,27 @@ type Service interface {
 	Close() error
 }
 
+// Addresser is implemented by a Service whose endpoints other processes reach under another
+// address than the name they are registered by (a network Service: grpctransport.Service's
+// "<host:port>/<name>"). The in-process LocalService is none: a name is its own address.
+type Addresser interface {
+	// Address returns the address under which the endpoint registered as name on this Service
+	// is reached from any process; Register accepts it as well as name.
+	Address(name string) string
+}
+
+// AddressOf returns the address an endpoint that registers as name on s registers under and
+// hands to others (in registrations, slot offers, leader elections): s.Address(name) when s is
+// an Addresser, else name. Endpoints that make up their own address (a JobMaster's
+// "jobmaster/<job>/<session>", a TaskExecutor's ResourceID) use it, so they are reachable from
+// other processes over a network Service and unchanged in-process.
+func AddressOf(s Service, name string) string {
+	if a, ok := s.(Addresser); ok {
+		return a.Address(name)
+	}
+	return name
+}
+
 // Connect looks address up and returns it as gateway type G (DispatcherGateway,
 // JobMasterGateway, ResourceManagerGateway or TaskExecutorGateway). It fails with
 // ErrUnknownAddress when nothing is there and with a type error when the endpoint there is not a G.

@@ -100,7 +100,8 @@ type Config struct {
 	// ResourceID identifies the TaskExecutor; a random "taskexecutor-…" one when empty.
 	// Flink: taskmanager.resource-id.
 	ResourceID jobgraph.ResourceID
-	// Address is where the TaskExecutor registers in RPC; string(ResourceID) when empty.
+	// Address is where the TaskExecutor registers in RPC; when empty, its ResourceID's address
+	// on RPC (rpc.AddressOf: the ResourceID itself on a LocalService).
 	Address string
 	// NumSlots is the number of slots (Flink: taskmanager.numberOfTaskSlots, default 1).
 	NumSlots int
@@ -305,7 +306,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 		cfg.ResourceID = jobgraph.NewResourceID("taskexecutor")
 	}
 	if cfg.Address == "" {
-		cfg.Address = string(cfg.ResourceID)
+		cfg.Address = rpc.AddressOf(cfg.RPC, string(cfg.ResourceID))
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = NewRegistry()
