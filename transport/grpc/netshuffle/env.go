@@ -305,6 +305,11 @@ func (e *Environment) failProduced(id rpc.ResultPartitionID, cause error) bool {
 // here; their readers, here and in other processes, get ErrPartitionReleased.
 func (e *Environment) ReleasePartitionsLocally(ids ...rpc.ResultPartitionID) {
 	e.local.ReleasePartitionsLocally(ids...)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range ids {
+		delete(e.produced, id)
+	}
 }
 
 // ReleaseJobPartitions implements taskexecutor.ShuffleEnvironment.

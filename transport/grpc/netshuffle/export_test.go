@@ -7,3 +7,11 @@ func (e *Environment) NumConns() int {
 	defer e.mu.Unlock()
 	return len(e.conns)
 }
+
+// NumProduced is the number of partitions produced here that e remembers (to fail one whose
+// records cannot be sent).
+func (e *Environment) NumProduced() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.produced)
+}

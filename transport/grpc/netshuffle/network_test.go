@@ -238,3 +238,23 @@ func TestShuffleMasterDescriptor(t *testing.T) {
 		scheduler.ProducerDescriptor{ExecutionAttemptID: id.ProducerID, ProducerLocation: "te-9"})
 	assert.EqualError(t, err, "netshuffle: no data address for TaskExecutor te-9: TaskExecutor te-9 has no data address in the address book")
 }
+
+// What an Environment remembers of the partitions produced in its process goes with them:
+// ReleasePartitionsLocally, ReleaseJobPartitions and ReleaseAllOf each forget theirs.
+func TestReleasedPartitionsAreForgotten(t *testing.T) {
+	env := newEnv(t, netshuffle.Config{})
+	x := newExchange(t)
+	ids := make([]rpc.ResultPartitionID, 3)
+	for i, te := range []jobgraph.ResourceID{"te-1", "te-2", "te-3"} {
+		ids[i] = x.partition(jobgraph.NewIntermediateDataSetID(), 0)
+		w, _ := x.produce(env, te, ids[i], jobgraph.Blocking, netshuffle.CodecString, 1)
+		require.NoError(t, w.Finish(t.Context()))
+	}
+	require.Equal(t, 3, env.NumProduced())
+	env.ReleasePartitionsLocally(ids[0])
+	assert.Equal(t, 2, env.NumProduced(), "after ReleasePartitionsLocally")
+	env.ReleaseJobPartitions(x.job, "te-2")
+	assert.Equal(t, 1, env.NumProduced(), "after ReleaseJobPartitions")
+	assert.Equal(t, []rpc.ResultPartitionID{ids[2]}, env.ReleaseAllOf("te-3"))
+	assert.Zero(t, env.NumProduced(), "after ReleaseAllOf")
+}
