@@ -3,6 +3,7 @@ package grpctransport_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,9 +22,16 @@ import (
 )
 
 // startTaskExecutorProcess re-executes the test binary as a TaskExecutor process (roleTaskExecutor)
-// registering with the ResourceManager at rm, and returns the address it serves at. The
-// process is stopped (stdin closed, waited for) when the test ends.
+// registering with the ResourceManager at env.ResourceManagerAddress, and returns the address it
+// serves at. The process is stopped (stdin closed, waited for) when the test ends.
 func startTaskExecutorProcess(t *testing.T, env tetest.Env, tlsDir string) string {
+	addr, _ := startTaskExecutorProcessKillable(t, env, tlsDir)
+	return addr
+}
+
+// startTaskExecutorProcessKillable is startTaskExecutorProcess that also returns a function
+// SIGKILLing the process and waiting for it to be gone.
+func startTaskExecutorProcessKillable(t *testing.T, env tetest.Env, tlsDir string) (string, func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), roleEnv+"="+roleTaskExecutor, envResourceManager+"="+env.ResourceManagerAddress,
@@ -34,16 +43,53 @@ func startTaskExecutorProcess(t *testing.T, env tetest.Env, tlsDir string) strin
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	var once sync.Once
+	var waitErr error
+	wait := func() { once.Do(func() { waitErr = cmd.Wait() }) }
+	killed := false
+	kill := func() {
+		killed = true
+		require.NoError(t, cmd.Process.Kill())
+		wait()
+	}
 	t.Cleanup(func() {
 		_ = stdin.Close()
-		err := cmd.Wait()
-		assert.NoError(t, err, "the TaskExecutor process: %s", stderr.String())
+		wait()
+		if !killed {
+			assert.NoError(t, waitErr, "the TaskExecutor process: %s", stderr.String())
+		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err, "the TaskExecutor process said nothing: %s", stderr.String())
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDRESS ")
 	require.True(t, ok, "the TaskExecutor process said %q", line)
-	return addr
+	return addr, kill
+}
+
+// Calls to a TaskExecutor whose process was SIGKILLed fail at once with the transport's error
+// (gRPC's fail-fast), neither hanging until their deadline nor matching rpc.ErrUnknownAddress;
+// a Lookup of it fails the same way.
+func TestCallsToAKilledProcessFail(t *testing.T) {
+	svc := newService(t, grpctransport.Options{})
+	defer svc.Close()
+	rm := &fakeResourceManager{}
+	require.NoError(t, svc.Register("resourcemanager", rm))
+	addr, kill := startTaskExecutorProcessKillable(t, tetest.Env{ResourceID: "te-killed", ResourceManagerAddress: svc.Address("resourcemanager"), NumSlots: 1}, "")
+	gw, err := rpc.Connect[rpc.TaskExecutorGateway](t.Context(), svc, addr)
+	require.NoError(t, err)
+	require.NoError(t, gw.HeartbeatFromResourceManager(t.Context(), "rm-1"), "the process serves")
+
+	kill()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err = gw.HeartbeatFromResourceManager(ctx, "rm-1")
+	require.Error(t, err)
+	assert.NoError(t, ctx.Err(), "the call failed before its deadline: %v", err)
+	assert.NotErrorIs(t, err, rpc.ErrUnknownAddress)
+	assert.NotErrorIs(t, err, rpc.ErrServiceClosed)
+	_, err = svc.Lookup(ctx, addr)
+	require.Error(t, err)
+	assert.NoError(t, ctx.Err())
 }
 
 // lockedBuffer is a bytes.Buffer safe to read while a process's output is copied into it.
