@@ -35,7 +35,8 @@ const (
 // Config configures an Environment. Zero fields take the defaults.
 type Config struct {
 	// ListenAddress is the data server's "host:port" (DefaultListenAddress: 127.0.0.1, any
-	// port). Listen on another interface only with TLS.
+	// port). Without ServerTLS it must be a loopback address (127.0.0.0/8, ::1, localhost):
+	// New refuses any other.
 	ListenAddress string
 	// Listener, if not nil, is used instead of listening on ListenAddress (the Environment
 	// closes it).
@@ -104,8 +105,9 @@ type producedPartition struct {
 
 var _ taskexecutor.ShuffleEnvironment = (*Environment)(nil)
 
-// New starts an Environment's data server and returns it. Close stops it. Errors: the address
-// cannot be listened on.
+// New starts an Environment's data server and returns it. Close stops it. Errors: a
+// ListenAddress that is not host:port, or not loopback without ServerTLS; the address cannot be
+// listened on.
 func New(cfg Config) (*Environment, error) {
 	if cfg.ListenAddress == "" {
 		cfg.ListenAddress = DefaultListenAddress
@@ -130,7 +132,13 @@ func New(cfg Config) (*Environment, error) {
 	}
 	lis := cfg.Listener
 	if lis == nil {
-		var err error
+		host, _, err := net.SplitHostPort(cfg.ListenAddress)
+		if err != nil {
+			return nil, fmt.Errorf("netshuffle: ListenAddress %q: %w", cfg.ListenAddress, err)
+		}
+		if ip := net.ParseIP(host); cfg.ServerTLS == nil && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, fmt.Errorf("netshuffle: ListenAddress %q is not a loopback address and ServerTLS is nil: refusing to serve partitions unauthenticated beyond this machine", cfg.ListenAddress)
+		}
 		if lis, err = net.Listen("tcp", cfg.ListenAddress); err != nil {
 			return nil, fmt.Errorf("netshuffle: data server: %w", err)
 		}

@@ -89,3 +89,18 @@ func TestMutualTLSRefusesConsumersWithoutTheClustersCertificate(t *testing.T) {
 	assert.Equal(t, io.EOF, err)
 	assert.Equal(t, []any{"a", "b"}, got)
 }
+
+// Without TLS the data server listens on loopback only: New refuses another address, and says
+// which; with ServerTLS any interface is allowed.
+func TestWithoutTLSOnlyLoopback(t *testing.T) {
+	_, err := netshuffle.New(netshuffle.Config{ListenAddress: "0.0.0.0:0", Logger: quietLogger()})
+	assert.EqualError(t, err, `netshuffle: ListenAddress "0.0.0.0:0" is not a loopback address and ServerTLS is nil: refusing to serve partitions unauthenticated beyond this machine`)
+	_, err = netshuffle.New(netshuffle.Config{ListenAddress: "no-port", Logger: quietLogger()})
+	assert.ErrorContains(t, err, `netshuffle: ListenAddress "no-port": `)
+	assert.Contains(t, newEnv(t, netshuffle.Config{}).Addr(), "127.0.0.1:", "the default")
+	assert.NotEmpty(t, newEnv(t, netshuffle.Config{ListenAddress: "localhost:0"}).Addr())
+	ca := newTestCA(t, "cluster CA")
+	env := newEnv(t, netshuffle.Config{ListenAddress: "0.0.0.0:0", ServerTLS: &tls.Config{MinVersion: tls.VersionTLS13,
+		Certificates: []tls.Certificate{ca.issue(t, "producer")}}})
+	assert.NotEmpty(t, env.Addr())
+}
