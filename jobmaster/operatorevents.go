@@ -68,7 +68,8 @@ func (jm *DefaultJobMaster) trackOperatorEventSender(attempt jobgraph.ExecutionA
 // event is dropped), and if the vertex has a coordinator (else an error wrapping
 // rpc.ErrNoOperatorCoordinator). It returns once the coordinator took the event. Events of one
 // sender that calls one after another reach the coordinator in that order. The JobMaster copies
-// event. Flink: JobMaster.sendOperatorEventToCoordinator with
+// event. It learns the attempts' states from the scheduler's ExecutionStateListener
+// (scheduler.Config), which a SchedulerNG of the host's must call as DefaultScheduler does. Flink: JobMaster.sendOperatorEventToCoordinator with
 // DefaultOperatorCoordinatorHandler.deliverOperatorEventToCoordinator (TaskNotRunningException).
 func (jm *DefaultJobMaster) SendOperatorEventToCoordinator(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error {
 	event = bytes.Clone(event)

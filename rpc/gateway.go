@@ -205,8 +205,8 @@ type TaskExecutorGateway interface {
 	// running task of attempt, fenced by token, the JobMasterID the attempt's slot was offered
 	// to. It returns once the task handled it: nil when its OperatorEventHandler returned nil,
 	// else that handler's error (which also fails the task). The task runs its handler on its
-	// own goroutine, inside its next read, write or Yield (or while it waits in one), in the
-	// order the calls reached the TaskExecutor and in order with the TriggerCheckpoint,
+	// own goroutine, inside its next read, write or Yield (or while a read or Yield waits), in
+	// the order the calls reached the TaskExecutor and in order with the TriggerCheckpoint,
 	// ConfirmCheckpoint and AbortCheckpoint calls to the attempt: a caller that makes its calls
 	// to one TaskExecutor one after another (as the JobMaster does) has them run in that order.
 	// An event that reaches a task before it set its handler is kept, in order, until it does.

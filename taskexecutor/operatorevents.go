@@ -135,8 +135,8 @@ func (r *taskReporter) operatorEvent(event []byte) {
 
 // SendOperatorEventToTask implements rpc.TaskExecutorGateway: the event is queued in the mailbox
 // of the task of attempt, fenced as TriggerCheckpoint is, and handed to the task's
-// OperatorEventHandler on the task's goroutine, inside its next read, write or Yield or while it
-// waits in one, in the order the calls reached the TaskExecutor's loop and in order with the
+// OperatorEventHandler on the task's goroutine, inside its next read, write or Yield or while a
+// read or Yield waits (not while a write waits for room), in the order the calls reached the TaskExecutor's loop and in order with the
 // checkpoint calls to the attempt (one mailbox carries both). It returns once the handler ran:
 // nil, or the handler's error (which fails the task). An event that arrives before the task set
 // its handler waits, in order, until it does. Errors: an *rpc.FencingError when token is not the

@@ -64,10 +64,13 @@ type Environment interface {
 	// (see jobgraph.JobVertex.OperatorCoordinator); a second call replaces the first. Events
 	// that arrive before it are kept, in order, and handed to h once it is set. h runs on the
 	// task's goroutine inside its next read (Next, NextAny), write (Emit, Broadcast) or Yield,
-	// or while it waits in one, in the order the events arrived and in order with the
-	// checkpoint mail (triggers, confirmations, aborts) the TaskExecutor got between them. h's
-	// error fails the task and is what the coordinator's send hears (the read, write or Yield
-	// it ran inside returns it too). Flink: OperatorEventDispatcher.registerEventHandler.
+	// or while a read or Yield waits, in the order the events arrived and in order with the
+	// checkpoint mail (triggers, confirmations, aborts) the TaskExecutor got between them; a
+	// write that waits for room (back-pressure) runs no mail until it returns, as with
+	// checkpoint triggers. h's error fails the task and is what the coordinator's send hears
+	// (the read, write or Yield it ran inside returns it too). Flink:
+	// OperatorEventDispatcher.registerEventHandler, whose mailbox also runs while the task is
+	// back-pressured.
 	SetOperatorEventHandler(h OperatorEventHandler)
 	// SendEventToCoordinator sends event to the vertex's operator coordinator without waiting;
 	// the events of one attempt arrive in the order sent, after the task's earlier checkpoint
