@@ -54,3 +54,57 @@ func TestRestartCycleAllocations(t *testing.T) {
 	assert.Equal(t, 1, ft.Pending(), "one idle timer, armed when the slot was first given back")
 	p.Close()
 }
+
+// The counter keeps exactly the positive counts, below and above smallCounter profiles (where it
+// adds an index) and back, and looks a profile up without allocating.
+func TestCounter(t *testing.T) {
+	var c counter
+	prof := func(i int) jobgraph.ResourceProfile { return jobgraph.ResourceProfile{CPUCores: float64(i)} }
+	want := map[jobgraph.ResourceProfile]int{}
+	check := func() {
+		t.Helper()
+		require.Equal(t, len(want), c.len())
+		for p, n := range want {
+			require.Equal(t, n, c.get(p), "%v", p)
+		}
+		for _, l := range c.lines {
+			require.Equal(t, want[l.profile], l.n)
+		}
+		if c.index != nil {
+			for i, l := range c.lines {
+				require.Equal(t, i, c.index[l.profile])
+			}
+		}
+		var reqs []rpc.ResourceRequirement
+		for _, p := range c.sortedKeys() {
+			reqs = append(reqs, rpc.ResourceRequirement{Profile: p, Count: want[p]})
+		}
+		require.True(t, c.equal(reqs))
+		require.Equal(t, len(reqs) == 0, c.equal(nil))
+	}
+	add := func(i, n int) {
+		c.add(prof(i), n)
+		if v := want[prof(i)] + n; v > 0 {
+			want[prof(i)] = v
+		} else {
+			delete(want, prof(i))
+		}
+		check()
+	}
+	add(1, 2)
+	add(1, -1)
+	add(2, -3) // nothing to take: stays absent
+	add(1, -5)
+	for i := range 2 * smallCounter {
+		add(i, i+1)
+	}
+	require.NotNil(t, c.index)
+	for i := range 2 * smallCounter {
+		add((i*5)%(2*smallCounter), -100) // removals in a mixed order
+	}
+	require.Nil(t, c.index)
+	require.Equal(t, 0, c.len())
+	add(3, 1)
+	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() { c.add(prof(3), 1); c.add(prof(3), -1); _ = c.get(prof(4)) }))
+	assert.Equal(t, []rpc.ResourceRequirement{{Profile: prof(3), Count: 1}}, c.requirements())
+}

@@ -115,10 +115,6 @@ func New(cfg Config) (*Pool, error) {
 		onNewSlots:     cfg.OnNewSlots,
 		onReturnSlot:   cfg.OnReturnSlot,
 		blocked:        cfg.BlockedTaskExecutor,
-		declared:       counter{},
-		requested:      counter{},
-		total:          counter{},
-		fulfilled:      counter{},
 		slots:          map[jobgraph.AllocationID]*slot{},
 		byOwner:        map[jobgraph.ResourceID]map[jobgraph.AllocationID]*slot{},
 		free:           map[profile]*freeList{},
@@ -215,14 +211,14 @@ func (p *Pool) declare() {
 		p.lastDeclared = p.total.appendRequirements(p.lastDeclared[:0])
 		return
 	}
-	reqs := p.total.appendRequirements(make([]rpc.ResourceRequirement, 0, len(p.total)))
+	reqs := p.total.appendRequirements(make([]rpc.ResourceRequirement, 0, p.total.len()))
 	p.lastDeclared = append(p.lastDeclared[:0], reqs...)
 	p.onRequirements(reqs)
 }
 
 func (p *Pool) addDeclared(pr profile, n int) {
 	if n < 0 {
-		n = -min(-n, p.declared[pr])
+		n = -min(-n, p.declared.get(pr))
 	}
 	if n == 0 {
 		return
@@ -276,7 +272,7 @@ func (p *Pool) DecreaseRequirements(pr jobgraph.ResourceProfile, n int) error {
 	if n < 0 {
 		return invalid("cannot decrease the requirements by %d slots", n)
 	}
-	if have := p.declared[pr]; n > have {
+	if have := p.declared.get(pr); n > have {
 		return invalid("cannot decrease the requirements for %v by %d slots: only %d declared", pr, n, have)
 	}
 	p.addDeclared(pr, -n)
@@ -301,11 +297,11 @@ func (p *Pool) SetRequirements(reqs []rpc.ResourceRequirement) error {
 		}
 		next.add(r.Profile, r.Count)
 	}
-	for pr, n := range p.declared {
-		p.total.add(pr, -n)
+	for _, l := range p.declared.lines {
+		p.total.add(l.profile, -l.n)
 	}
-	for pr, n := range next {
-		p.total.add(pr, n)
+	for _, l := range next.lines {
+		p.total.add(l.profile, l.n)
 	}
 	p.declared = next
 	p.requirementsChanged()
@@ -373,11 +369,11 @@ func (p *Pool) OfferSlots(taskExecutor jobgraph.ResourceID, offers []rpc.SlotOff
 // matchRequirement finds the requirement an offered slot of profile offered would fulfil.
 // Flink: DefaultRequirementMatcher.
 func (p *Pool) matchRequirement(offered profile) (profile, bool) {
-	if p.total[offered] > p.fulfilled[offered] {
+	if p.total.get(offered) > p.fulfilled.get(offered) {
 		return offered, true
 	}
 	for _, req := range p.total.sortedKeys() {
-		if offered.IsMatching(req) && p.total[req] > p.fulfilled[req] {
+		if offered.IsMatching(req) && p.total.get(req) > p.fulfilled.get(req) {
 			return req, true
 		}
 	}
@@ -559,7 +555,7 @@ func (p *Pool) checkIdle(s *slot, gen uint64) {
 		p.armIdle(s, p.idleTimeout-idle)
 		return
 	}
-	if p.fulfilled[s.req] <= p.total[s.req] {
+	if p.fulfilled.get(s.req) <= p.total.get(s.req) {
 		p.armIdle(s, p.idleTimeout) // still needed
 		return
 	}
