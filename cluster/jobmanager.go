@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
@@ -95,6 +96,10 @@ type JobManagerConfig struct {
 	// ExecutionStateListener, if set, hears every state every execution attempt enters after
 	// CREATED. It runs on the job's JobMaster loop and must not block.
 	ExecutionStateListener func(attempt jobgraph.ExecutionAttemptID, state jobgraph.ExecutionState)
+	// OperatorCoordinators holds the operator coordinators the jobs' vertices name, by name;
+	// every JobMaster gets it (jobmaster.Config.OperatorCoordinators). nil: none, and a job whose
+	// vertex names one fails its initialization naming the vertex and the coordinator.
+	OperatorCoordinators *coordination.Registry
 	// ExceptionHistorySize: web.exception-history-size, default 16.
 	ExceptionHistorySize int
 	// JobStoreExpiration: jobstore.expiration-time, default 1 h; negative: never. See
@@ -256,6 +261,7 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 		SchedulingStrategy:                  cfg.SchedulingStrategy,
 		JobStatusListener:                   cfg.JobStatusListener,
 		ExecutionStateListener:              cfg.ExecutionStateListener,
+		OperatorCoordinators:                cfg.OperatorCoordinators,
 		ExceptionHistorySize:                cfg.ExceptionHistorySize,
 		Logger:                              jm.log,
 		HeartbeatInterval:                   cfg.HeartbeatInterval,

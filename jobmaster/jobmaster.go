@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
@@ -154,6 +155,22 @@ type Config struct {
 	// so the registry forgets the job. A JobMaster of a later leader session replaces them.
 	// Flink: JobManagerJobMetricGroup, from the JobManagerMetricGroup of the MetricRegistry.
 	Metrics *metrics.Registry
+	// OperatorCoordinators holds the operator coordinators the job's vertices name
+	// (jobgraph.JobVertex.OperatorCoordinator), by name. Each JobMaster (each leader session of
+	// the job) creates one coordination.Holder per coordinated vertex on its loop before it
+	// builds the scheduler, with the vertex's OperatorCoordinatorConfig and parallelism, hands the
+	// holders to the scheduler (scheduler.Config.OperatorCoordinators: checkpoints and restores),
+	// starts them right before scheduling starts (after the initial restore), routes the events
+	// between them and the subtasks (SendOperatorEventToCoordinator; coordinator events go to the
+	// tasks in order with the checkpoint calls), tells them of every attempt that becomes
+	// INITIALIZING or RUNNING and of every attempt FAILED or CANCELED, fails the job globally on a
+	// coordinator's error, and closes them when it closes (job FINISHED, FAILED, CANCELED or
+	// SUSPENDED). nil means none: a job whose vertex names a coordinator then fails its
+	// initialization, as one naming a coordinator not registered here does, with an error
+	// matching coordination.ErrUnknownCoordinator that names the vertex and the coordinator.
+	// Flink: the OperatorCoordinator.Providers of the JobVertex with
+	// DefaultOperatorCoordinatorHandler.
+	OperatorCoordinators *coordination.Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -321,6 +338,7 @@ type DefaultJobMaster struct {
 	coordinated  map[jobgraph.JobVertexID]bool
 	eventSenders map[jobgraph.ExecutionAttemptID]struct{}
 	coordinators operatorCoordinatorHandler
+	coordHandler *coordinatorHandler // the same as coordinators (coordinators.go); nil without coordinators
 	// lanes carry the checkpoint calls and operator events of a job with coordinators, one
 	// lane per TaskExecutor (nil for a job without): owned by the outbox's goroutine.
 	lanes    *teLanes
@@ -420,6 +438,8 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		}
 	}
 	if err != nil {
+		// setUp may have created coordinators (it closes them itself when it fails).
+		_ = jm.loop.Call(context.Background(), func() error { jm.closeCoordinators(); return nil })
 		jm.shutDown()
 		return nil, err
 	}
@@ -431,6 +451,9 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 func (jm *DefaultJobMaster) startScheduling() {
 	jm.loop.Execute(func() {
 		if !jm.closed && !jm.terminal {
+			if jm.coordHandler != nil {
+				jm.coordHandler.start() // Flink: startAllOperatorCoordinators, then scheduling
+			}
 			jm.sched.StartScheduling()
 		}
 	})
@@ -543,16 +566,36 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		scfg.CheckpointRecoveryFactory = recovery
 		scfg.LoadSavepoint = recovery.loadSavepoint
 	}
+	if jm.coordinated != nil {
+		c, err := newCoordinatorHandler(jm, g)
+		if err != nil {
+			jm.metricGroup.Close()
+			return err
+		}
+		jm.coordHandler, jm.coordinators = c, c
+		scfg.OperatorCoordinators = c.contexts()
+	}
 	sched, err := newScheduler(g, scheduler.FromSlotPool(pool), deployer{jm}, scfg)
+	if err == nil && sched == nil {
+		err = errors.New("jobmaster: Config.SchedulerFactory returned no scheduler and no error")
+	}
+	if eg, ok := sched.(executionGraphOf); ok && err == nil && jm.coordHandler != nil {
+		err = jm.coordHandler.checkParallelism(eg.ExecutionGraph(), g)
+	}
 	if err != nil {
 		jm.metricGroup.Close()
+		jm.closeCoordinators()
 		return err
-	}
-	if sched == nil {
-		return errors.New("jobmaster: Config.SchedulerFactory returned no scheduler and no error")
 	}
 	jm.sched = sched
 	return nil
+}
+
+// closeCoordinators closes the operator coordinators, if any; later calls do nothing. On the loop.
+func (jm *DefaultJobMaster) closeCoordinators() {
+	if jm.coordHandler != nil {
+		jm.coordHandler.close()
+	}
 }
 
 // executionStateChanged is the scheduler's ExecutionStateListener: a terminal attempt is no
@@ -563,6 +606,9 @@ func (jm *DefaultJobMaster) executionStateChanged(attempt jobgraph.ExecutionAtte
 		jm.deployments.stop(attempt)
 	}
 	jm.trackOperatorEventSender(attempt, st)
+	if jm.coordHandler != nil {
+		jm.coordHandler.executionStateChanged(attempt, st)
+	}
 	if l := jm.cfg.ExecutionStateListener; l != nil {
 		l(attempt, st)
 	}
@@ -1181,6 +1227,8 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 				jm.sched.Suspend(fmt.Errorf("job %s: %w", jm.job, ErrClosed))
 				jm.closedArc = jm.sched.Archive()
 			}
+			// After the tasks were canceled (their coordinators heard of it), before the slots go.
+			jm.closeCoordinators()
 			jm.pool.Close()
 			// After the slots are freed, each TaskExecutor forgets the job: what is left of its
 			// partitions there is dropped. Flink: JobMaster.disconnectTaskManager on stop.

@@ -24,6 +24,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/cluster"
+	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
@@ -49,6 +50,13 @@ type Config struct {
 	SlotProfile jobgraph.ResourceProfile
 	// Registry holds the task code every TaskExecutor runs. Required.
 	Registry *taskexecutor.Registry
+	// OperatorCoordinators holds the operator coordinators the jobs' vertices name
+	// (jobgraph.JobVertex.OperatorCoordinator), given to every JobMaster
+	// (cluster.JobManagerConfig.OperatorCoordinators, jobmaster.Config.OperatorCoordinators: one
+	// coordinator per coordinated vertex per leader session, on the JobMaster's loop). nil: none,
+	// and a job whose vertex names one fails its initialization with an error naming the vertex
+	// and the coordinator.
+	OperatorCoordinators *coordination.Registry
 	// RPC is the transport every endpoint registers on and finds the others through; default a
 	// fresh rpc.NewLocalService(). The cluster registers the ResourceManager under
 	// ResourceManagerAddress, the leading Dispatcher under DispatcherAddress (while it leads),
@@ -286,6 +294,7 @@ func New(cfg Config) (*MiniCluster, error) {
 		RequirementCheckDelay:                 cfg.RequirementCheckDelay,
 		JobStatusListener:                     cfg.JobStatusListener,
 		ExecutionStateListener:                cfg.ExecutionStateListener,
+		OperatorCoordinators:                  cfg.OperatorCoordinators,
 		ExceptionHistorySize:                  cfg.ExceptionHistorySize,
 		JobStoreExpiration:                    cfg.JobStoreExpiration,
 		JobStoreMaxCapacity:                   cfg.JobStoreMaxCapacity,
