@@ -724,3 +724,71 @@ func TestHolderOnARealLoop(t *testing.T) {
 		assert.Equal(t, []string{"acked <nil>", "checkpoint state <nil>"}, results)
 	})
 }
+
+// echoBench answers every event with reply through the sender's gateway, and counts the acks.
+type echoBench struct {
+	gateway coordination.SubtaskGateway
+	reply   []byte
+	acked   int
+	ack     func(error)
+}
+
+func (c *echoBench) Start() error { return nil }
+func (c *echoBench) Close() error { return nil }
+func (c *echoBench) HandleEventFromOperator(int, int, []byte) error {
+	c.gateway.SendEvent(c.reply, c.ack)
+	return nil
+}
+func (c *echoBench) CheckpointCoordinator(_ int64, result func([]byte, error)) { result(nil, nil) }
+func (c *echoBench) NotifyCheckpointComplete(int64)                            {}
+func (c *echoBench) NotifyCheckpointAborted(int64)                             {}
+func (c *echoBench) ResetToCheckpoint(int64, []byte) error                     { return nil }
+func (c *echoBench) SubtaskReset(int, int64) error                             { return nil }
+func (c *echoBench) ExecutionAttemptFailed(int, int, error) error              { return nil }
+func (c *echoBench) ExecutionAttemptReady(_, _ int, g coordination.SubtaskGateway) error {
+	c.gateway = g
+	return nil
+}
+
+// BenchmarkHolderEventRoundTrip measures one event through the Holder both ways: an event from
+// the current attempt reaches the coordinator, which answers it through its gateway; Send acks it
+// at once, and the ack runs on the (fake) loop.
+func BenchmarkHolderEventRoundTrip(b *testing.B) {
+	loop := &fakeLoop{}
+	c := &echoBench{reply: []byte("ack")}
+	c.ack = func(error) { c.acked++ }
+	reg := coordination.NewRegistry()
+	if err := reg.Register("echo", coordination.ProviderFunc(func(coordination.Context) (coordination.OperatorCoordinator, error) {
+		return c, nil
+	})); err != nil {
+		b.Fatal(err)
+	}
+	h, err := coordination.NewHolder(coordination.HolderConfig{
+		VertexID: testVertex, Name: "echo", Registry: reg, Parallelism: 1, Execute: loop.Execute,
+		Send:    func(_ jobgraph.ExecutionAttemptID, _ []byte, ack func(error)) { ack(nil) },
+		FailJob: func(error) {},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		b.Fatal(err)
+	}
+	a := attemptOf(0, 0)
+	if err := h.ExecutionAttemptReady(a); err != nil {
+		b.Fatal(err)
+	}
+	event := []byte("hello")
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := h.HandleEventFromOperator(a, event); err != nil {
+			b.Fatal(err)
+		}
+		loop.run()
+		n++
+	}
+	if c.acked != n {
+		b.Fatalf("%d acks for %d events", c.acked, n)
+	}
+}
