@@ -35,9 +35,9 @@ func BenchmarkWordCount(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t, err := readTotals(res.Accumulators, o.top)
-		if !res.Success() || err != nil || t.distinct == 0 {
-			b.Fatalf("job ended %s (%v) with %d distinct words (%v)", res.Status, res.RootCause, t.distinct, err)
+		t, err := wc.ReadTotals(res.Accumulators, o.top)
+		if !res.Success() || err != nil || t.Distinct == 0 {
+			b.Fatalf("job ended %s (%v) with %d distinct words (%v)", res.Status, res.RootCause, t.Distinct, err)
 		}
 	}
 }

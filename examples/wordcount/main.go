@@ -178,54 +178,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// The tasks report their totals and the top words through accumulators: merged over the
 	// subtasks' attempts that count, so a failed and restarted attempt is not counted twice.
-	t, err := readTotals(res.Accumulators, o.top)
+	t, err := wc.ReadTotals(res.Accumulators, o.top)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\ntotals (accumulators):\n")
-	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccFiles, t.files)
-	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccBytes, t.bytes)
-	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccWords, t.words)
-	fmt.Fprintf(stdout, "  %-15s %d\n", wc.AccDistinctWords, t.distinct)
-
-	fmt.Fprintf(stdout, "\ntop %d of %d distinct words:\n", o.top, t.distinct)
-	for i, c := range t.top {
-		fmt.Fprintf(stdout, "  %2d. %-20s %d\n", i+1, c.Word, c.Count)
-	}
+	t.Write(stdout, o.top)
 	if o.out != "" {
 		fmt.Fprintf(stdout, "\nwrote every word to %s\n", o.out)
 	}
 	fmt.Fprintf(stdout, "\ntotal %s\n", total.Round(time.Millisecond))
 	return nil
-}
-
-// totals are what the job's accumulators report.
-type totals struct {
-	files        int
-	bytes, words int64
-	distinct     int
-	top          []wc.WordCount
-}
-
-// readTotals reads the job's totals from its accumulators (jobgraph.JobResult.Accumulators).
-func readTotals(accs map[string]jobgraph.SerializedAccumulator, top int) (totals, error) {
-	var t totals
-	var errs []error
-	read := func(err error) { errs = append(errs, err) }
-	var err error
-	t.files, err = jobgraph.AccumulatorValue[int](accs, wc.AccFiles)
-	read(err)
-	t.bytes, err = jobgraph.AccumulatorValue[int64](accs, wc.AccBytes)
-	read(err)
-	t.words, err = jobgraph.AccumulatorValue[int64](accs, wc.AccWords)
-	read(err)
-	t.distinct, err = jobgraph.AccumulatorValue[int](accs, wc.AccDistinctWords)
-	read(err)
-	if top > 0 {
-		t.top, err = jobgraph.AccumulatorValue[[]wc.WordCount](accs, wc.AccTopWords)
-		read(err)
-	}
-	return t, errors.Join(errs...)
 }
 
 // runJob runs the word count on a fresh MiniCluster and returns the job's result and its

@@ -1,0 +1,56 @@
+package wc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jobgraph/jobgraph"
+)
+
+// Totals are what the job's accumulators report (jobgraph.JobResult.Accumulators): merged over
+// the subtasks' attempts that count, so a failed and restarted attempt is not counted twice.
+type Totals struct {
+	Files        int
+	Bytes, Words int64
+	Distinct     int
+	// Top is the AccTopWords list, read only when ReadTotals is asked for top > 0.
+	Top []WordCount
+}
+
+// ReadTotals reads the job's totals from its accumulators; with top > 0 also the top words.
+// Errors: every accumulator missing or of another type, joined.
+func ReadTotals(accs map[string]jobgraph.SerializedAccumulator, top int) (Totals, error) {
+	var t Totals
+	var errs []error
+	read := func(err error) { errs = append(errs, err) }
+	var err error
+	t.Files, err = jobgraph.AccumulatorValue[int](accs, AccFiles)
+	read(err)
+	t.Bytes, err = jobgraph.AccumulatorValue[int64](accs, AccBytes)
+	read(err)
+	t.Words, err = jobgraph.AccumulatorValue[int64](accs, AccWords)
+	read(err)
+	t.Distinct, err = jobgraph.AccumulatorValue[int](accs, AccDistinctWords)
+	read(err)
+	if top > 0 {
+		t.Top, err = jobgraph.AccumulatorValue[[]WordCount](accs, AccTopWords)
+		read(err)
+	}
+	return t, errors.Join(errs...)
+}
+
+// Write prints the totals and the top words as the examples print them: a "totals
+// (accumulators):" section, then "top N of D distinct words:" with one numbered line a word.
+func (t Totals) Write(w io.Writer, top int) {
+	fmt.Fprintf(w, "\ntotals (accumulators):\n")
+	fmt.Fprintf(w, "  %-15s %d\n", AccFiles, t.Files)
+	fmt.Fprintf(w, "  %-15s %d\n", AccBytes, t.Bytes)
+	fmt.Fprintf(w, "  %-15s %d\n", AccWords, t.Words)
+	fmt.Fprintf(w, "  %-15s %d\n", AccDistinctWords, t.Distinct)
+
+	fmt.Fprintf(w, "\ntop %d of %d distinct words:\n", top, t.Distinct)
+	for i, c := range t.Top {
+		fmt.Fprintf(w, "  %2d. %-20s %d\n", i+1, c.Word, c.Count)
+	}
+}
