@@ -1,0 +1,290 @@
+// Command cluster runs examples/wordcount's job on the process roles of package cluster over
+// the gRPC transport and the network shuffle (transport/grpc, transport/grpc/netshuffle): one
+// JobManager process and -taskexecutors TaskExecutor processes (this binary again, with -role),
+// each with its own gRPC Service on 127.0.0.1, the TaskExecutors registering with the
+// JobManager's ResourceManager at its fixed address and exchanging the job's records through
+// their network shuffles.
+//
+//	go run ./examples/cluster                                    # $(go env GOROOT)/src
+//	go run ./examples/cluster -input ~/src -out /tmp/words.tsv
+//	go run ./examples/cluster -kill-taskexecutor-after 300ms     # SIGKILL one TaskExecutor mid-job
+//
+// Without -role it is the launcher: it starts the JobManager, reads its addresses from the
+// JobManager's stdout, starts the TaskExecutors, submits the job to the Dispatcher over gRPC
+// and prints the totals and top words from the job's accumulators as examples/wordcount does.
+// -kill-taskexecutor-after D SIGKILLs the first TaskExecutor process D after the submission:
+// its heartbeats stop, the JobManager drops it after heartbeat.timeout (1 s here), its
+// partitions are lost and the job fails over onto the others (fixed-delay restarts), so the
+// counts stay exact. Each role process ends when its stdin closes (the launcher's exit).
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/examples/wordcount/wc"
+	"github.com/jobgraph/jobgraph/rpc"
+	grpctransport "github.com/jobgraph/jobgraph/transport/grpc"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line flags.
+type options struct {
+	role          string
+	input         string
+	parallelism   int
+	taskExecutors int
+	slots         int
+	out           string
+	top           int
+	kill          time.Duration
+	rm            string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.role, "role", "", `"jobmanager" or "taskexecutor" (a process the launcher starts); empty: the launcher`)
+	fs.StringVar(&o.input, "input", "", "directory whose .go files are counted (default $(go env GOROOT)/src)")
+	fs.IntVar(&o.parallelism, "parallelism", 4, "parallelism of the source and count vertices")
+	fs.IntVar(&o.taskExecutors, "taskexecutors", 3, "TaskExecutor processes")
+	fs.IntVar(&o.slots, "slots", 2, "slots per TaskExecutor (taskmanager.numberOfTaskSlots)")
+	fs.StringVar(&o.out, "out", "", "also write every word and its count, tab-separated and sorted, to this file")
+	fs.IntVar(&o.top, "top", 20, "how many of the most frequent words to print")
+	fs.DurationVar(&o.kill, "kill-taskexecutor-after", 0, "SIGKILL the first TaskExecutor process this long after the submission (0: never)")
+	fs.StringVar(&o.rm, "resourcemanager", "", "-role taskexecutor: the ResourceManager's address (jobmanager.rpc.address)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.parallelism < 1 || o.taskExecutors < 1 || o.slots < 1 || o.top < 0 || o.kill < 0 {
+		return o, errors.New("-parallelism, -taskexecutors and -slots must be at least 1, -top and -kill-taskexecutor-after at least 0")
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	switch o.role {
+	case "jobmanager":
+		return runJobManagerRole(ctx, stdout, log)
+	case "taskexecutor":
+		return runTaskExecutorRole(ctx, o, stdout, log)
+	case "":
+		return launch(ctx, o, stdout, stderr, log)
+	}
+	return fmt.Errorf("-role %q: want jobmanager, taskexecutor or none", o.role)
+}
+
+// untilStdinCloses returns a context that ends with ctx or when stdin reaches EOF: a role
+// process ends with its launcher.
+func untilStdinCloses(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	return ctx, cancel
+}
+
+// runJobManagerRole serves a JobManager and prints "RESOURCEMANAGER <address>" and
+// "DISPATCHER <address>" once it leads.
+func runJobManagerRole(ctx context.Context, stdout io.Writer, log *slog.Logger) error {
+	ctx, cancel := untilStdinCloses(ctx)
+	defer cancel()
+	jm, err := startJobManager(ctx, "", log)
+	if err != nil {
+		return err
+	}
+	if err := jm.jm.AwaitLeadership(ctx); err != nil {
+		return errors.Join(err, jm.close())
+	}
+	fmt.Fprintf(stdout, "RESOURCEMANAGER %s\nDISPATCHER %s\n", jm.jm.ResourceManagerAddress(), jm.jm.DispatcherAddress())
+	<-ctx.Done()
+	return errors.Join(jm.jm.Wait(), jm.svc.Close())
+}
+
+// runTaskExecutorRole serves a TaskExecutor registered with -resourcemanager and prints
+// "TASKEXECUTOR <ResourceID>" once registered.
+func runTaskExecutorRole(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) error {
+	ctx, cancel := untilStdinCloses(ctx)
+	defer cancel()
+	te, err := startTaskExecutor(ctx, o.rm, o.slots, log)
+	if err != nil {
+		return err
+	}
+	if _, err := te.te.TaskExecutor().WaitRegistered(ctx); err != nil {
+		return errors.Join(err, te.close())
+	}
+	fmt.Fprintf(stdout, "TASKEXECUTOR %s\n", te.te.TaskExecutor().ResourceID())
+	<-ctx.Done()
+	return te.close()
+}
+
+// process is a role process the launcher started, and what it printed first.
+type process struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines map[string]string // "RESOURCEMANAGER" → address, …
+}
+
+// startRole starts this binary with -role and args and reads want lines "KEY value" from its
+// stdout.
+func startRole(ctx context.Context, stderr io.Writer, want []string, args ...string) (*process, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, stdin: stdin, lines: map[string]string{}}
+	sc := bufio.NewScanner(out)
+	for len(p.lines) < len(want) && sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		p.lines[k] = v
+	}
+	for _, k := range want {
+		if p.lines[k] == "" {
+			p.stop()
+			return nil, fmt.Errorf("%v: no %s line (ctx: %v)", args, k, ctx.Err())
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return p, nil
+}
+
+// stop closes the process's stdin (it ends) and waits for it.
+func (p *process) stop() {
+	_ = p.stdin.Close()
+	_ = p.cmd.Wait()
+}
+
+// lockedWriter serializes writes from several goroutines (the role processes' stderr copiers,
+// the kill timer) to one writer.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// launch starts the JobManager and TaskExecutor processes, runs the job and prints its totals.
+func launch(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.Logger) error {
+	var mu sync.Mutex
+	stdout, stderr = lockedWriter{&mu, stdout}, lockedWriter{&mu, stderr}
+	if o.input == "" {
+		var err error
+		if o.input, err = wc.DefaultInputDir(); err != nil {
+			return err
+		}
+	}
+	files, err := wc.ListInputFiles(o.input)
+	if err != nil {
+		return err
+	}
+	jmp, err := startRole(ctx, stderr, []string{"RESOURCEMANAGER", "DISPATCHER"}, "-role", "jobmanager")
+	if err != nil {
+		return err
+	}
+	defer jmp.stop()
+	var tes []*process
+	defer func() {
+		for _, te := range tes {
+			te.stop()
+		}
+	}()
+	for range o.taskExecutors {
+		te, err := startRole(ctx, stderr, []string{"TASKEXECUTOR"}, "-role", "taskexecutor",
+			"-resourcemanager", jmp.lines["RESOURCEMANAGER"], "-slots", fmt.Sprint(o.slots))
+		if err != nil {
+			return err
+		}
+		tes = append(tes, te)
+	}
+	fmt.Fprintf(stdout, "counting %d files below %s: 1 JobManager and %d TaskExecutor processes, parallelism %d\n",
+		len(files), o.input, len(tes), o.parallelism)
+
+	g, err := buildJob(files, o.parallelism, o.out, o.top)
+	if err != nil {
+		return err
+	}
+	client, err := grpctransport.New(grpctransport.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	d, err := rpc.Connect[rpc.DispatcherGateway](ctx, client, jmp.lines["DISPATCHER"])
+	if err != nil {
+		return err
+	}
+	if err := d.SubmitJob(ctx, g); err != nil {
+		return err
+	}
+	if o.kill > 0 {
+		victim := tes[0]
+		timer := time.AfterFunc(o.kill, func() {
+			_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+			fmt.Fprintf(stdout, "SIGKILLed TaskExecutor %s (pid %d) after %v\n", victim.lines["TASKEXECUTOR"], victim.cmd.Process.Pid, o.kill)
+		})
+		defer timer.Stop()
+	}
+	res, err := d.RequestJobResult(ctx, g.JobID)
+	if err != nil {
+		return err
+	}
+	if res.Status != jobgraph.JobStatusFinished {
+		return fmt.Errorf("job %s: %v", res.Status, res.RootCause)
+	}
+	t, err := wc.ReadTotals(res.Accumulators, o.top)
+	if err != nil {
+		return err
+	}
+	t.Write(stdout, o.top)
+	if o.out != "" {
+		fmt.Fprintf(stdout, "\nwrote every word to %s\n", o.out)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/cluster"
+	"github.com/jobgraph/jobgraph/examples/wordcount/wc"
+	"github.com/jobgraph/jobgraph/taskexecutor"
+	grpctransport "github.com/jobgraph/jobgraph/transport/grpc"
+	"github.com/jobgraph/jobgraph/transport/grpc/netshuffle"
+)
+
+// chunkCodec names the network shuffle's codec of the word count's records (wc.Chunk, as JSON):
+// every data set of the job names it, and every TaskExecutor registers it beside the task code.
+const chunkCodec = "wordcount.chunk"
+
+// The heartbeat options of the example's JobManager and TaskExecutors: short, so a SIGKILLed
+// TaskExecutor is noticed within a second and its tasks fail over (Flink's defaults are 10 s
+// and 50 s).
+const (
+	heartbeatInterval = 200 * time.Millisecond
+	heartbeatTimeout  = time.Second
+)
+
+// resourceIDPrefix starts every TaskExecutor's ResourceID; the rest is the host:port of its
+// network shuffle's data server, so the JobManager's ShuffleMaster resolves a producer's data
+// address from memory, as netshuffle.ShuffleMaster.Resolve must.
+const resourceIDPrefix = "taskexecutor@"
+
+// resolveDataAddress is the JobManager's netshuffle.ShuffleMaster.Resolve.
+func resolveDataAddress(id jobgraph.ResourceID) (string, error) {
+	addr, ok := strings.CutPrefix(string(id), resourceIDPrefix)
+	if !ok || addr == "" {
+		return "", fmt.Errorf("TaskExecutor %q names no data address (want %s<host:port>)", id, resourceIDPrefix)
+	}
+	return addr, nil
+}
+
+// buildJob is examples/wordcount's job (wc.BuildJobWith) with its data sets encoded by
+// chunkCodec, one slot-sharing group, and a fixed-delay restart strategy (5 attempts,
+// heartbeat.timeout apart) for a lost TaskExecutor.
+func buildJob(files []wc.InputFile, parallelism int, out string, top int) (*jobgraph.JobGraph, error) {
+	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: parallelism, OutPath: out, Top: top, SkipResult: true})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range g.Vertices {
+		v.SlotSharingGroup = "default"
+		for _, ds := range v.Results {
+			ds.RecordCodec = chunkCodec
+		}
+	}
+	// A restart sooner than heartbeat.timeout after a TaskExecutor died would deploy onto its
+	// slots again, which the JobMaster still holds until it notices: each such restart fails
+	// at once and spends an attempt.
+	g.RestartStrategy = jobgraph.FixedDelayRestart(5, heartbeatTimeout)
+	return g, nil
+}
+
+// jobManager is a running JobManager role: its gRPC Service and the cluster.JobManager on it.
+type jobManager struct {
+	svc *grpctransport.Service
+	jm  *cluster.JobManager
+}
+
+// startJobManager starts a JobManager (its own ha/embedded: the TaskExecutors find its
+// ResourceManager at its fixed address) on a gRPC Service listening on listen (127.0.0.1:0 when
+// empty), with the network shuffle's ShuffleMaster. It runs until ctx ends or close.
+func startJobManager(ctx context.Context, listen string, log *slog.Logger) (*jobManager, error) {
+	svc, err := grpctransport.New(grpctransport.Options{ListenAddress: listen, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	jm, err := cluster.RunJobManager(ctx, cluster.JobManagerConfig{
+		RPC:               svc,
+		ShuffleMaster:     &netshuffle.ShuffleMaster{Resolve: resolveDataAddress},
+		HeartbeatInterval: heartbeatInterval,
+		HeartbeatTimeout:  heartbeatTimeout,
+		Logger:            log,
+	})
+	if err != nil {
+		return nil, errors.Join(err, svc.Close())
+	}
+	return &jobManager{svc: svc, jm: jm}, nil
+}
+
+// close closes the JobManager, then its Service.
+func (j *jobManager) close() error { return errors.Join(j.jm.Close(), j.svc.Close()) }
+
+// taskExecutorRole is a running TaskExecutor role: its gRPC Service, its network shuffle and
+// the TaskExecutor.
+type taskExecutorRole struct {
+	svc     *grpctransport.Service
+	shuffle *netshuffle.Environment
+	te      *cluster.TaskExecutorRunner
+}
+
+// startTaskExecutor starts a TaskExecutor with slots slots of the word count's task code, its
+// own gRPC Service and network shuffle (both on 127.0.0.1), registering with the
+// ResourceManager at rmAddress. It runs until ctx ends or close.
+func startTaskExecutor(ctx context.Context, rmAddress string, slots int, log *slog.Logger) (*taskExecutorRole, error) {
+	codecs := netshuffle.NewCodecs()
+	codecs.Register(chunkCodec, netshuffle.JSONCodec[wc.Chunk]())
+	shuffle, err := netshuffle.New(netshuffle.Config{Codecs: codecs, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := grpctransport.New(grpctransport.Options{Logger: log})
+	if err != nil {
+		return nil, errors.Join(err, shuffle.Close())
+	}
+	reg := taskexecutor.NewRegistry()
+	wc.Register(reg)
+	te, err := cluster.RunTaskExecutor(ctx, cluster.TaskExecutorConfig{
+		TaskExecutor: taskexecutor.Config{
+			ResourceID:        jobgraph.ResourceID(resourceIDPrefix + shuffle.Addr()),
+			NumSlots:          slots,
+			Registry:          reg,
+			RPC:               svc,
+			Shuffle:           shuffle,
+			Logger:            log,
+			HeartbeatInterval: heartbeatInterval,
+			HeartbeatTimeout:  heartbeatTimeout,
+		},
+		ResourceManagerAddress: rmAddress,
+	})
+	if err != nil {
+		return nil, errors.Join(err, svc.Close(), shuffle.Close())
+	}
+	return &taskExecutorRole{svc: svc, shuffle: shuffle, te: te}, nil
+}
+
+// close closes the TaskExecutor, then its Service and its shuffle.
+func (t *taskExecutorRole) close() error {
+	return errors.Join(t.te.Close(), t.svc.Close(), t.shuffle.Close())
+}
