@@ -33,8 +33,9 @@ func want(t *testing.T, files []wc.InputFile) (printed, written string) {
 }
 
 // runLauncher runs the command without -role (one JobManager and three TaskExecutor processes,
-// this test binary re-executed) with args, and returns what it printed and wrote to -out.
-func runLauncher(t *testing.T, args ...string) (printed, written string) {
+// this test binary re-executed) with args, and returns what it printed and wrote to -out, and
+// what the processes logged.
+func runLauncher(t *testing.T, args ...string) (printed, written, logged string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "counts.tsv")
 	var stdout, stderr bytes.Buffer
@@ -42,7 +43,7 @@ func runLauncher(t *testing.T, args ...string) (printed, written string) {
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
-	return stdout.String(), string(b)
+	return stdout.String(), string(b), stderr.String()
 }
 
 // The command counts a small tree on one JobManager and three TaskExecutor processes and prints
@@ -51,7 +52,7 @@ func TestClusterCountsLikeWordcount(t *testing.T) {
 	dir := writeInput(t)
 	files, err := wc.ListInputFiles(dir)
 	require.NoError(t, err)
-	printed, written := runLauncher(t, "-input", dir)
+	printed, written, _ := runLauncher(t, "-input", dir)
 	wantPrinted, wantWritten := want(t, files)
 	assert.Contains(t, printed, "1 JobManager and 3 TaskExecutor processes")
 	assert.Contains(t, printed, wantPrinted)
@@ -62,14 +63,17 @@ func TestClusterCountsLikeWordcount(t *testing.T) {
 // JobManager drops it after the heartbeat timeout, the job fails over onto the other two, and
 // the counts are still exact.
 func TestClusterSurvivesAKilledTaskExecutor(t *testing.T) {
-	src, err := wc.DefaultInputDir()
+	// The whole Go source tree, as the issue names: long enough (seconds) that the kill 300 ms
+	// after the submission comes while tasks run.
+	dir, err := wc.DefaultInputDir()
 	require.NoError(t, err)
-	dir := filepath.Join(src, "net")
 	files, err := wc.ListInputFiles(dir)
 	require.NoError(t, err)
-	printed, written := runLauncher(t, "-input", dir, "-kill-taskexecutor-after", "200ms")
+	printed, written, logged := runLauncher(t, "-input", dir, "-kill-taskexecutor-after", "300ms")
 	wantPrinted, wantWritten := want(t, files)
 	assert.Contains(t, printed, "SIGKILLed TaskExecutor", "the kill came while the job ran")
+	assert.Contains(t, logged, "timed out after 1s", "the JobManager dropped the killed TaskExecutor after heartbeat.timeout")
+	assert.Contains(t, logged, "task failed", "tasks on it failed and were restarted")
 	assert.Contains(t, printed, wantPrinted)
 	assert.Equal(t, wantWritten, written)
 }
