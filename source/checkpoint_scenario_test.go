@@ -22,6 +22,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/coordination"
+	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/minicluster"
 	"github.com/jobgraph/jobgraph/source"
 	"github.com/jobgraph/jobgraph/taskexecutor"
@@ -32,6 +33,20 @@ import (
 type recordingCoordinator struct {
 	coordination.OperatorCoordinator
 	s *checkpointScenario
+	n int // which coordinator of the job: one per JobMaster, 0 the first
+}
+
+// log records what happened to the coordinator, in s.resets and in its own s.logs[n].
+func (c recordingCoordinator) log(what string) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	c.s.resets = append(c.s.resets, what)
+	c.s.logs[c.n] = append(c.s.logs[c.n], what)
+}
+
+func (c recordingCoordinator) Start() error {
+	c.log("start")
+	return c.OperatorCoordinator.Start()
 }
 
 func (c recordingCoordinator) NotifyCheckpointComplete(id int64) {
@@ -49,32 +64,48 @@ func (c recordingCoordinator) NotifyCheckpointComplete(id int64) {
 	} else {
 		c.s.errs = append(c.s.errs, fmt.Errorf("checkpoint %d complete, the store's latest is %v", id, cp.CheckpointID))
 	}
-	if id == c.s.failAfter && c.s.global && !c.s.failed {
+	if id != c.s.failAfter || c.s.failed {
+		return
+	}
+	switch c.s.failure {
+	case globalFailure:
 		c.s.failed = true
 		c.s.ctx.FailJob(errors.New("injected global failure"))
+	case leaderChange:
+		c.s.failed = true
+		// Every leadership of the cluster's HA services is revoked and granted again: the
+		// Dispatcher recovers the job and its new JobMaster restores the latest checkpoint.
+		go c.s.mc.HA().(*embedded.Services).RevokeAll()
 	}
 }
 
 func (c recordingCoordinator) ResetToCheckpoint(id int64, state []byte) error {
+	c.log(fmt.Sprintf("reset to %d", id))
 	c.s.mu.Lock()
-	c.s.resets = append(c.s.resets, fmt.Sprintf("reset to %d", id))
 	c.s.resetState = state
 	c.s.mu.Unlock()
 	return c.OperatorCoordinator.ResetToCheckpoint(id, state)
 }
 
 func (c recordingCoordinator) SubtaskReset(subtask int, id int64) error {
-	c.s.mu.Lock()
-	c.s.resets = append(c.s.resets, fmt.Sprintf("subtask %d reset to %d", subtask, id))
-	c.s.mu.Unlock()
+	c.log(fmt.Sprintf("subtask %d reset to %d", subtask, id))
 	return c.OperatorCoordinator.SubtaskReset(subtask, id)
 }
+
+// failure is how checkpointScenario fails.
+type failure int
+
+const (
+	globalFailure failure = iota // the coordinator fails the job globally
+	readerFailure                // reader 1 fails: a region restart
+	leaderChange                 // the JobMaster loses its leadership; the next one takes over
+)
 
 // checkpointScenario is a STREAMING job: reader (2, the split source: 20 splits of 5 records,
 // 10 ms a record) –ALL_TO_ALL PIPELINED→ sink (1, its state the records it got), checkpoints
 // every 100 ms.
 type checkpointScenario struct {
-	global    bool  // fail the job globally (else: reader 1 fails, a region restart)
+	failure   failure
 	failAfter int64 // once this checkpoint completed
 
 	ctx coordination.Context
@@ -86,7 +117,8 @@ type checkpointScenario struct {
 	checkpoints map[int64]checkpoint.CompletedCheckpoint // the completed ones, by ID
 	completed   []int64
 	failed      bool
-	resets      []string
+	resets      []string   // what happened to the job's coordinators
+	logs        [][]string // the same per coordinator, in the order they were created
 	resetState  []byte
 	final       []string // the sink's records when it finished
 }
@@ -106,7 +138,7 @@ func (s *checkpointScenario) run(t *testing.T) (*jobgraph.JobGraph, *jobgraph.Jo
 					return err
 				}
 				s.mu.Lock()
-				fail := !s.global && !s.failed && info.SubtaskIndex == 1 && slices.Contains(s.completed, s.failAfter)
+				fail := s.failure == readerFailure && !s.failed && info.SubtaskIndex == 1 && slices.Contains(s.completed, s.failAfter)
 				if fail {
 					s.failed = true
 				}
@@ -151,7 +183,10 @@ func (s *checkpointScenario) run(t *testing.T) (*jobgraph.JobGraph, *jobgraph.Jo
 	require.NoError(t, coords.Register("splits", coordination.ProviderFunc(func(ctx coordination.Context) (coordination.OperatorCoordinator, error) {
 		s.ctx = ctx
 		c, err := source.SplitListProvider(func(coordination.Context) ([]source.Split, error) { return splits, nil }).Create(ctx)
-		return recordingCoordinator{c, s}, err
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.logs = append(s.logs, nil)
+		return recordingCoordinator{c, s, len(s.logs) - 1}, err
 	})))
 	s.mc = startCluster(t, 3, reg, coords)
 	s.checkpoints = map[int64]checkpoint.CompletedCheckpoint{}
@@ -258,17 +293,26 @@ func checkConsistent(t *testing.T, cp checkpoint.CompletedCheckpoint, reader, si
 //     ResetToCheckpoint(3) with exactly the state checkpoint 3 holds for it;
 //   - region: reader 1 fails once checkpoint 3 completed; the region (both readers and the sink,
 //     joined by the pipelined edge) restarts from checkpoint 3 and the coordinator gets
-//     SubtaskReset(0, 3) and SubtaskReset(1, 3), so the splits handed out after 3 go out again.
+//     SubtaskReset(0, 3) and SubtaskReset(1, 3), so the splits handed out after 3 go out again;
+//   - new JobMaster: the cluster's leaderships are revoked once checkpoint 3 completed; the job's
+//     next JobMaster creates its coordinator, which gets ResetToCheckpoint(3) with checkpoint 3's
+//     state before it starts.
 //
 // Either way the sink finishes with every record of every split exactly once.
 func TestCoordinatorStateIsCheckpointedAndRestoredWithTheTasks(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		global bool
-	}{{"global", true}, {"region", false}} {
+		name    string
+		failure failure
+		resets  []string
+	}{
+		{"global failover", globalFailure, []string{"start", "reset to 3"}},
+		{"region failover", readerFailure, []string{"start", "subtask 0 reset to 3", "subtask 1 reset to 3"}},
+		// The new JobMaster's coordinator is restored before it starts (see below).
+		{"new JobMaster", leaderChange, []string{"start", "reset to 3", "start"}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := &checkpointScenario{global: tc.global, failAfter: 3}
+				s := &checkpointScenario{failure: tc.failure, failAfter: 3}
 				g, res := s.run(t)
 				require.Equal(t, jobgraph.JobStatusFinished, res.Status, "%v", res.RootCause)
 				reader, sink := g.VertexByName("reader").ID, g.VertexByName("sink").ID
@@ -278,12 +322,25 @@ func TestCoordinatorStateIsCheckpointedAndRestoredWithTheTasks(t *testing.T) {
 				assert.Equal(t, allRecords(), sorted(s.final), "every record exactly once")
 				require.Empty(t, s.errs)
 				t.Logf("completed checkpoints %v, restores %v", s.completed, s.resets)
-				if tc.global {
-					assert.Equal(t, []string{"reset to 3"}, s.resets)
+				if tc.failure == leaderChange {
+					// RevokeAll revokes the Dispatcher's leadership and the job's at once:
+					// depending on which grant is handled first, the job's runner under the old
+					// Dispatcher may create a JobMaster (and its coordinator, reset to 3) that is
+					// closed again, started or not, when the new Dispatcher recovers the job and
+					// runs its own. Every coordinator after the first is reset to 3 before it
+					// starts; the last one runs the job to its end.
+					require.GreaterOrEqual(t, len(s.logs), 2, "%v", s.logs)
+					assert.Equal(t, []string{"start"}, s.logs[0])
+					for _, l := range s.logs[1 : len(s.logs)-1] {
+						assert.Contains(t, [][]string{{"reset to 3"}, {"reset to 3", "start"}}, l, "%v", s.logs)
+					}
+					assert.Equal(t, tc.resets[1:], s.logs[len(s.logs)-1], "%v", s.logs)
+				} else {
+					assert.Equal(t, tc.resets, s.resets)
+				}
+				if tc.failure != readerFailure {
 					require.Contains(t, s.checkpoints, int64(3))
 					assert.Equal(t, s.checkpoints[3].CoordinatorStates[0].State, s.resetState, "the state checkpoint 3 holds")
-				} else {
-					assert.ElementsMatch(t, []string{"subtask 0 reset to 3", "subtask 1 reset to 3"}, s.resets)
 				}
 				// Checkpoints 1–3 before the failure, and more after it.
 				require.Greater(t, len(s.checkpoints), 3)
