@@ -52,6 +52,12 @@ func TestLeadershipMovingToASecondJobManagerMakesTheTaskExecutorsRegisterAnew(t 
 		require.NoError(t, err)
 		defer jm2.Close()
 
+		// Every client polls on its own phase, from when it started polling: the JobManagers'
+		// campaigns at 0, 100ms, 200ms…, the TaskExecutors' retrievals (started here) at 50ms,
+		// 150ms…. On one phase, a retrieval's probe (a shared lock of the latch) and a standby's
+		// try of the exclusive lock could meet in one virtual instant, where either may run first
+		// and the standby loses that poll, over and over; real processes' phases drift apart.
+		time.Sleep(50 * time.Millisecond)
 		shuffle := taskexecutor.NewShuffle(taskexecutor.ShuffleConfig{})
 		logs := map[string]func() []logtest.TimedRecord{}
 		var tes []*cluster.TaskExecutorRunner
@@ -71,10 +77,11 @@ func TestLeadershipMovingToASecondJobManagerMakesTheTaskExecutorsRegisterAnew(t 
 		}
 		assert.True(t, jm2.ResourceManager().ResourceManagerID().IsZero(), "the standby's ResourceManager has no session")
 
+		time.Sleep(70 * time.Millisecond) // to 120ms: between two of the retrievals' polls
 		require.NoError(t, jm1.Close())
 		closedAt := time.Now()
 		require.NoError(t, jm2.AwaitLeadership(ctx))
-		assert.Equal(t, 100*time.Millisecond, time.Since(closedAt), "the second client took the lock at its next poll")
+		assert.Equal(t, 80*time.Millisecond, time.Since(closedAt), "the second client took the lock at its next poll (200ms)")
 		rm2 := jm2.ResourceManager().ResourceManagerID()
 		require.False(t, rm2.IsZero())
 		require.NotEqual(t, rm1, rm2)
@@ -87,13 +94,13 @@ func TestLeadershipMovingToASecondJobManagerMakesTheTaskExecutorsRegisterAnew(t 
 		}
 		for id, records := range logs {
 			assert.Equal(t, []string{
-				"0s new ResourceManager leader address=resourcemanager-1 resourceManagerID=" + rm1.String(),
-				"0s registered with the ResourceManager address=resourcemanager-1 resourceManagerID=" + rm1.String(),
-				// The first leader's file is gone at the retrieval's next poll, the second's there
-				// at the one after.
-				"100ms new ResourceManager leader address= resourceManagerID=" + jobgraph.ResourceManagerID{}.String(),
-				"200ms new ResourceManager leader address=resourcemanager-2 resourceManagerID=" + rm2.String(),
-				"200ms registered with the ResourceManager address=resourcemanager-2 resourceManagerID=" + rm2.String(),
+				// registered at 50ms, 70ms before the first JobManager closed
+				"-70ms new ResourceManager leader address=resourcemanager-1 resourceManagerID=" + rm1.String(),
+				"-70ms registered with the ResourceManager address=resourcemanager-1 resourceManagerID=" + rm1.String(),
+				// 150ms: no one holds the lock; 250ms: the second leader's file, written at 200ms
+				"30ms new ResourceManager leader address= resourceManagerID=" + jobgraph.ResourceManagerID{}.String(),
+				"130ms new ResourceManager leader address=resourcemanager-2 resourceManagerID=" + rm2.String(),
+				"130ms registered with the ResourceManager address=resourcemanager-2 resourceManagerID=" + rm2.String(),
 			}, registrationLog(records(), closedAt), "the log of %s", id)
 		}
 
