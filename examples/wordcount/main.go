@@ -8,6 +8,12 @@
 //	go run ./examples/wordcount
 //	go run ./examples/wordcount -input ~/src -parallelism 4 -out /tmp/words.tsv
 //	go run ./examples/wordcount -fail-once count   # subtask 0 of count fails once; the job restarts it
+//	go run ./examples/wordcount -slow-source 1ms   # source subtask 0 is slow: it gets fewer files
+//
+// The source is a FLIP-27 split-enumerator source (package source): its operator coordinator on
+// the JobMaster hands the files out, a split (-split-bytes, 1 MiB, of consecutive files) at a
+// time, to whichever source subtask asks, so a slow subtask reads fewer files ("files per source
+// subtask" in the output).
 //
 // A word is a maximal run of letters, digits and '_' (unicode.IsLetter, unicode.IsDigit),
 // case-sensitive; the input is every regular file ending in .go below -input.
@@ -29,6 +35,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/examples/wordcount/wc"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/minicluster"
@@ -55,6 +62,8 @@ type options struct {
 	top           int
 	failOnce      string
 	restartDelay  time.Duration
+	slowSource    time.Duration
+	splitBytes    int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -69,14 +78,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.top, "top", 20, "number of most frequent words to print")
 	fs.StringVar(&o.failOnce, "fail-once", "", "make subtask 0 of this vertex (source, count or sink) fail once; the job restarts it (fixed-delay, 1 attempt)")
 	fs.DurationVar(&o.restartDelay, "restart-delay", time.Second, "with -fail-once: restart-strategy.fixed-delay.delay")
+	fs.DurationVar(&o.slowSource, "slow-source", 0, "make source subtask 0 wait this long before each file it reads: a slow reader, which gets fewer files")
+	fs.Int64Var(&o.splitBytes, "split-bytes", wc.DefaultSplitBytes, "the source's split size: runs of consecutive files of at least this many bytes (1: a file per split)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.parallelism < 1 || o.taskExecutors < 1 || o.slots < 0 || o.restartDelay < 0 {
-		return o, fmt.Errorf("-parallelism and -taskexecutors must be at least 1, -slots and -restart-delay at least 0")
+	if o.parallelism < 1 || o.taskExecutors < 1 || o.slots < 0 || o.restartDelay < 0 || o.slowSource < 0 || o.splitBytes < 1 {
+		return o, fmt.Errorf("-parallelism, -taskexecutors and -split-bytes must be at least 1, -slots, -restart-delay and -slow-source at least 0")
 	}
 	if o.slots == 0 {
 		o.slots = (o.parallelism + o.taskExecutors - 1) / o.taskExecutors
@@ -183,6 +194,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	t.Write(stdout, o.top)
+	// The coordinator handed the files out on demand: a slower subtask read fewer.
+	t.WriteFilesPerSource(stdout, o.parallelism)
 	if o.out != "" {
 		fmt.Fprintf(stdout, "\nwrote every word to %s\n", o.out)
 	}
@@ -195,8 +208,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog) (*jobgraph.JobResult, *executiongraph.ArchivedExecutionGraph, error) {
 	reg := taskexecutor.NewRegistry()
 	wc.Register(reg)
+	coordinators := coordination.NewRegistry()
+	if err := wc.RegisterCoordinator(coordinators); err != nil {
+		return nil, nil, err
+	}
 	// The sink stores no result for wc.TakeResult: the host reads the accumulators.
-	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out, FailOnce: o.failOnce, Top: o.top, SkipResult: true})
+	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out, FailOnce: o.failOnce, Top: o.top, SkipResult: true, SlowDelay: o.slowSource, SplitBytes: o.splitBytes})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,6 +229,7 @@ func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog
 		TaskExecutors:        o.taskExecutors,
 		SlotsPerTaskExecutor: o.slots,
 		Registry:             reg,
+		OperatorCoordinators: coordinators,
 	}
 	if log != nil {
 		log.vertices = make(map[jobgraph.JobVertexID]*jobgraph.JobVertex)

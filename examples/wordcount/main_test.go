@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,6 +64,8 @@ func TestWordCountMatchesSequentialCount(t *testing.T) {
 		assert.Contains(t, text, s)
 	}
 	assert.Contains(t, text, wantTotals(t, files, want), "the totals come from the accumulators")
+	perSource := filesPerSource(t, text, 3)
+	assert.Equal(t, 4, perSource[0]+perSource[1]+perSource[2], "every file read by one source subtask: %v", perSource)
 	assert.Contains(t, text, fmt.Sprintf("top 20 of %d distinct words:\n   1. %-20s %d\n", len(want), "7", 500))
 	assert.Contains(t, text, fmt.Sprintf("%-20s %d", "alpha", 500))
 }
@@ -82,10 +85,58 @@ func wantTotals(t *testing.T, files []wc.InputFile, want map[string]int) string 
 		"files", len(files), "bytes", bytes, "words", words, "distinct-words", len(want))
 }
 
+// filesPerSource parses the "files per source subtask" section of the output.
+func filesPerSource(t *testing.T, text string, p int) []int {
+	t.Helper()
+	_, section, ok := strings.Cut(text, "\nfiles per source subtask (files-per-source):\n")
+	require.True(t, ok, text)
+	lines := strings.Split(section, "\n")
+	require.GreaterOrEqual(t, len(lines), p)
+	out := make([]int, p)
+	for i := range p {
+		var n int
+		_, err := fmt.Sscanf(strings.TrimSpace(lines[i]), fmt.Sprintf("source (%d/%d) %%d", i+1, p), &n)
+		require.NoError(t, err, lines[i])
+		out[i] = n
+	}
+	return out
+}
+
+// -slow-source: source subtask 0 waits a (virtual) second before each file, while subtask 1
+// reads at once; the coordinator hands each file (-split-bytes 1: a split per file) to whichever
+// subtask asks, so subtask 1 reads
+// every file but the one subtask 0 may have asked for first (whether its first request came
+// before subtask 1 had taken all four is a race of the first instant). The counts are the same.
+func TestWordCountSlowSourceReadsFewerFiles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := writeCorpus(t)
+		files, err := wc.ListInputFiles(dir)
+		require.NoError(t, err)
+		want, err := wc.SequentialCount(files)
+		require.NoError(t, err)
+		var wantFile bytes.Buffer
+		require.NoError(t, wc.WriteCounts(&wantFile, wc.SortedCounts(want)))
+
+		out := filepath.Join(t.TempDir(), "words.tsv")
+		var stdout bytes.Buffer
+		err = run(context.Background(), []string{"-input", dir, "-parallelism", "2", "-taskexecutors", "1", "-slots", "2",
+			"-out", out, "-slow-source", "1s", "-split-bytes", "1"}, &stdout)
+		require.NoError(t, err, stdout.String())
+		got, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, wantFile.String(), string(got))
+		text := stdout.String()
+		assert.Contains(t, text, wantTotals(t, files, want))
+		perSource := filesPerSource(t, text, 2)
+		assert.Contains(t, [][]int{{0, 4}, {1, 3}}, perSource, text)
+	})
+}
+
 func TestWordCountRejectsBadFlags(t *testing.T) {
 	var stdout bytes.Buffer
 	assert.Error(t, run(context.Background(), []string{"-parallelism", "0"}, &stdout))
 	assert.Error(t, run(context.Background(), []string{"extra"}, &stdout))
+	assert.ErrorContains(t, run(context.Background(), []string{"-split-bytes", "0"}, &stdout), "-split-bytes must be at least 1")
 }
 
 // -fail-once VERTEX: subtask 0 of that vertex fails after doing its work; the job restarts it

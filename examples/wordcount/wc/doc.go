@@ -15,10 +15,17 @@
 //
 // The vertices:
 //
-//   - "source" (task code "wordcount-source"): subtask i reads its share of the files (SplitFiles
-//     balances the shares by bytes, the split travels in the vertex Config), tokenizes them and
+//   - "source" (task code "wordcount-source", operator coordinator "wordcount-files"): a FLIP-27
+//     split-enumerator source (package source). The vertex's coordinator, on the JobMaster,
+//     holds the input files as splits (FileSplits: runs of consecutive files in path order of
+//     about 1 MiB, DefaultSplitBytes) and hands the next one to whichever reader asks; each
+//     subtask reads a split's files, asks for the next, and so on until the coordinator has none
+//     left, so a faster reader reads more files and a slow one fewer (accumulator
+//     AccFilesPerSource says how many each read). It tokenizes them and
 //     combines the counts locally, then emits one WordCount per distinct word to subpartition
-//     Partition(word, n) (FNV-1a), each subpartition's words sorted by word. Source, tokenize and
+//     Partition(word, n) (FNV-1a), each subpartition's words sorted by word. When a subtask fails
+//     and is restarted, the splits it had been given are read again: the coordinator takes them
+//     back (OperatorCoordinator.SubtaskReset) and hands them out again. Source, tokenize and
 //     the local combiner are chained into one task as Flink would chain them (its operator
 //     chaining): handing whole files over a POINTWISE edge to a separate tokenize vertex would
 //     copy the input through the shuffle once more and buy nothing, since no exchange of keys
@@ -33,8 +40,9 @@
 //
 // The tasks report the job's totals in accumulators, which the JobResult carries
 // (jobgraph.JobResult.Accumulators, read with jobgraph.AccumulatorValue): the sources the files,
-// bytes and words they read (AccFiles, AccBytes, AccWords), the sink the number of distinct words
-// (AccDistinctWords) and its SinkConfig.Top most frequent words (AccTopWords). They are merged
+// bytes and words they read (AccFiles, AccBytes, AccWords) and the files per source subtask
+// (AccFilesPerSource), the sink the number of distinct words (AccDistinctWords) and its
+// SinkConfig.Top most frequent words (AccTopWords). They are merged
 // over the attempts that count, so a subtask that failed and was restarted is counted once.
 //
 // The tasks exchange Chunk records: up to ChunkSize words with their counts, tagged with the
@@ -46,8 +54,10 @@
 // counts of equal words, the sink fails on them. No task hashes or sorts everything again, and the
 // single sink only merges.
 //
-// Register puts the three task codes into a taskexecutor.Registry. The vertices carry no slot
-// sharing group: in BATCH mode Flink does not put all vertices into one group by default either.
+// Register puts the three task codes into a taskexecutor.Registry, RegisterCoordinator the
+// source's coordinator into a coordination.Registry (the MiniCluster's OperatorCoordinators).
+// The vertices carry no slot sharing group: in BATCH mode Flink does not put all vertices into
+// one group by default either.
 //
 // Every vertex Config is JSON of SourceConfig, CountConfig or SinkConfig. Unknown fields are
 // ignored, so later options (failure injection, …) can be added without breaking older configs.

@@ -1,7 +1,6 @@
 package wc
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -125,40 +124,4 @@ func readFile(path string, buf []byte) ([]byte, error) {
 			return buf, fmt.Errorf("wc: reading %s: %w", path, err)
 		}
 	}
-}
-
-// SplitFiles divides files into n shares, one per source subtask: the files sorted by path, cut
-// into n contiguous ranges of about equal bytes (a file goes to share ⌊n·b/total⌋, b being the
-// bytes of the files before it; with no bytes at all, by count the same way). Files of one
-// directory mostly land in one share, and so do the words they share, so the sources' counters
-// overlap less than with an interleaved split (on $GOROOT/src at n = 2: 392,161 distinct words
-// in the two shares together, against 442,713 for largest-first balancing; 328,413 in all).
-// Each share's load differs from total/n by less than the largest file. Each share lists its
-// files sorted by path. The result depends only on the set of files, not on their order. It
-// returns nil for n < 1.
-func SplitFiles(files []InputFile, n int) [][]InputFile {
-	if n < 1 {
-		return nil
-	}
-	order := slices.Clone(files)
-	slices.SortStableFunc(order, func(a, b InputFile) int {
-		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Size, b.Size))
-	})
-	var total int64
-	for _, f := range order {
-		total += max(f.Size, 0)
-	}
-	shares := make([][]InputFile, n)
-	var before int64
-	for k, f := range order {
-		var i int
-		if total > 0 {
-			i = int(before * int64(n) / total)
-		} else {
-			i = k * n / len(order)
-		}
-		shares[i] = append(shares[i], f)
-		before += max(f.Size, 0)
-	}
-	return shares
 }

@@ -1,11 +1,8 @@
 package wc
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -103,70 +100,4 @@ func TestReadFileReusesBuffer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "abc", string(buf))
 	assert.Equal(t, capBefore, cap(buf))
-}
-
-func TestSplitFiles(t *testing.T) {
-	f := func(path string, size int64) InputFile { return InputFile{path, size} }
-	files := []InputFile{f("a.go", 10), f("b.go", 50), f("c.go", 20), f("d.go", 40), f("e.go", 10), f("f.go", 30)}
-	// By path, each file to share ⌊2·bytes before it / 160⌋: a 0 → 0; b 10 → 0; c 60 → 0;
-	// d 80 → 1; e 120 → 1; f 130 → 1.
-	want := [][]InputFile{
-		{f("a.go", 10), f("b.go", 50), f("c.go", 20)},
-		{f("d.go", 40), f("e.go", 10), f("f.go", 30)},
-	}
-	assert.Equal(t, want, SplitFiles(files, 2))
-
-	// The input order does not matter.
-	shuffled := slices.Clone(files)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	assert.Equal(t, want, SplitFiles(shuffled, 2))
-
-	// ⌊3·before / 160⌋: a 0 → 0; b 10 → 0; c 60 → 1; d 80 → 1; e 120 → 2; f 130 → 2.
-	assert.Equal(t, [][]InputFile{
-		{f("a.go", 10), f("b.go", 50)},
-		{f("c.go", 20), f("d.go", 40)},
-		{f("e.go", 10), f("f.go", 30)},
-	}, SplitFiles(files, 3))
-	// No bytes at all: by count.
-	assert.Equal(t, [][]InputFile{{f("a.go", 0), f("b.go", 0)}, {f("c.go", 0)}}, SplitFiles([]InputFile{f("c.go", 0), f("a.go", 0), f("b.go", 0)}, 2))
-
-	assert.Equal(t, [][]InputFile{{f("a.go", 10), f("b.go", 50), f("c.go", 20), f("d.go", 40), f("e.go", 10), f("f.go", 30)}}, SplitFiles(files, 1))
-	// More shares than files: the extra shares are empty.
-	assert.Equal(t, [][]InputFile{{f("x.go", 1)}, nil, nil}, SplitFiles([]InputFile{f("x.go", 1)}, 3))
-	assert.Equal(t, [][]InputFile{nil, nil}, SplitFiles(nil, 2))
-	assert.Nil(t, SplitFiles(files, 0))
-	assert.Equal(t, files[0], f("a.go", 10), "the argument is not modified")
-}
-
-func TestSplitFilesBalance(t *testing.T) {
-	// 1,000 files of random sizes onto 7 shares: every file exactly once, and every share's
-	// load is within the largest file of total/7.
-	rng := rand.New(rand.NewPCG(3, 4))
-	var files []InputFile
-	var largest int64
-	for i := range 1000 {
-		size := rng.Int64N(100_000)
-		largest = max(largest, size)
-		files = append(files, InputFile{Path: fmt.Sprintf("f%04d.go", i), Size: size})
-	}
-	shares := SplitFiles(files, 7)
-	require.Len(t, shares, 7)
-	var all []InputFile
-	loads := make([]int64, 7)
-	for i, s := range shares {
-		assert.True(t, slices.IsSortedFunc(s, func(a, b InputFile) int { return strings.Compare(a.Path, b.Path) }))
-		for _, f := range s {
-			loads[i] += f.Size
-		}
-		all = append(all, s...)
-	}
-	assert.ElementsMatch(t, files, all)
-	var total int64
-	for _, l := range loads {
-		total += l
-	}
-	for i, l := range loads {
-		assert.LessOrEqual(t, max(l-total/7, total/7-l), largest, "share %d", i)
-	}
-	assert.Equal(t, shares, SplitFiles(files, 7), "deterministic")
 }

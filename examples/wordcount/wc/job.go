@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/coordination"
+	"github.com/jobgraph/jobgraph/source"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
@@ -25,6 +28,10 @@ const (
 	SourceInvokable = "wordcount-source"
 	CountInvokable  = "wordcount-count"
 	SinkInvokable   = "wordcount-sink"
+
+	// SourceCoordinator is the name of the source vertex's operator coordinator in a
+	// coordination.Registry (RegisterCoordinator): it hands out the files as splits.
+	SourceCoordinator = "wordcount-files"
 )
 
 // The names of the job's accumulators (jobgraph.JobResult.Accumulators): the totals the tasks
@@ -37,6 +44,8 @@ const (
 	AccBytes = "bytes"
 	// AccWords (LongCounter): the words the sources read, every occurrence counted.
 	AccWords = "words"
+	// AccFilesPerSource (Histogram): source subtask index → the files that subtask read.
+	AccFilesPerSource = "files-per-source"
 	// AccDistinctWords (IntCounter): the distinct words the sink received.
 	AccDistinctWords = "distinct-words"
 	// AccTopWords (ListAccumulator[WordCount]): the sink's SinkConfig.Top most frequent words,
@@ -44,16 +53,15 @@ const (
 	AccTopWords = "top-words"
 )
 
-// SourceConfig is the source vertex's Config, as JSON:
-//
-//	{"splits":[[{"path":"/usr/local/go/src/archive/tar/common.go","size":23445},…],…]}
-//
-// Subtask i of a source of parallelism p reads every split j with j mod p == i: normally
-// len(Splits) == p and subtask i reads Splits[i] alone.
+// SourceConfig is the source vertex's Config, "{}" or e.g. {"failOnce":true}. The files are not
+// in it: they are the splits of the vertex's operator coordinator (see FileSplits).
 type SourceConfig struct {
-	Splits [][]InputFile `json:"splits"`
 	// FailOnce makes subtask 0 fail its first attempt after it emitted all its output.
 	FailOnce bool `json:"failOnce,omitempty"`
+	// SlowSubtask's reader waits SlowDelay (nanoseconds in the JSON) before each file it reads,
+	// when SlowDelay is above 0: a slow reader, which gets fewer files.
+	SlowSubtask int           `json:"slowSubtask,omitempty"`
+	SlowDelay   time.Duration `json:"slowDelay,omitempty"`
 }
 
 // CountConfig is the count vertex's Config, "{}" or {"failOnce":true}.
@@ -101,6 +109,12 @@ type JobOptions struct {
 	// Top goes into the SinkConfig: how many of the most frequent words the sink reports in
 	// accumulator AccTopWords (at least 0).
 	Top int
+	// SlowSubtask and SlowDelay go into the SourceConfig: that source subtask waits SlowDelay
+	// before each file (none when SlowDelay is 0).
+	SlowSubtask int
+	SlowDelay   time.Duration
+	// SplitBytes is the size of the source's splits (FileSplits); 0 means DefaultSplitBytes.
+	SplitBytes int64
 }
 
 // BuildJob returns the BATCH word-count job over files with the given source and count
@@ -109,9 +123,11 @@ func BuildJob(files []InputFile, parallelism int) (*jobgraph.JobGraph, error) {
 	return BuildJobWith(files, JobOptions{Parallelism: parallelism})
 }
 
-// BuildJobWith returns the BATCH word-count job over files: source (parallelism p, the files split
-// by SplitFiles) → hash shuffle by word, ALL_TO_ALL BLOCKING → count (p) → ALL_TO_ALL BLOCKING →
-// sink (1). The graph is validated.
+// BuildJobWith returns the BATCH word-count job over files: source (parallelism p, reading the
+// files as the splits its operator coordinator SourceCoordinator hands out, runs of consecutive
+// files of about JobOptions.SplitBytes, see FileSplits) → hash shuffle by word, ALL_TO_ALL BLOCKING → count (p) → ALL_TO_ALL BLOCKING →
+// sink (1). The graph is validated. Running it needs the coordinator registered
+// (RegisterCoordinator).
 func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error) {
 	p := opts.Parallelism
 	if p < 1 {
@@ -125,9 +141,20 @@ func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error
 	default:
 		return nil, fmt.Errorf("wc: cannot fail vertex %q once: the vertices are %s, %s and %s", opts.FailOnce, SourceVertex, CountVertex, SinkVertex)
 	}
-	srcCfg, err := json.Marshal(SourceConfig{Splits: SplitFiles(files, p), FailOnce: opts.FailOnce == SourceVertex})
+	if opts.SlowDelay < 0 || opts.SlowSubtask < 0 || opts.SlowSubtask >= p {
+		return nil, fmt.Errorf("wc: slow source subtask %d with delay %s: the subtask must be in [0, %d) and the delay at least 0", opts.SlowSubtask, opts.SlowDelay, p)
+	}
+	srcCfg, err := json.Marshal(SourceConfig{FailOnce: opts.FailOnce == SourceVertex, SlowSubtask: opts.SlowSubtask, SlowDelay: opts.SlowDelay})
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the source config: %w", err)
+	}
+	splitBytes := opts.SplitBytes
+	if splitBytes == 0 {
+		splitBytes = DefaultSplitBytes
+	}
+	splits, err := FileSplits(files, splitBytes)
+	if err != nil {
+		return nil, err
 	}
 	cntCfg, err := json.Marshal(CountConfig{FailOnce: opts.FailOnce == CountVertex})
 	if err != nil {
@@ -140,6 +167,8 @@ func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error
 
 	g := jobgraph.New(JobName, jobgraph.Batch)
 	src := g.AddVertex(SourceVertex, SourceInvokable, p).WithConfig(srcCfg)
+	src.OperatorCoordinator = SourceCoordinator
+	src.OperatorCoordinatorConfig = splits
 	cnt := g.AddVertex(CountVertex, CountInvokable, p).WithConfig(cntCfg)
 	sink := g.AddVertex(SinkVertex, SinkInvokable, 1).WithConfig(sinkCfg)
 	g.Connect(src, cnt, jobgraph.AllToAll, jobgraph.Blocking).ShipStrategy = "HASH"
@@ -148,6 +177,51 @@ func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error
 		return nil, fmt.Errorf("wc: %w", err)
 	}
 	return g, nil
+}
+
+// DefaultSplitBytes is the source's split size unless JobOptions.SplitBytes says otherwise:
+// 1 MiB, some 90 splits of $GOROOT/src, so handing them out costs nothing next to reading them,
+// and a reader's files mostly come from few directories (whose words its local combiner
+// merges).
+const DefaultSplitBytes = 1 << 20
+
+// FileSplits returns the source's OperatorCoordinatorConfig: the files, in the order given, cut
+// into splits of consecutive files, each taking files until they add up to at least splitBytes
+// bytes (the last may be smaller): every file is in exactly one split, a file of splitBytes or
+// more is a split of its own, and splitBytes 1 makes one split per file (but an empty file,
+// which joins the next). A split's ID is its first file's path, its payload the files as JSON
+// ([{"path":…,"size":…},…]); source.EncodeStaticSplits encodes them. Two splits starting with one
+// path are an error naming it; splitBytes below 1 is an error.
+func FileSplits(files []InputFile, splitBytes int64) ([]byte, error) {
+	if splitBytes < 1 {
+		return nil, fmt.Errorf("wc: split size %d is below 1 byte", splitBytes)
+	}
+	var splits []source.Split
+	for len(files) > 0 {
+		n, size := 0, int64(0)
+		for n < len(files) && size < splitBytes {
+			size += max(files[n].Size, 0)
+			n++
+		}
+		payload, err := json.Marshal(files[:n])
+		if err != nil {
+			return nil, fmt.Errorf("wc: encoding the split of %s: %w", files[0].Path, err)
+		}
+		splits = append(splits, source.Split{ID: files[0].Path, Payload: payload})
+		files = files[n:]
+	}
+	cfg, err := source.EncodeStaticSplits(splits)
+	if err != nil {
+		return nil, fmt.Errorf("wc: the source's splits: %w", err)
+	}
+	return cfg, nil
+}
+
+// RegisterCoordinator adds the source's operator coordinator to reg under SourceCoordinator:
+// source.StaticSplitsProvider, which hands the splits FileSplits made out one per request, so a
+// faster reader reads more files. It returns Registry.Register's error when the name is taken.
+func RegisterCoordinator(reg *coordination.Registry) error {
+	return reg.Register(SourceCoordinator, source.StaticSplitsProvider())
 }
 
 // Register adds the job's task code to reg under SourceInvokable, CountInvokable and
@@ -172,11 +246,12 @@ func Partition(word string, n int) int {
 	return int(h % uint32(n))
 }
 
-// RunSource is the source task (source → tokenize → local combiner, chained): it reads this
-// subtask's files, counts their words, and emits one WordCount per distinct word to output 0,
+// RunSource is the source task (source → tokenize → local combiner, chained): it reads the files
+// of the splits its operator coordinator hands it (source.ReadSplits), counts their words,
+// and once there are no more files emits one WordCount per distinct word to output 0,
 // subpartition Partition(word, n), in increasing word order, packed into Chunks of at most
 // ChunkSize words. It adds the files, bytes and words it read to accumulators AccFiles, AccBytes
-// and AccWords.
+// and AccWords, and its subtask index once per file to AccFilesPerSource.
 func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg SourceConfig
@@ -203,21 +278,41 @@ func RunSource(ctx context.Context, env taskexecutor.Environment) error {
 	if err != nil {
 		return fmt.Errorf("wc: %s: %w", info.TaskName, err)
 	}
+	perSource, err := accs.Histogram(AccFilesPerSource)
+	if err != nil {
+		return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+	}
+	slow := cfg.SlowDelay > 0 && info.SubtaskIndex == cfg.SlowSubtask
 	var c Counter
 	var buf []byte
-	for j := info.SubtaskIndex; j < len(cfg.Splits); j += info.Parallelism {
-		for _, f := range cfg.Splits[j] {
-			if err := ctx.Err(); err != nil {
-				return err
+	err = source.ReadSplits(ctx, env, func(ctx context.Context, sp *source.Split) error {
+		var split []InputFile
+		if err := json.Unmarshal(sp.Payload, &split); err != nil {
+			return fmt.Errorf("decoding the split: %w", err)
+		}
+		for _, f := range split {
+			if slow {
+				t := time.NewTimer(cfg.SlowDelay)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				case <-t.C:
+				}
 			}
 			var err error
 			if buf, err = readFile(f.Path, buf); err != nil {
-				return fmt.Errorf("wc: %s: %w", info.TaskName, err)
+				return err
 			}
 			c.AddText(buf)
 			files.Add(1)
 			bytes.Add(int64(len(buf)))
+			perSource.Add(info.SubtaskIndex)
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("wc: %w", err)
 	}
 	words.Add(int64(c.Total()))
 	if err := emitAll(ctx, out, info.SubtaskIndex, &c); err != nil {

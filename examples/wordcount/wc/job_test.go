@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,6 +30,96 @@ type fakeEnv struct {
 	inputs  []*sliceGate
 	outputs []*recordingWriter
 	accs    *taskexecutor.AccumulatorRegistry
+
+	// coord is the source vertex's coordinator (nil: the vertex has none); events the
+	// coordinator sent this task wait in events until its Yield, which records the IDs of the
+	// splits it got in splits.
+	coord   *byHandCoordinator
+	events  chan []byte
+	handler taskexecutor.OperatorEventHandler
+	splits  []string
+}
+
+// byHandCoordinator runs a vertex's operator coordinator for tasks on several goroutines, one
+// call at a time, as the JobMaster's loop would.
+type byHandCoordinator struct {
+	mu sync.Mutex
+	c  coordination.OperatorCoordinator
+}
+
+// coordContext is the coordination.Context of a by-hand coordinator.
+type coordContext struct {
+	v *jobgraph.JobVertex
+}
+
+func (c coordContext) JobID() jobgraph.JobID          { return jobgraph.JobID{} }
+func (c coordContext) VertexID() jobgraph.JobVertexID { return c.v.ID }
+func (c coordContext) Config() []byte                 { return c.v.OperatorCoordinatorConfig }
+func (c coordContext) CurrentParallelism() int        { return c.v.Parallelism }
+func (c coordContext) RunInMainThread(fn func())      { panic("the static enumerator runs nothing later") }
+func (c coordContext) FailJob(cause error)            { panic(cause) }
+
+// newByHandCoordinator creates and starts v's coordinator (StaticSplitsProvider, as
+// RegisterCoordinator registers it).
+func newByHandCoordinator(t *testing.T, v *jobgraph.JobVertex) *byHandCoordinator {
+	t.Helper()
+	reg := coordination.NewRegistry()
+	require.NoError(t, RegisterCoordinator(reg))
+	c, err := reg.Create(v.OperatorCoordinator, coordContext{v})
+	require.NoError(t, err)
+	require.NoError(t, c.Start())
+	return &byHandCoordinator{c: c}
+}
+
+// connect makes env subtask's task of the coordinator's vertex: its attempt 0 is ready.
+func (b *byHandCoordinator) connect(t *testing.T, env *fakeEnv) {
+	t.Helper()
+	env.coord = b
+	env.events = make(chan []byte, 4) // a reader has one request, so one answer, outstanding
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.NoError(t, b.c.ExecutionAttemptReady(env.info.SubtaskIndex, 0, envGateway{env}))
+}
+
+// envGateway is the coordinator's gateway to a fakeEnv.
+type envGateway struct{ e *fakeEnv }
+
+func (g envGateway) Subtask() int { return g.e.info.SubtaskIndex }
+func (g envGateway) Attempt() int { return 0 }
+func (g envGateway) SendEvent(event []byte, ack func(error)) {
+	g.e.events <- event
+	if ack != nil {
+		ack(nil)
+	}
+}
+
+func (e *fakeEnv) SetOperatorEventHandler(h taskexecutor.OperatorEventHandler) { e.handler = h }
+
+func (e *fakeEnv) SendEventToCoordinator(event []byte) error {
+	if e.coord == nil {
+		return taskexecutor.ErrNoOperatorCoordinator
+	}
+	e.coord.mu.Lock()
+	defer e.coord.mu.Unlock()
+	return e.coord.c.HandleEventFromOperator(e.info.SubtaskIndex, 0, event)
+}
+
+func (e *fakeEnv) Yield(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case ev := <-e.events:
+		var add struct {
+			Splits []struct{ ID string }
+		}
+		if err := json.Unmarshal(ev, &add); err != nil {
+			return err
+		}
+		for _, s := range add.Splits {
+			e.splits = append(e.splits, s.ID)
+		}
+		return e.handler(ev)
+	}
 }
 
 func (e *fakeEnv) AccumulatorRegistry() *taskexecutor.AccumulatorRegistry {
@@ -39,13 +134,6 @@ func (e *fakeEnv) SetCheckpointHandler(taskexecutor.CheckpointHandler) {}
 func (e *fakeEnv) RestoredState() (checkpoint.CheckpointID, checkpoint.StateHandle, bool) {
 	return 0, checkpoint.StateHandle{}, false
 }
-
-// The operator-event methods: this fake's vertex has no operator coordinator.
-func (e *fakeEnv) SetOperatorEventHandler(taskexecutor.OperatorEventHandler) {}
-func (e *fakeEnv) SendEventToCoordinator([]byte) error {
-	return taskexecutor.ErrNoOperatorCoordinator
-}
-func (e *fakeEnv) Yield(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 
 func (e *fakeEnv) Info() taskexecutor.TaskInfo                     { return e.info }
 func (e *fakeEnv) NumInputs() int                                  { return len(e.inputs) }
@@ -137,19 +225,31 @@ func taskInfo(g *jobgraph.JobGraph, v *jobgraph.JobVertex, subtask int) taskexec
 	}
 }
 
-// runByHand runs the job's tasks one after another, as a BLOCKING batch schedule would, routing
-// every record by the subpartition its producer chose. It returns the source and count writers,
-// and the tasks' accumulators merged as the JobMaster merges them.
-func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recordingWriter, accs map[string]jobgraph.SerializedAccumulator) {
+// runByHand runs the job's tasks as a BLOCKING batch schedule would: the sources at once, each
+// on its own goroutine, with their coordinator, then the counts and the sink one after another,
+// routing every record by the subpartition its producer chose. It returns the source and count
+// writers, the IDs of the splits each source got (files' paths), and the tasks' accumulators
+// merged as the JobMaster merges them.
+func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recordingWriter, splits [][]string, accs map[string]jobgraph.SerializedAccumulator) {
 	t.Helper()
 	ctx := t.Context()
 	var snaps []map[string]jobgraph.SerializedAccumulator
 	src, cnt, sink := g.VertexByName(SourceVertex), g.VertexByName(CountVertex), g.VertexByName(SinkVertex)
+	coord := newByHandCoordinator(t, src)
+	envs := make([]*fakeEnv, src.Parallelism)
+	errs := make([]error, src.Parallelism)
+	var wg sync.WaitGroup
 	for i := range src.Parallelism {
 		w := &recordingWriter{n: cnt.Parallelism}
-		env := &fakeEnv{info: taskInfo(g, src, i), outputs: []*recordingWriter{w}}
-		require.NoError(t, RunSource(ctx, env))
+		envs[i] = &fakeEnv{info: taskInfo(g, src, i), outputs: []*recordingWriter{w}}
+		coord.connect(t, envs[i])
 		sources = append(sources, w)
+		wg.Go(func() { errs[i] = RunSource(ctx, envs[i]) })
+	}
+	wg.Wait()
+	for i, env := range envs {
+		require.NoError(t, errs[i])
+		splits = append(splits, env.splits)
 		snaps = append(snaps, env.AccumulatorRegistry().Snapshot())
 	}
 	for j := range cnt.Parallelism {
@@ -169,7 +269,7 @@ func runByHand(t *testing.T, g *jobgraph.JobGraph) (sources, counts []*recording
 	env := &fakeEnv{info: taskInfo(g, sink, 0), inputs: []*sliceGate{gate}}
 	require.NoError(t, RunSink(ctx, env))
 	snaps = append(snaps, env.AccumulatorRegistry().Snapshot())
-	return sources, counts, jobgraph.MergeAccumulators(snaps...)
+	return sources, counts, splits, jobgraph.MergeAccumulators(snaps...)
 }
 
 // accValue is the value of accumulator name in accs.
@@ -265,9 +365,9 @@ func testJobByHand(t *testing.T, numFiles, maxWords int, vocab []string) {
 	for _, p := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("parallelism %d", p), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "wc.tsv")
-			g, err := BuildJobWith(files, JobOptions{Parallelism: p, OutPath: out, Top: 3})
+			g, err := BuildJobWith(files, JobOptions{Parallelism: p, OutPath: out, Top: 3, SplitBytes: 1})
 			require.NoError(t, err)
-			sources, counts, accs := runByHand(t, g)
+			sources, counts, splits, accs := runByHand(t, g)
 
 			// The totals the tasks report in accumulators.
 			var bytes int64
@@ -283,13 +383,31 @@ func testJobByHand(t *testing.T, numFiles, maxWords int, vocab []string) {
 			assert.Equal(t, int64(words), accValue[int64](t, accs, AccWords))
 			assert.Equal(t, len(want), accValue[int](t, accs, AccDistinctWords))
 			assert.Equal(t, TopN(want, 3), accValue[[]WordCount](t, accs, AccTopWords))
-			assert.Len(t, accs, 5)
+			perSource := accValue[map[int]int](t, accs, AccFilesPerSource)
+			assert.Len(t, accs, 6)
 
-			// Each source subtask read exactly its share, and combined it locally: one record
-			// per distinct word, in the subpartition Partition chose.
-			shares := SplitFiles(files, p)
+			// The coordinator handed every file to exactly one source subtask.
+			byPath := map[string]InputFile{}
+			for _, f := range files {
+				byPath[f.Path] = f
+			}
+			var all []string
+			for i, s := range splits {
+				all = append(all, s...)
+				if len(s) > 0 {
+					assert.Equal(t, len(s), perSource[i], "source %d", i)
+				}
+			}
+			assert.ElementsMatch(t, slices.Collect(maps.Keys(byPath)), all)
+
+			// Each source subtask read exactly the files it got, and combined them locally: one
+			// record per distinct word, in the subpartition Partition chose.
 			for i, w := range sources {
-				shareCounts, err := SequentialCount(shares[i])
+				var share []InputFile
+				for _, path := range splits[i] {
+					share = append(share, byPath[path])
+				}
+				shareCounts, err := SequentialCount(share)
 				require.NoError(t, err)
 				got := map[string]int{}
 				for _, e := range chunkWords(t, w, i) {
@@ -340,7 +458,7 @@ func TestJobByHandExactResult(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "wc.tsv")
 	g, err := BuildJobWith(files, JobOptions{Parallelism: 2, OutPath: out, SkipResult: true, Top: 2})
 	require.NoError(t, err)
-	_, _, accs := runByHand(t, g)
+	_, _, _, accs := runByHand(t, g)
 	assert.Equal(t, 2, accValue[int](t, accs, AccFiles))
 	assert.Equal(t, int64(13), accValue[int64](t, accs, AccWords))
 	assert.Equal(t, 10, accValue[int](t, accs, AccDistinctWords))
@@ -381,15 +499,34 @@ func TestBuildJob(t *testing.T) {
 	assert.Equal(t, jobgraph.AllToAll, sink.Inputs[0].DistributionPattern)
 	assert.Empty(t, sink.Results)
 
-	// The config JSON of every vertex: by path, ⌊2·bytes before / 9⌋: a 0 → 0; b 3 → 0; c 8 → 1.
-	assert.JSONEq(t, `{"splits":[[{"path":"a.go","size":3},{"path":"b.go","size":5}],[{"path":"c.go","size":1}]]}`, string(src.Config))
+	// The config JSON of every vertex; the files are the source coordinator's splits: all three
+	// in one of the default 1 MiB.
+	assert.JSONEq(t, `{}`, string(src.Config))
+	assert.Equal(t, "wordcount-files", src.OperatorCoordinator)
+	assert.JSONEq(t, `{"splits":[{"id":"a.go","payload":"`+b64(`[{"path":"a.go","size":3},{"path":"b.go","size":5},{"path":"c.go","size":1}]`)+`"}]}`,
+		string(src.OperatorCoordinatorConfig))
+	// Splits of 4 bytes: a and b (3 + 5 ≥ 4), then c.
+	g6, err := BuildJobWith(files, JobOptions{Parallelism: 2, SplitBytes: 4})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"splits":[{"id":"a.go","payload":"`+b64(`[{"path":"a.go","size":3},{"path":"b.go","size":5}]`)+`"},`+
+		`{"id":"c.go","payload":"`+b64(`[{"path":"c.go","size":1}]`)+`"}]}`, string(g6.VertexByName(SourceVertex).OperatorCoordinatorConfig))
+	_, err = BuildJobWith(files, JobOptions{Parallelism: 2, SplitBytes: -1})
+	assert.EqualError(t, err, "wc: split size -1 is below 1 byte")
+	assert.Empty(t, cnt.OperatorCoordinator)
 	assert.JSONEq(t, `{}`, string(cnt.Config))
 	assert.JSONEq(t, `{}`, string(sink.Config))
 
 	g2, err := BuildJobWith(files, JobOptions{Parallelism: 1, OutPath: "/tmp/wc.tsv", SkipResult: true})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"outPath":"/tmp/wc.tsv","skipResult":true}`, string(g2.VertexByName(SinkVertex).Config))
-	assert.JSONEq(t, `{"splits":[[{"path":"a.go","size":3},{"path":"b.go","size":5},{"path":"c.go","size":1}]]}`, string(g2.VertexByName(SourceVertex).Config))
+	assert.Equal(t, src.OperatorCoordinatorConfig, g2.VertexByName(SourceVertex).OperatorCoordinatorConfig)
+	g5, err := BuildJobWith(files, JobOptions{Parallelism: 2, FailOnce: SourceVertex, SlowSubtask: 1, SlowDelay: time.Millisecond})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"failOnce":true,"slowSubtask":1,"slowDelay":1000000}`, string(g5.VertexByName(SourceVertex).Config))
+	_, err = BuildJobWith(files, JobOptions{Parallelism: 2, SlowSubtask: 2, SlowDelay: time.Millisecond})
+	assert.EqualError(t, err, "wc: slow source subtask 2 with delay 1ms: the subtask must be in [0, 2) and the delay at least 0")
+	_, err = BuildJobWith([]InputFile{{"a.go", 1}, {"a.go", 1}}, JobOptions{Parallelism: 1, SplitBytes: 1})
+	assert.EqualError(t, err, `wc: the source's splits: source: split ID "a.go" appears twice`)
 
 	// The job survives the JSON codec the Dispatcher persists it with.
 	data, err := json.Marshal(g)
@@ -408,7 +545,7 @@ func TestBuildJob(t *testing.T) {
 	assert.JSONEq(t, `{"top":5}`, string(g4.VertexByName(SinkVertex).Config))
 	g3, err := BuildJob(nil, 2)
 	require.NoError(t, err, "no input is an empty word count, not an error")
-	assert.JSONEq(t, `{"splits":[null,null]}`, string(g3.Vertices[0].Config))
+	assert.JSONEq(t, `{"splits":null}`, string(g3.Vertices[0].OperatorCoordinatorConfig))
 }
 
 func TestRegister(t *testing.T) {
@@ -439,71 +576,80 @@ func TestPartition(t *testing.T) {
 	}
 }
 
-func TestSourceSubtaskReadsItsSplits(t *testing.T) {
+// A source subtask reads every split the coordinator hands it, asking until there are none left:
+// alone (its sibling never asks), subtask 1 of 2 reads all five, a file a split.
+func TestSourceSubtaskReadsTheFilesItIsHanded(t *testing.T) {
 	dir := t.TempDir()
+	var files []InputFile
 	for i, content := range []string{"zero", "one", "two", "three", "four"} {
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("%d.go", i)), content)
+		files = append(files, InputFile{filepath.Join(dir, fmt.Sprintf("%d.go", i)), int64(len(content))})
 	}
-	split := func(i int) []InputFile { return []InputFile{{filepath.Join(dir, fmt.Sprintf("%d.go", i)), 0}} }
-	// Five splits for a source of parallelism 2 (rescaled): subtask i reads splits j ≡ i mod 2.
-	cfg := fmt.Sprintf(`{"splits":[%s],"futureOption":true}`, strings.Join([]string{
-		mustJSON(t, split(0)), mustJSON(t, split(1)), mustJSON(t, split(2)), mustJSON(t, split(3)), mustJSON(t, split(4))}, ","))
-	for subtask, want := range [][]any{
-		{Chunk{0, []WordCount{{"four", 1}, {"two", 1}, {"zero", 1}}}},
-		{Chunk{1, []WordCount{{"one", 1}, {"three", 1}}}},
-	} {
-		w := &recordingWriter{n: 1}
-		env := &fakeEnv{info: taskexecutor.TaskInfo{TaskName: "source", SubtaskIndex: subtask, Parallelism: 2, Config: []byte(cfg)}, outputs: []*recordingWriter{w}}
-		require.NoError(t, RunSource(t.Context(), env))
-		assert.Equal(t, want, w.subpartition(0))
-	}
+	g, err := BuildJobWith(files, JobOptions{Parallelism: 2, SplitBytes: 1})
+	require.NoError(t, err)
+	src := g.VertexByName(SourceVertex)
+	src.Config = []byte(`{"futureOption":true}`)
+	coord := newByHandCoordinator(t, src)
+	w := &recordingWriter{n: 1}
+	env := &fakeEnv{info: taskInfo(g, src, 1), outputs: []*recordingWriter{w}}
+	coord.connect(t, env)
+	require.NoError(t, RunSource(t.Context(), env))
+	assert.Equal(t, []any{Chunk{1, []WordCount{{"four", 1}, {"one", 1}, {"three", 1}, {"two", 1}, {"zero", 1}}}}, w.subpartition(0))
+	assert.Equal(t, []string{files[0].Path, files[1].Path, files[2].Path, files[3].Path, files[4].Path}, env.splits)
+	assert.Equal(t, map[int]int{1: 5}, accValue[map[int]int](t, env.AccumulatorRegistry().Snapshot(), AccFilesPerSource))
 }
 
-func mustJSON(t *testing.T, files []InputFile) string {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("[")
-	for i, f := range files {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `{"path":%q,"size":%d}`, f.Path, f.Size)
+func b64(s string) string {
+	b, err := json.Marshal([]byte(s))
+	if err != nil {
+		panic(err)
 	}
-	b.WriteString("]")
-	return b.String()
+	return string(b[1 : len(b)-1])
 }
 
 func TestTaskErrors(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.go"), "a b c")
-	okSplits := []byte(`{"splits":[[{"path":"` + filepath.Join(dir, "a.go") + `","size":5}]]}`)
 	info := func(cfg string, p int) taskexecutor.TaskInfo {
 		return taskexecutor.TaskInfo{TaskName: "t (1/1)", Parallelism: p, Config: []byte(cfg)}
 	}
+	// sourceEnv is a source task of parallelism 1 whose coordinator hands out files.
+	sourceEnv := func(t *testing.T, cfg string, w *recordingWriter, files ...InputFile) *fakeEnv {
+		splits, err := FileSplits(files, 1)
+		require.NoError(t, err)
+		env := &fakeEnv{info: info(cfg, 1)}
+		if w != nil {
+			env.outputs = []*recordingWriter{w}
+		}
+		newByHandCoordinator(t, &jobgraph.JobVertex{Parallelism: 1, OperatorCoordinator: SourceCoordinator, OperatorCoordinatorConfig: splits}).connect(t, env)
+		return env
+	}
+	a := InputFile{filepath.Join(dir, "a.go"), 5}
 
 	t.Run("source: bad config", func(t *testing.T) {
-		err := RunSource(ctx, &fakeEnv{info: info(`{"splits":`, 1), outputs: []*recordingWriter{{n: 1}}})
+		err := RunSource(ctx, sourceEnv(t, `{"failOnce":`, &recordingWriter{n: 1}, a))
 		assert.ErrorContains(t, err, "t (1/1): decoding the vertex config")
 	})
 	t.Run("source: missing file", func(t *testing.T) {
-		cfg := `{"splits":[[{"path":"` + filepath.Join(dir, "gone.go") + `","size":1}]]}`
 		w := &recordingWriter{n: 1}
-		err := RunSource(ctx, &fakeEnv{info: info(cfg, 1), outputs: []*recordingWriter{w}})
+		err := RunSource(ctx, sourceEnv(t, "{}", w, a, InputFile{filepath.Join(dir, "gone.go"), 1}))
 		assert.ErrorIs(t, err, os.ErrNotExist)
+		assert.ErrorContains(t, err, `wc: source: t (1/1): reading split "`+filepath.Join(dir, "gone.go")+`": wc: open `)
 		assert.Empty(t, w.emitted)
 	})
+	t.Run("source: no coordinator", func(t *testing.T) {
+		err := RunSource(ctx, &fakeEnv{info: info("{}", 1), outputs: []*recordingWriter{{n: 1}}})
+		assert.ErrorIs(t, err, taskexecutor.ErrNoOperatorCoordinator)
+		assert.ErrorContains(t, err, "wc: source: t (1/1): requesting a split: ")
+	})
 	t.Run("source: no output", func(t *testing.T) {
-		i := info("", 1)
-		i.Config = okSplits
-		assert.ErrorContains(t, RunSource(ctx, &fakeEnv{info: i}), "the source has no output")
+		assert.ErrorContains(t, RunSource(ctx, sourceEnv(t, "{}", nil, a)), "the source has no output")
 	})
 	t.Run("source: canceled", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		i := info("", 1)
-		i.Config = okSplits
-		err := RunSource(cctx, &fakeEnv{info: i, outputs: []*recordingWriter{{n: 1}}})
+		err := RunSource(cctx, sourceEnv(t, "{}", &recordingWriter{n: 1}, a))
 		assert.ErrorIs(t, err, context.Canceled)
 	})
 	t.Run("source: emit fails", func(t *testing.T) {
@@ -513,15 +659,14 @@ func TestTaskErrors(t *testing.T) {
 			fmt.Fprintf(&text, "w%d ", k)
 		}
 		writeFile(t, filepath.Join(dir, "many.go"), text.String())
-		i := info(`{"splits":[[{"path":"`+filepath.Join(dir, "many.go")+`","size":1}]]}`, 1)
 		w := &recordingWriter{n: 1, limit: 2}
-		assert.ErrorIs(t, RunSource(ctx, &fakeEnv{info: i, outputs: []*recordingWriter{w}}), errFull)
+		assert.ErrorIs(t, RunSource(ctx, sourceEnv(t, "{}", w, InputFile{filepath.Join(dir, "many.go"), 1})), errFull)
 		assert.Len(t, w.emitted, 2)
 	})
 	t.Run("source: bad subtask", func(t *testing.T) {
-		i := info("", 1)
-		i.SubtaskIndex = 1
-		assert.ErrorContains(t, RunSource(ctx, &fakeEnv{info: i, outputs: []*recordingWriter{{n: 1}}}), "subtask 1 of parallelism 1")
+		env := sourceEnv(t, "{}", &recordingWriter{n: 1}, a)
+		env.info.SubtaskIndex = 1
+		assert.ErrorContains(t, RunSource(ctx, env), "subtask 1 of parallelism 1")
 	})
 	t.Run("count: wrong record type", func(t *testing.T) {
 		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}}}, WordCount{"a", 1}}}

@@ -16,9 +16,13 @@ type Totals struct {
 	Distinct     int
 	// Top is the AccTopWords list, read only when ReadTotals is asked for top > 0.
 	Top []WordCount
+	// FilesPerSource is AccFilesPerSource: source subtask → the files it read (nil when no
+	// file was read).
+	FilesPerSource map[int]int
 }
 
-// ReadTotals reads the job's totals from its accumulators; with top > 0 also the top words.
+// ReadTotals reads the job's totals from its accumulators; with top > 0 also the top words, and
+// FilesPerSource when the job has it.
 // Errors: every accumulator missing or of another type, joined.
 func ReadTotals(accs map[string]jobgraph.SerializedAccumulator, top int) (Totals, error) {
 	var t Totals
@@ -37,7 +41,20 @@ func ReadTotals(accs map[string]jobgraph.SerializedAccumulator, top int) (Totals
 		t.Top, err = jobgraph.AccumulatorValue[[]WordCount](accs, AccTopWords)
 		read(err)
 	}
+	if _, ok := accs[AccFilesPerSource]; ok { // absent when no file was read
+		t.FilesPerSource, err = jobgraph.AccumulatorValue[map[int]int](accs, AccFilesPerSource)
+		read(err)
+	}
 	return t, errors.Join(errs...)
+}
+
+// WriteFilesPerSource prints how many files each of the parallelism source subtasks read: a
+// "files per source subtask (files-per-source):" section with one "source (i/p) n" line each.
+func (t Totals) WriteFilesPerSource(w io.Writer, parallelism int) {
+	fmt.Fprintf(w, "\nfiles per source subtask (%s):\n", AccFilesPerSource)
+	for i := range parallelism {
+		fmt.Fprintf(w, "  %s (%d/%d) %8d\n", SourceVertex, i+1, parallelism, t.FilesPerSource[i])
+	}
 }
 
 // Write prints the totals and the top words as the examples print them: a "totals
