@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/cluster"
+	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/examples/wordcount/wc"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 	grpctransport "github.com/jobgraph/jobgraph/transport/grpc"
@@ -77,12 +78,18 @@ func startJobManager(ctx context.Context, listen string, log *slog.Logger) (*job
 	if err != nil {
 		return nil, err
 	}
+	// The word count's source hands its files out through its operator coordinator.
+	coordinators := coordination.NewRegistry()
+	if err := wc.RegisterCoordinator(coordinators); err != nil {
+		return nil, errors.Join(err, svc.Close())
+	}
 	jm, err := cluster.RunJobManager(ctx, cluster.JobManagerConfig{
-		RPC:               svc,
-		ShuffleMaster:     &netshuffle.ShuffleMaster{Resolve: resolveDataAddress},
-		HeartbeatInterval: heartbeatInterval,
-		HeartbeatTimeout:  heartbeatTimeout,
-		Logger:            log,
+		RPC:                  svc,
+		OperatorCoordinators: coordinators,
+		ShuffleMaster:        &netshuffle.ShuffleMaster{Resolve: resolveDataAddress},
+		HeartbeatInterval:    heartbeatInterval,
+		HeartbeatTimeout:     heartbeatTimeout,
+		Logger:               log,
 	})
 	if err != nil {
 		return nil, errors.Join(err, svc.Close())
