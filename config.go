@@ -11,7 +11,10 @@ import (
 // execution.checkpointing.* options. The scheduler's CheckpointCoordinator follows them; Interval >
 // 0 also changes the default restart strategy. Unaligned is carried and persisted only.
 type CheckpointingSettings struct {
-	// Interval between checkpoint triggers; 0 disables checkpointing.
+	// Interval between checkpoint triggers; 0 disables checkpointing. With checkpointing on, a
+	// source task that returned waits for the next checkpoint to complete before it
+	// finishes (FLIP-147's final checkpoint, see taskexecutor.CheckpointHandler), so a job ends
+	// up to one Interval after its sources did.
 	// Option execution.checkpointing.interval, default: none (disabled).
 	Interval time.Duration `json:"interval,omitempty"`
 	// Timeout after which a pending checkpoint is aborted.

@@ -113,7 +113,7 @@ func (c *coordinatorHandler) close() {
 func (c *coordinatorHandler) deliverOperatorEvent(vertex jobgraph.JobVertexID, _ int, attempt jobgraph.ExecutionAttemptID, event []byte) error {
 	h := c.byVertex[vertex]
 	if h == nil {
-		return fmt.Errorf("job %s: operator event from execution %s: vertex %s has no operator coordinator: %w", c.jm.job, attempt, vertex, rpc.ErrNoOperatorCoordinator)
+		return fmt.Errorf("job %s: operator event from execution %s of vertex %s: %w", c.jm.job, attempt, vertex, rpc.ErrNoOperatorCoordinator)
 	}
 	err := h.HandleEventFromOperator(attempt, event)
 	if errors.Is(err, coordination.ErrNotCurrentAttempt) {

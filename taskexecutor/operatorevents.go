@@ -45,7 +45,7 @@ func (e *environment) SetOperatorEventHandler(h OperatorEventHandler) {
 // SendEventToCoordinator implements Environment.
 func (e *environment) SendEventToCoordinator(event []byte) error {
 	if !e.hasCoordinator {
-		return fmt.Errorf("%s: cannot send an operator event: vertex %q has no operator coordinator: %w",
+		return fmt.Errorf("%s: cannot send an operator event from vertex %q: %w",
 			e.info.TaskName, jobgraph.Truncate(e.info.VertexName), ErrNoOperatorCoordinator)
 	}
 	if err := e.stop.Err(); err != nil {

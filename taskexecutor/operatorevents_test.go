@@ -171,7 +171,7 @@ func TestSendEventToCoordinator(t *testing.T) {
 	err := env.SendEventToCoordinator([]byte("x"))
 	require.ErrorIs(t, err, ErrNoOperatorCoordinator)
 	require.ErrorIs(t, err, rpc.ErrNoOperatorCoordinator)
-	assert.EqualError(t, err, `map (2/4): cannot send an operator event: vertex "map" has no operator coordinator: the vertex has no operator coordinator`)
+	assert.EqualError(t, err, `map (2/4): cannot send an operator event from vertex "map": the vertex has no operator coordinator`)
 
 	synctest.Test(t, func(t *testing.T) {
 		send := make(chan string)
