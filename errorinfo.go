@@ -106,6 +106,15 @@ func errorIs(err, target error) bool {
 	return false
 }
 
+// String returns Message ("<nil>" for a nil ErrorInfo), so a failure printed with %v or %s, or
+// logged, reads as its error text rather than as the struct's fields.
+func (e *ErrorInfo) String() string {
+	if e == nil {
+		return "<nil>"
+	}
+	return e.Message
+}
+
 // Err returns the failure as an error: its text is Message, errors.Is matches every registered
 // sentinel whose code Codes lists, and with UnavailablePartition set it has an
 // UnavailablePartition() IntermediateResultPartitionID method (errors.As finds it). Nil for a nil
