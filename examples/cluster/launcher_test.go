@@ -69,10 +69,18 @@ func TestClusterSurvivesAKilledTaskExecutor(t *testing.T) {
 	require.NoError(t, err)
 	files, err := wc.ListInputFiles(dir)
 	require.NoError(t, err)
-	printed, written, logged := runLauncher(t, "-input", dir, "-kill-taskexecutor-after", "300ms")
+	// Without the race detector the job runs for seconds and its tasks run 300 ms after the
+	// submission; with it (CI's test.sh) the job runs for a minute or more, slot requests can
+	// still be under way at 300 ms, and a 1 s heartbeat.timeout drops live TaskExecutors of a
+	// loaded machine too (seen: the restarts ran out): kill later and wait longer there.
+	kill, heartbeat := "300ms", "1s"
+	if raceDetector {
+		kill, heartbeat = "5s", "10s"
+	}
+	printed, written, logged := runLauncher(t, "-input", dir, "-kill-taskexecutor-after", kill, "-heartbeat-timeout", heartbeat)
 	wantPrinted, wantWritten := want(t, files)
 	assert.Contains(t, printed, "SIGKILLed TaskExecutor", "the kill came while the job ran")
-	assert.Contains(t, logged, "timed out after 1s", "the JobManager dropped the killed TaskExecutor after heartbeat.timeout")
+	assert.Contains(t, logged, "timed out after "+heartbeat, "the JobManager dropped the killed TaskExecutor after heartbeat.timeout")
 	assert.Contains(t, logged, "task failed", "tasks on it failed and were restarted")
 	assert.Contains(t, printed, wantPrinted)
 	assert.Equal(t, wantWritten, written)

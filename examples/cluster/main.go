@@ -13,7 +13,7 @@
 // JobManager's stdout, starts the TaskExecutors, submits the job to the Dispatcher over gRPC
 // and prints the totals and top words from the job's accumulators as examples/wordcount does.
 // -kill-taskexecutor-after D SIGKILLs the first TaskExecutor process D after the submission:
-// its heartbeats stop, the JobManager drops it after heartbeat.timeout (1 s here), its
+// its heartbeats stop, the JobManager drops it after heartbeat.timeout (-heartbeat-timeout, 1 s), its
 // partitions are lost and the job fails over onto the others (fixed-delay restarts), so the
 // counts stay exact. Each role process ends when its stdin closes (the launcher's exit).
 package main
@@ -62,6 +62,7 @@ type options struct {
 	out           string
 	top           int
 	kill          time.Duration
+	heartbeat     time.Duration
 	rm            string
 }
 
@@ -77,12 +78,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "", "also write every word and its count, tab-separated and sorted, to this file")
 	fs.IntVar(&o.top, "top", 20, "how many of the most frequent words to print")
 	fs.DurationVar(&o.kill, "kill-taskexecutor-after", 0, "SIGKILL the first TaskExecutor process this long after the submission (0: never)")
+	fs.DurationVar(&o.heartbeat, "heartbeat-timeout", defaultHeartbeatTimeout, "heartbeat.timeout of every role (heartbeat.interval is a fifth of it) and the restart delay")
 	fs.StringVar(&o.rm, "resourcemanager", "", "-role taskexecutor: the ResourceManager's address (jobmanager.rpc.address)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.parallelism < 1 || o.taskExecutors < 1 || o.slots < 1 || o.top < 0 || o.kill < 0 {
 		return o, errors.New("-parallelism, -taskexecutors and -slots must be at least 1, -top and -kill-taskexecutor-after at least 0")
+	}
+	if o.heartbeat < 5*time.Millisecond {
+		return o, fmt.Errorf("-heartbeat-timeout %v: must be at least 5ms", o.heartbeat)
 	}
 	return o, nil
 }
@@ -95,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	switch o.role {
 	case "jobmanager":
-		return runJobManagerRole(ctx, stdout, log)
+		return runJobManagerRole(ctx, o, stdout, log)
 	case "taskexecutor":
 		return runTaskExecutorRole(ctx, o, stdout, log)
 	case "":
@@ -117,10 +122,10 @@ func untilStdinCloses(ctx context.Context) (context.Context, context.CancelFunc)
 
 // runJobManagerRole serves a JobManager and prints "RESOURCEMANAGER <address>" and
 // "DISPATCHER <address>" once it leads.
-func runJobManagerRole(ctx context.Context, stdout io.Writer, log *slog.Logger) error {
+func runJobManagerRole(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) error {
 	ctx, cancel := untilStdinCloses(ctx)
 	defer cancel()
-	jm, err := startJobManager(ctx, "", log)
+	jm, err := startJobManager(ctx, "", o.heartbeat, log)
 	if err != nil {
 		return err
 	}
@@ -137,7 +142,7 @@ func runJobManagerRole(ctx context.Context, stdout io.Writer, log *slog.Logger) 
 func runTaskExecutorRole(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) error {
 	ctx, cancel := untilStdinCloses(ctx)
 	defer cancel()
-	te, err := startTaskExecutor(ctx, o.rm, o.slots, log)
+	te, err := startTaskExecutor(ctx, o.rm, o.slots, o.heartbeat, log)
 	if err != nil {
 		return err
 	}
@@ -225,7 +230,7 @@ func launch(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.
 	if err != nil {
 		return err
 	}
-	jmp, err := startRole(ctx, stderr, []string{"RESOURCEMANAGER", "DISPATCHER"}, "-role", "jobmanager")
+	jmp, err := startRole(ctx, stderr, []string{"RESOURCEMANAGER", "DISPATCHER"}, "-role", "jobmanager", "-heartbeat-timeout", o.heartbeat.String())
 	if err != nil {
 		return err
 	}
@@ -238,7 +243,7 @@ func launch(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.
 	}()
 	for range o.taskExecutors {
 		te, err := startRole(ctx, stderr, []string{"TASKEXECUTOR"}, "-role", "taskexecutor",
-			"-resourcemanager", jmp.lines["RESOURCEMANAGER"], "-slots", fmt.Sprint(o.slots))
+			"-resourcemanager", jmp.lines["RESOURCEMANAGER"], "-slots", fmt.Sprint(o.slots), "-heartbeat-timeout", o.heartbeat.String())
 		if err != nil {
 			return err
 		}
@@ -247,7 +252,7 @@ func launch(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.
 	fmt.Fprintf(stdout, "counting %d files below %s: 1 JobManager and %d TaskExecutor processes, parallelism %d\n",
 		len(files), o.input, len(tes), o.parallelism)
 
-	g, err := buildJob(files, o.parallelism, o.out, o.top)
+	g, err := buildJob(files, o.parallelism, o.out, o.top, o.heartbeat)
 	if err != nil {
 		return err
 	}
@@ -276,7 +281,7 @@ func launch(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.
 		return err
 	}
 	if res.Status != jobgraph.JobStatusFinished {
-		return fmt.Errorf("job %s: %v", res.Status, res.RootCause)
+		return fmt.Errorf("job %s: %v", res.Status, res.Failure) // Failure crosses the process boundary; RootCause lives only in the JobManager
 	}
 	t, err := wc.ReadTotals(res.Accumulators, o.top)
 	if err != nil {

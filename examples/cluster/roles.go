@@ -21,13 +21,11 @@ import (
 // every data set of the job names it, and every TaskExecutor registers it beside the task code.
 const chunkCodec = "wordcount.chunk"
 
-// The heartbeat options of the example's JobManager and TaskExecutors: short, so a SIGKILLed
-// TaskExecutor is noticed within a second and its tasks fail over (Flink's defaults are 10 s
-// and 50 s).
-const (
-	heartbeatInterval = 200 * time.Millisecond
-	heartbeatTimeout  = time.Second
-)
+// defaultHeartbeatTimeout is -heartbeat-timeout's default (heartbeat.timeout of the example's
+// JobManager and TaskExecutors; heartbeat.interval is a fifth of it): short, so a SIGKILLed
+// TaskExecutor is noticed within a second and its tasks fail over (Flink's defaults are 50 s
+// and 10 s).
+const defaultHeartbeatTimeout = time.Second
 
 // resourceIDPrefix starts every TaskExecutor's ResourceID; the rest is the host:port of its
 // network shuffle's data server, so the JobManager's ShuffleMaster resolves a producer's data
@@ -45,8 +43,8 @@ func resolveDataAddress(id jobgraph.ResourceID) (string, error) {
 
 // buildJob is examples/wordcount's job (wc.BuildJobWith) with its data sets encoded by
 // chunkCodec, one slot-sharing group, and a fixed-delay restart strategy (5 attempts,
-// heartbeat.timeout apart) for a lost TaskExecutor.
-func buildJob(files []wc.InputFile, parallelism int, out string, top int) (*jobgraph.JobGraph, error) {
+// heartbeatTimeout apart) for a lost TaskExecutor.
+func buildJob(files []wc.InputFile, parallelism int, out string, top int, heartbeatTimeout time.Duration) (*jobgraph.JobGraph, error) {
 	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: parallelism, OutPath: out, Top: top, SkipResult: true})
 	if err != nil {
 		return nil, err
@@ -72,8 +70,9 @@ type jobManager struct {
 
 // startJobManager starts a JobManager (its own ha/embedded: the TaskExecutors find its
 // ResourceManager at its fixed address) on a gRPC Service listening on listen (127.0.0.1:0 when
-// empty), with the network shuffle's ShuffleMaster. It runs until ctx ends or close.
-func startJobManager(ctx context.Context, listen string, log *slog.Logger) (*jobManager, error) {
+// empty), with the network shuffle's ShuffleMaster and heartbeat.timeout heartbeatTimeout. It
+// runs until ctx ends or close.
+func startJobManager(ctx context.Context, listen string, heartbeatTimeout time.Duration, log *slog.Logger) (*jobManager, error) {
 	svc, err := grpctransport.New(grpctransport.Options{ListenAddress: listen, Logger: log})
 	if err != nil {
 		return nil, err
@@ -87,7 +86,7 @@ func startJobManager(ctx context.Context, listen string, log *slog.Logger) (*job
 		RPC:                  svc,
 		OperatorCoordinators: coordinators,
 		ShuffleMaster:        &netshuffle.ShuffleMaster{Resolve: resolveDataAddress},
-		HeartbeatInterval:    heartbeatInterval,
+		HeartbeatInterval:    heartbeatTimeout / 5,
 		HeartbeatTimeout:     heartbeatTimeout,
 		Logger:               log,
 	})
@@ -111,7 +110,7 @@ type taskExecutorRole struct {
 // startTaskExecutor starts a TaskExecutor with slots slots of the word count's task code, its
 // own gRPC Service and network shuffle (both on 127.0.0.1), registering with the
 // ResourceManager at rmAddress. It runs until ctx ends or close.
-func startTaskExecutor(ctx context.Context, rmAddress string, slots int, log *slog.Logger) (*taskExecutorRole, error) {
+func startTaskExecutor(ctx context.Context, rmAddress string, slots int, heartbeatTimeout time.Duration, log *slog.Logger) (*taskExecutorRole, error) {
 	codecs := netshuffle.NewCodecs()
 	codecs.Register(chunkCodec, netshuffle.JSONCodec[wc.Chunk]())
 	shuffle, err := netshuffle.New(netshuffle.Config{Codecs: codecs, Logger: log})
@@ -132,7 +131,7 @@ func startTaskExecutor(ctx context.Context, rmAddress string, slots int, log *sl
 			RPC:               svc,
 			Shuffle:           shuffle,
 			Logger:            log,
-			HeartbeatInterval: heartbeatInterval,
+			HeartbeatInterval: heartbeatTimeout / 5,
 			HeartbeatTimeout:  heartbeatTimeout,
 		},
 		ResourceManagerAddress: rmAddress,
