@@ -554,6 +554,9 @@ func TestRunnerCallDuringCloseReachesTheClosingDispatcher(t *testing.T) {
 		assert.Equal(t, jobgraph.JobStatusSuspended, a.res.Status)
 		_, err = r.RequestJobResult(ctx, j.JobID)
 		require.ErrorIs(t, err, dispatcher.ErrClosed)
+		assert.Equal(t, int32(1), created.Load(), "one JobMaster was created")
+		assert.Equal(t, map[jobgraph.JobID]int{j.JobID: 1}, alive.most, "at most one JobMaster of J was alive at once")
+		assert.Equal(t, map[jobgraph.JobID]int{j.JobID: 0}, alive.alive, "J's JobMaster was closed")
 		require.NoError(t, services.Close())
 	})
 }
