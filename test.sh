@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of every Go module of the repository with the race detector: the root module
 # (the core) and every module below it with its own go.mod (ha/etcd, metrics/otel,
-# rest/web/browsertest, examples/hafailover), found by their go.mod files.
+# rest/web/browsertest, examples/hafailover, transport/grpc, examples/cluster), found by their
+# go.mod files.
 # Modules are downloaded through the Go module proxy on the first run; the etcd tests start a
 # real etcd server from its Go module. -race needs cgo and a C compiler: if none is found, it is
 # installed with apt-get where that exists. The dashboard's browser test (rest/web/browsertest)
