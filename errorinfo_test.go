@@ -108,7 +108,7 @@ func TestRegisterErrorCodeRefusesConflicts(t *testing.T) {
 func TestErrorInfoPrintsAsItsMessage(t *testing.T) {
 	info := jobgraph.NewErrorInfo(fmt.Errorf("task %q: %w", "map (1/2)", errors.New("disk full")), time.Unix(0, 0))
 	assert.Equal(t, `task "map (1/2)": disk full`, fmt.Sprintf("%v", info))
-	assert.Equal(t, `task "map (1/2)": disk full`, fmt.Sprintf("%s", info))
+	assert.Equal(t, `failed: task "map (1/2)": disk full`, fmt.Sprintf("failed: %s", info))
 	var none *jobgraph.ErrorInfo
 	assert.Equal(t, "<nil>", fmt.Sprint(none))
 }
