@@ -4,13 +4,22 @@
 //
 // Posting never blocks (the queue is unbounded), so a closure may post to its own loop, and two
 // loops may post to each other without deadlock. Call waits for the reply or for ctx.
+//
+// A closure that panics takes the process down, as a panic on any goroutine does, unless the
+// loop has a panic handler (SetPanicHandler): then the loop dies alone, and its endpoint reports
+// the panic as a fatal error (Flink's FatalErrorHandler, which its RpcEndpoint main thread's
+// uncaught exceptions reach).
 package mainloop
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/jobgraph/jobgraph"
 )
 
 // ErrClosed is returned by Call and Submit when the loop was closed before the closure ran,
@@ -29,6 +38,11 @@ type Loop struct {
 	timers  map[*time.Timer]struct{}
 	wake    chan struct{}
 	stopped chan struct{}
+
+	onPanic  func(*jobgraph.PanicError) // under mu (SetPanicHandler)
+	panicked *jobgraph.PanicError       // set under mu before stopped is closed (die)
+	failure  error                      // closedErr wrapped with panicked
+	dying    func()                     // the loop goroutine's only: the handler's call (die)
 
 	afterEach func() // the loop goroutine's only (SetAfterEach)
 }
@@ -65,7 +79,12 @@ type funcTask func()
 func (f funcTask) run() { f() }
 
 func (l *Loop) run() {
-	defer close(l.stopped)
+	defer func() {
+		close(l.stopped)
+		if l.dying != nil { // die's, on this goroutine
+			l.dying()
+		}
+	}()
 	var batch []task
 	for {
 		l.mu.Lock()
@@ -81,13 +100,91 @@ func (l *Loop) run() {
 		batch, l.queue = l.queue, batch[:0]
 		l.mu.Unlock()
 		for i, t := range batch {
-			t.run()
-			batch[i] = nil
-			if l.afterEach != nil {
-				l.afterEach()
+			if !l.runOne(t) {
+				return // the loop died of a panic (die); stopped is closed by the defer
 			}
+			batch[i] = nil
 		}
 	}
+}
+
+// runOne runs t and the after-each hook, and reports false when either panicked and the loop
+// has a panic handler: then the loop has died (die). Without a handler the panic goes on up
+// (recover is not even called), so the process ends exactly as it did before handlers existed.
+func (l *Loop) runOne(t task) (ok bool) {
+	defer func() {
+		if ok {
+			return
+		}
+		l.mu.Lock()
+		h := l.onPanic
+		l.mu.Unlock()
+		if h == nil {
+			return // not recovered: the panic continues
+		}
+		l.die(h, &jobgraph.PanicError{Endpoint: l.name, Value: recover(), Stack: debug.Stack()})
+	}()
+	t.run()
+	if l.afterEach != nil {
+		l.afterEach()
+	}
+	return true
+}
+
+// die ends a loop whose closure panicked: it closes the loop as Close does but drops what is
+// queued (nothing more runs on a loop whose state a panic left half-changed), and records the
+// error every waiting and later Call and Submit return. Those waiting are released by stopped,
+// which run's defer closes after die returns, so they see the failure (written under mu before
+// the close, which orders it before their read); the handler runs after that (run's defer).
+func (l *Loop) die(h func(*jobgraph.PanicError), perr *jobgraph.PanicError) {
+	l.dying = func() { h(perr) }
+	l.mu.Lock()
+	l.closed = true
+	for t := range l.timers {
+		t.Stop()
+	}
+	clear(l.timers)
+	clear(l.queue) // each dropped Call's or Submit's waiter gets the failure
+	l.queue = nil
+	l.panicked = perr
+	l.failure = fmt.Errorf("%w: %w", l.closedErr, perr)
+	l.mu.Unlock()
+}
+
+// SetPanicHandler makes a panic in a closure of this loop (or in SetAfterEach's fn) end the loop
+// instead of the process, and fn hear of it. From the panic on, the loop is closed: whatever was
+// queued behind the panicking closure never runs, pending timers never fire, Execute reports
+// false, Close returns at once, and every waiting and later Call and Submit returns an error
+// wrapping both the loop's closed error and a *jobgraph.PanicError (the loop's name, the value,
+// the stack), which Err returns too. fn gets that PanicError once, on the loop's goroutine after
+// the waiting calls were released, so it may Close the loop or wait for what waits for the loop;
+// it must return (the loop's goroutine ends only then). Set it right after New, before the first
+// closure is posted; nil removes it. Flink: an RpcEndpoint's main thread hands an uncaught
+// exception to the FatalErrorHandler; where we differ, only this loop stops, and fn's owner
+// decides what else does.
+func (l *Loop) SetPanicHandler(fn func(err *jobgraph.PanicError)) {
+	l.mu.Lock()
+	l.onPanic = fn
+	l.mu.Unlock()
+}
+
+// Err returns the error a panic ended the loop with (see SetPanicHandler), or nil while it runs
+// or when Close ended it.
+func (l *Loop) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failure
+}
+
+// closedError is what a Call or Submit returns once the loop is closed: the closed error, or the
+// failure wrapping it after a panic.
+func (l *Loop) closedError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failure != nil {
+		return l.failure
+	}
+	return l.closedErr
 }
 
 // SetAfterEach has fn run on the loop once it is installed and after every closure that runs
@@ -207,7 +304,7 @@ func (c *errCall) run() {
 // never ran).
 func (l *Loop) wait(ctx context.Context, t task, done chan struct{}) error {
 	if !l.post(t) {
-		return l.closedErr
+		return l.closedError()
 	}
 	select {
 	case <-done:
@@ -216,12 +313,13 @@ func (l *Loop) wait(ctx context.Context, t task, done chan struct{}) error {
 		return ctx.Err()
 	case <-l.stopped:
 		// The loop's goroutine returns only once the queue is empty, and Close drops nothing
-		// queued: t ran and sent before stopped was closed, unless it was never taken.
+		// queued: t ran and sent before stopped was closed, unless it was never taken, or a
+		// panic ended the loop (die) before t ran.
 		select {
 		case <-done:
 			return nil
 		default:
-			return l.closedErr
+			return l.closedError()
 		}
 	}
 }

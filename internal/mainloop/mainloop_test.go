@@ -3,6 +3,9 @@ package mainloop_test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 )
 
@@ -421,4 +425,110 @@ func TestSetAfterEachRunsAfterEveryLaterClosure(t *testing.T) {
 	require.NoError(t, l.Call(context.Background(), func() error { state = 4; return nil }))
 	got, _ = mainloop.Submit(context.Background(), l, func() ([]int, error) { return append([]int(nil), published...), nil })
 	assert.Equal(t, []int{1, 2, 3, 3}, got, "the Submit above was followed; nothing after SetAfterEach(nil)")
+}
+
+var errEndpointClosed = errors.New("endpoint closed")
+
+func TestPanicWithAHandlerEndsOnlyTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.NewWithClosedError("jobmaster-7", errEndpointClosed)
+		handled := make(chan *jobgraph.PanicError, 2)
+		l.SetPanicHandler(func(err *jobgraph.PanicError) {
+			l.Close() // allowed: the loop has stopped
+			handled <- err
+		})
+
+		// Queued behind the panicking closure: a Call (its waiter must be released with the
+		// failure), an Execute and a timer (neither may run).
+		release := make(chan struct{})
+		require.True(t, l.Execute(func() { <-release }))
+		require.True(t, l.Execute(func() { panic("slot 3 is free and occupied") }))
+		var ran atomic.Bool
+		callErr := make(chan error, 1)
+		go func() { callErr <- l.Call(context.Background(), func() error { ran.Store(true); return nil }) }()
+		synctest.Wait() // the Call is queued
+		require.True(t, l.Execute(func() { ran.Store(true) }))
+		l.Schedule(time.Second, func() { ran.Store(true) })
+		close(release)
+
+		err := <-callErr
+		require.Error(t, err)
+		assert.ErrorIs(t, err, errEndpointClosed)
+		var pe *jobgraph.PanicError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "jobmaster-7", pe.Endpoint)
+		assert.Equal(t, "slot 3 is free and occupied", pe.Value)
+		assert.Contains(t, string(pe.Stack), "mainloop_test.TestPanicWithAHandlerEndsOnlyTheLoop")
+		assert.Equal(t, "endpoint closed: jobmaster-7: panic: slot 3 is free and occupied", err.Error())
+		assert.Same(t, pe, <-handled)
+
+		<-l.Done()
+		time.Sleep(2 * time.Second) // virtual: past the timer, which must not fire
+		assert.False(t, ran.Load(), "nothing queued behind the panic runs")
+		assert.Empty(t, handled, "the handler runs once")
+		assert.Equal(t, err, l.Err())
+		assert.False(t, l.Execute(func() {}))
+		assert.Equal(t, err, l.Call(context.Background(), func() error { return nil }))
+		_, err3 := mainloop.Submit(context.Background(), l, func() (int, error) { return 1, nil })
+		assert.Equal(t, err, err3)
+		l.Close() // returns at once
+	})
+}
+
+func TestPanicInsideASubmitReleasesItsCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("rm")
+		l.SetPanicHandler(func(*jobgraph.PanicError) {})
+		_, err := mainloop.Submit(context.Background(), l, func() (int, error) {
+			var s []int
+			return s[len(s)], nil // a runtime panic, not one of ours
+		})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, mainloop.ErrClosed)
+		assert.Equal(t, "mainloop: closed: rm: panic: runtime error: index out of range [0] with length 0", err.Error())
+		var re runtime.Error
+		assert.True(t, errors.As(err, &re), "a runtime error is unwrapped from the PanicError")
+		<-l.Done()
+		l.Close()
+	})
+}
+
+func TestPanicInAfterEachEndsTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("te")
+		boom := errors.New("gauge publish failed")
+		l.SetPanicHandler(func(*jobgraph.PanicError) {})
+		l.SetAfterEach(func() { panic(boom) })
+		<-l.Done() // the hook runs once it is installed
+		assert.ErrorIs(t, l.Err(), boom)
+		assert.ErrorIs(t, l.Call(context.Background(), func() error { return nil }), mainloop.ErrClosed)
+		l.Close()
+	})
+}
+
+func TestCloseLeavesErrNil(t *testing.T) {
+	l := mainloop.New("x")
+	l.SetPanicHandler(func(*jobgraph.PanicError) {})
+	require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+	l.Close()
+	assert.NoError(t, l.Err())
+	assert.Equal(t, mainloop.ErrClosed, l.Call(context.Background(), func() error { return nil }))
+}
+
+// Without a handler a panic on the loop still ends the process (the old behaviour): run in a
+// child process of this test binary.
+func TestPanicWithoutAHandlerEndsTheProcess(t *testing.T) {
+	if os.Getenv("MAINLOOP_PANIC_CHILD") == "1" {
+		l := mainloop.New("unhandled")
+		l.Execute(func() { panic("no handler here") })
+		<-l.Done() // never: the process dies first
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPanicWithoutAHandlerEndsTheProcess$")
+	cmd.Env = append(os.Environ(), "MAINLOOP_PANIC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "output: %s", out)
+	assert.Equal(t, 2, exit.ExitCode()) // the runtime's exit code for an unrecovered panic
+	assert.Contains(t, string(out), "panic: no handler here")
 }
