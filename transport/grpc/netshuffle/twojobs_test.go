@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -237,6 +239,13 @@ type twoJobCluster struct {
 
 func startTwoJobCluster(t testing.TB, ctx context.Context, shuffle netshuffle.Config) *twoJobCluster {
 	t.Helper()
+	return startTwoJobClusterWith(t, ctx, shuffle, shuffle)
+}
+
+// startTwoJobClusterWith is startTwoJobCluster with te-1's (the producers') and te-2's (the
+// consumers') shuffle configurations.
+func startTwoJobClusterWith(t testing.TB, ctx context.Context, producerShuffle, consumerShuffle netshuffle.Config) *twoJobCluster {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var closers []func() error
 	t.Cleanup(func() {
@@ -266,8 +275,9 @@ func startTwoJobCluster(t testing.TB, ctx context.Context, shuffle netshuffle.Co
 		id      jobgraph.ResourceID
 		profile jobgraph.ResourceProfile
 		env     **netshuffle.Environment
-	}{{"te-1", producerSlot, &c.producerEnv}, {"te-2", consumerSlot, &c.consumerEnv}} {
-		cfg := shuffle
+		shuffle netshuffle.Config
+	}{{"te-1", producerSlot, &c.producerEnv, producerShuffle}, {"te-2", consumerSlot, &c.consumerEnv, consumerShuffle}} {
+		cfg := te.shuffle
 		cfg.Logger = quietLogger()
 		env, err := netshuffle.New(cfg)
 		require.NoError(t, err)
@@ -402,21 +412,51 @@ func TestStalledConsumerBlocksOnlyItsJob(t *testing.T) {
 }
 
 // A frame of 2 × the size limit: that stream fails with a size error; the job fails over;
-// other jobs run on. The limit of a data stream is its reader's MaxFrameSize (here 256 KiB on
-// both TaskExecutors); job A's producer emits one record of twice that on its first two
-// attempts. Its data server cannot put the record in any frame the consumer accepts: it fails
-// the partition with ErrFrameTooLarge, and the consumer's stream ends with that failure
-// (ErrProducerFailed, ErrFrameTooLarge). Job A fails over, twice — its fixed-delay strategy
-// allows exactly two restarts — and its third attempt delivers its records: FINISHED, with
-// exactly two failures in its exception history, both the consumer's size error. Job B shares
-// the TaskExecutors and the connection between them with A throughout: it is half-way through
-// its records when A's first attempt starts, waits until A failed twice, and finishes with
-// every record in order.
+// other jobs run on. A data stream has two limits, and each subtest puts a record of twice one
+// of them into job A's stream on its first two attempts:
+//
+//   - the reader's MaxFrameSize (256 KiB on both TaskExecutors), which the consumer announces
+//     when it opens the stream: the producer's data server cannot put the record in any frame
+//     the consumer accepts, so it fails the partition with ErrFrameTooLarge and the consumer's
+//     stream ends with that failure (ErrProducerFailed with ErrFrameTooLarge);
+//   - the data server's own gRPC send limit (its MaxFrameSize, 256 KiB on te-1, while te-2's
+//     readers accept 1 MiB): the record fits the consumer's frame limit, and the frame of twice
+//     the producer's limit is refused by gRPC as the data server sends it, so the consumer's
+//     stream ends with gRPC's RESOURCE_EXHAUSTED: a *StreamError matching ErrFrameTooLarge.
+//
+// Either way job A fails over, twice — its fixed-delay strategy allows exactly two restarts —
+// and its third attempt delivers its records: FINISHED, with exactly two failures in its
+// exception history, both the consumer's size error. Job B shares the TaskExecutors and the
+// connection between them with A throughout: it is half-way through its records when A's
+// first attempt starts, waits until A failed twice, and finishes with every record in order.
 func TestOversizedRecordFailsOverOnlyItsJob(t *testing.T) {
+	const limit = 256 << 10
+	for _, tc := range []struct {
+		name               string
+		producer, consumer netshuffle.Config
+		producerFailed     bool   // the consumer's error is the producer's partition failure
+		message            string // in the consumer's error and the exception history
+	}{{
+		name:     "a record of twice the readers' frame limit",
+		producer: netshuffle.Config{MaxFrameSize: limit}, consumer: netshuffle.Config{MaxFrameSize: limit},
+		producerFailed: true,
+		message:        fmt.Sprintf("an encoded record of %d bytes does not fit in the consumer's frame limit of %d bytes", 2*limit, limit),
+	}, {
+		name:     "a frame of twice the data server's send limit",
+		producer: netshuffle.Config{MaxFrameSize: limit}, consumer: netshuffle.Config{MaxFrameSize: 4 * limit},
+		// gRPC's text; sizes checked below.
+		message: "trying to send message larger than max (",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			testOversizedFailsOverOnlyItsJob(t, tc.producer, tc.consumer, tc.producerFailed, tc.message)
+		})
+	}
+}
+
+func testOversizedFailsOverOnlyItsJob(t *testing.T, producer, consumer netshuffle.Config, producerFailed bool, message string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	const limit = 256 << 10
-	c := startTwoJobCluster(t, ctx, netshuffle.Config{MaxFrameSize: limit})
+	c := startTwoJobClusterWith(t, ctx, producer, consumer)
 
 	const nB = 200_000
 	b := &probe{n: nB, pauseAt: nB / 2, paused: make(chan struct{}), resume: make(chan struct{})}
@@ -429,8 +469,8 @@ func TestOversizedRecordFailsOverOnlyItsJob(t *testing.T) {
 	}
 
 	const nA = 1000
-	a := &probe{n: nA, oversizedAttempts: 2, big: 2 * limit, errs: make(chan attemptError, 3), consumerAttempts: make(chan int, 3)}
-	gA := pairJob("A: a record of twice the frame limit", invOversized, invBytes, netshuffle.CodecBytes)
+	a := &probe{n: nA, oversizedAttempts: 2, big: 2 * producer.MaxFrameSize, errs: make(chan attemptError, 3), consumerAttempts: make(chan int, 3)}
+	gA := pairJob("A: an oversized record", invOversized, invBytes, netshuffle.CodecBytes)
 	gA.RestartStrategy = jobgraph.FixedDelayRestart(2, 0)
 	aDone := c.submit(t, ctx, gA, a)
 	for attempt := range 2 {
@@ -442,8 +482,24 @@ func TestOversizedRecordFailsOverOnlyItsJob(t *testing.T) {
 		}
 		require.Equal(t, attempt, got.attempt, "the consumer attempt that failed")
 		require.ErrorIs(t, got.err, netshuffle.ErrFrameTooLarge, "attempt %d", attempt)
-		require.ErrorIs(t, got.err, taskexecutor.ErrProducerFailed, "attempt %d", attempt)
-		require.ErrorContains(t, got.err, fmt.Sprintf("an encoded record of %d bytes does not fit in the consumer's frame limit of %d bytes", 2*limit, limit))
+		require.ErrorContains(t, got.err, message, "attempt %d", attempt)
+		var se *netshuffle.StreamError
+		if producerFailed {
+			require.ErrorIs(t, got.err, taskexecutor.ErrProducerFailed, "attempt %d", attempt)
+			require.False(t, errors.As(got.err, &se), "attempt %d: the producer's failure, not the stream's: %v", attempt, got.err)
+		} else {
+			require.ErrorAs(t, got.err, &se, "attempt %d", attempt)
+			require.Equal(t, c.producerEnv.Addr(), se.Address, "attempt %d: the stream's data server", attempt)
+			require.NotErrorIs(t, got.err, taskexecutor.ErrPartitionLost, "attempt %d: the stream's error, not the connection's", attempt)
+			// The frame (the record, its length and the Frame's protobuf fields) against the
+			// producer's MaxFrameSize plus what it allows a Frame beyond its records.
+			m := regexp.MustCompile(`larger than max \((\d+) vs\. (\d+)\)`).FindStringSubmatch(got.err.Error())
+			require.Len(t, m, 3, "attempt %d: gRPC's sizes in %q", attempt, got.err)
+			frame, sendLimit := mustAtoi(t, m[1]), mustAtoi(t, m[2])
+			require.Greater(t, frame, 2*producer.MaxFrameSize, "attempt %d: the frame's size", attempt)
+			require.GreaterOrEqual(t, sendLimit, producer.MaxFrameSize, "attempt %d: the send limit", attempt)
+			require.Less(t, sendLimit, 2*producer.MaxFrameSize, "attempt %d: the send limit", attempt)
+		}
 	}
 	status, err := c.jm.LeaderDispatcher().RequestJobStatus(ctx, gB.JobID)
 	require.NoError(t, err)
@@ -462,6 +518,7 @@ func TestOversizedRecordFailsOverOnlyItsJob(t *testing.T) {
 		require.Equal(t, "consumer (1/1)", e.TaskName, "failure %d", i)
 		require.Equal(t, jobgraph.ResourceID("te-2"), e.Location, "failure %d", i)
 		require.Contains(t, e.Message, netshuffle.ErrFrameTooLarge.Error(), "failure %d", i)
+		require.Contains(t, e.Message, message, "failure %d", i)
 		require.Empty(t, e.Concurrent, "failure %d: the producer was canceled, not failed", i)
 	}
 	close(a.consumerAttempts)
@@ -480,6 +537,13 @@ func TestOversizedRecordFailsOverOnlyItsJob(t *testing.T) {
 	requireCounted(t, res, map[string]int64{"records": nB, "sum": nB * (nB - 1) / 2})
 	require.Empty(t, res.ExceptionHistory, "job B's failures")
 	require.Equal(t, 1, c.consumerEnv.NumConns(), "te-2's connections to data servers")
+}
+
+func mustAtoi(t testing.TB, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }
 
 // BenchmarkSecondJobBesideAStalledOne measures what TestStalledConsumerBlocksOnlyItsJob
