@@ -80,7 +80,13 @@ type Config struct {
 	// jobmanager.scheduler.scheduling-strategy.
 	SchedulingStrategy string
 	// RPCTimeout bounds each call the JobMaster makes. Option pekko.ask.timeout (formerly
-	// akka.ask.timeout), default 10 s (0 means the default).
+	// akka.ask.timeout), default 10 s (0 means the default). Where we differ: over the
+	// in-process *rpc.LocalService the JobMaster's calls to the ResourceManager and the
+	// TaskExecutors (declarations, deployments, cancellations, freed slots, heartbeats) carry
+	// no deadline, since the endpoints there answer from main loops that never wait (a closed
+	// one at once, with its ErrClosed), so a timer per call would bound nothing; a host's own
+	// endpoint registered on a LocalService must answer the same way. Checkpoint calls and
+	// operator events, which wait for the task, keep the timeout on every Service.
 	RPCTimeout time.Duration
 	// HeartbeatInterval is how often the JobMaster asks each registered TaskExecutor for a
 	// heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
@@ -295,6 +301,8 @@ type DefaultJobMaster struct {
 	address    string
 	resourceID jobgraph.ResourceID
 	log        *slog.Logger
+	// inProcess: cfg.RPC is the in-process *rpc.LocalService, so rpcContext arms no timer.
+	inProcess bool
 
 	closedErr error // ErrClosed with the job's ID
 	// closedFlag is set when Close begins, before closed: for the checks made off the loop.
@@ -390,6 +398,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		done:          make(chan struct{}),
 		coordinated:   coordinatedVertices(g),
 	}
+	_, jm.inProcess = cfg.RPC.(*rpc.LocalService)
 	if jm.coordinated != nil {
 		jm.eventSenders = make(map[jobgraph.ExecutionAttemptID]struct{})
 		jm.lanes = newTELanes()
@@ -638,8 +647,12 @@ func (jm *DefaultJobMaster) onTerminal(archived *executiongraph.ArchivedExecutio
 	close(jm.done)
 }
 
-// rpcContext bounds one outgoing call.
+// rpcContext bounds one outgoing call by Config.RPCTimeout; over the in-process LocalService it
+// is the background context, with no timer (see Config.RPCTimeout).
 func (jm *DefaultJobMaster) rpcContext() (context.Context, context.CancelFunc) {
+	if jm.inProcess {
+		return context.Background(), func() {}
+	}
 	return context.WithTimeout(context.Background(), jm.cfg.RPCTimeout)
 }
 
