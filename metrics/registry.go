@@ -196,7 +196,7 @@ func (r *Registry) group(s Scope) *Group {
 	if r == nil {
 		return nil
 	}
-	return &Group{reg: r, scope: s, names: make(map[string]struct{})}
+	return &Group{reg: r, scope: s, names: make(map[string]struct{}, scopeSizeHint(s.Kind))}
 }
 
 // Value is one metric as read by Registry.Snapshot: its scope, name, kind and value.
@@ -369,12 +369,25 @@ func (e *entry) read(s Scope, name string) Value {
 	return v
 }
 
+// scopeSizeHint is how many metrics a scope of kind usually holds (a job's scheduler registers
+// about 20, a task attempt 5, see the package doc): its maps are made that large at once, so
+// they do not grow step by step through every job's registrations.
+func scopeSizeHint(kind ScopeKind) int {
+	switch kind {
+	case ScopeJob:
+		return 24
+	case ScopeTask:
+		return 8
+	}
+	return 0
+}
+
 // add registers e under (s, name), replacing what was there. Called with the owner's lock held.
 func (r *Registry) add(s Scope, name string, e *entry) {
 	r.mu.Lock()
 	names := r.scopes[s]
 	if names == nil {
-		names = make(map[string]*entry)
+		names = make(map[string]*entry, scopeSizeHint(s.Kind))
 		r.scopes[s] = names
 		if s.Kind != ScopeJobManager {
 			idx := r.byJob[s.JobID]

@@ -27,6 +27,15 @@ type statusView struct {
 	down    time.Time // the latest entry into FAILING or RESTARTING; zero if none
 }
 
+// statusTimeNames are the names of the <status>Time gauges (runningTime…), by status, made
+// once rather than for every job.
+var statusTimeNames = func() (names [jobgraph.NumJobStatuses]string) {
+	for st := range jobgraph.JobStatus(jobgraph.NumJobStatuses) {
+		names[st] = strings.ToLower(st.String()) + "Time"
+	}
+	return names
+}()
+
 // registerJobMetrics registers the job's metrics on g under Flink's names (SchedulerBase's
 // registerJobMetrics with JobStatusMetrics at its default, CURRENT_TIME, and
 // CheckpointStatsTracker's metrics; see Config.Metrics). On the owner's loop, in New.
@@ -44,7 +53,7 @@ func (s *DefaultScheduler) registerJobMetrics(g *metrics.Group) {
 		if st.IsTerminal() || st == jobgraph.JobStatusReconciling {
 			continue
 		}
-		g.Gauge(strings.ToLower(st.String())+"Time", m.timeIn(st))
+		g.Gauge(statusTimeNames[st], m.timeIn(st))
 	}
 	if s.ck == nil {
 		// A job without checkpoints shows Flink's values of a tracker that saw none.
