@@ -23,20 +23,23 @@ type followLeader struct{ r *dispatcher.Runner }
 var _ dispatcher.Dispatcher = followLeader{}
 
 // follow runs call against the current leader until it answers something other than
-// ErrNotLeader; ctx bounds every wait.
+// ErrNotLeader; ctx bounds every wait. The call is made first and the Runner's leadership awaited
+// only after an ErrNotLeader (the Runner's methods answer it at once while it has no session, and
+// wait themselves while a session recovers), so a call to a leading Runner costs one round trip
+// to its loop, not two.
 func follow[T any](ctx context.Context, r *dispatcher.Runner, call func() (T, error)) (T, error) {
 	for {
-		if err := r.AwaitLeadership(ctx); err != nil {
-			var zero T
-			return zero, err
-		}
 		v, err := call()
 		if !errors.Is(err, dispatcher.ErrNotLeader) {
 			return v, err
 		}
-		// The Runner still led when asked, and its session's Dispatcher answered "not leader":
-		// the revocation is on its way to the Runner, and AwaitLeadership waits for the next
-		// session once it has arrived.
+		// Either the Runner has no session, or it still led when asked and its session's
+		// Dispatcher answered "not leader": the revocation is on its way to the Runner, and
+		// AwaitLeadership waits for the next session once it has arrived.
+		if err := r.AwaitLeadership(ctx); err != nil {
+			var zero T
+			return zero, err
+		}
 	}
 }
 
