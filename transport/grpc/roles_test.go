@@ -38,6 +38,8 @@ func runRole(role string) int {
 	switch role {
 	case roleTaskExecutor:
 		err = runTaskExecutor()
+	case roleRecordingTaskExecutor:
+		err = runRecordingTaskExecutor()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
