@@ -550,27 +550,38 @@ func mustAtoi(t testing.TB, s string) int {
 // asserts in order: job B's throughput (a producer on te-1 → a consumer on te-2, benchJobB
 // int64 records of 8 bytes, bounded pipelined, over loopback gRPC) alone, and beside job A
 // whose consumer stopped reading (its producer blocked on credit on the same connection
-// between the same two TaskExecutors), in the same run. Each op runs job B alone, then stalls
-// job A, runs job B again, and releases A (A's setup and end are outside both times; a job's
-// time is submit → JobResult, so it includes scheduling and deployment). It reports both rates
-// (records/s-alone, records/s-beside, and MB/s of record bytes) and their ratio (beside/alone).
+// between the same two TaskExecutors), in the same run. Each op runs job B alone, and stalls
+// job A, runs job B again and releases A — alone first on even ops, last on odd ones (A's
+// setup and end are outside both times; a job's time is submit → JobResult, so it includes
+// scheduling and deployment). It reports both rates
+// (records/s-alone, records/s-beside, and MB/s of record bytes), their ratio (beside/alone), and
+// the process's CPU time (user and system, every role of the cluster) per record of job B
+// (cpu-ns/record-alone, -beside; unix only) and the ratio of the records per CPU second
+// (cpu-beside/alone), which a loaded machine's scheduling disturbs less than the wall time.
 //
-//	cd transport/grpc && go test -run '^$' -bench SecondJobBesideAStalledOne -benchtime 5x -benchmem ./netshuffle/
+//	cd transport/grpc && go test -run '^$' -bench SecondJobBesideAStalledOne -benchtime 6x -benchmem ./netshuffle/
 func BenchmarkSecondJobBesideAStalledOne(b *testing.B) {
 	ctx := b.Context()
 	c := startTwoJobCluster(b, ctx, netshuffle.Config{})
-	runB := func(name string) time.Duration {
+	cpuOK := true
+	runB := func(name string, wall, cpu *time.Duration) {
+		cpu0, ok0 := processCPU()
 		start := time.Now()
 		res, err := c.run(ctx, pairJob(name, invProduce, invConsume, netshuffle.CodecInt64), &probe{n: benchJobB})
-		elapsed := time.Since(start)
+		*wall += time.Since(start)
+		cpu1, ok1 := processCPU()
+		*cpu += cpu1 - cpu0
+		cpuOK = cpuOK && ok0 && ok1
 		require.NoError(b, err)
 		requireCounted(b, res, map[string]int64{"records": benchJobB, "sum": benchJobB * (benchJobB - 1) / 2})
-		return elapsed
 	}
 	b.ReportAllocs()
-	var alone, beside time.Duration
-	for b.Loop() {
-		alone += runB("B alone")
+	var alone, beside, aloneCPU, besideCPU time.Duration
+	for i := 0; b.Loop(); i++ {
+		// Alone first on even ops, last on odd ones: a load that drifts weighs on both alike.
+		if i%2 == 0 {
+			runB("B alone", &alone, &aloneCPU)
+		}
 
 		a := &probe{n: 4 * stallBound, release: make(chan struct{}), reachAt: stallFloor, reached: make(chan struct{})}
 		aDone := c.submit(b, ctx, pairJob("A: stalled", invProduce, invConsume, netshuffle.CodecInt64), a)
@@ -579,11 +590,14 @@ func BenchmarkSecondJobBesideAStalledOne(b *testing.B) {
 		case res := <-aDone:
 			b.Fatalf("job A ended (%v: %v) before it stalled", res.Status, res.Failure)
 		}
-		beside += runB("B beside a stalled job")
+		runB("B beside a stalled job", &beside, &besideCPU)
 		require.LessOrEqual(b, a.emitted.Load(), int64(stallBound), "job A stayed stalled")
 		require.True(b, a.emitting.Load(), "job A's producer waits in Emit")
 		close(a.release)
 		requireCounted(b, <-aDone, map[string]int64{"records": 4 * stallBound})
+		if i%2 == 1 {
+			runB("B alone", &alone, &aloneCPU)
+		}
 	}
 	records := float64(b.N) * benchJobB
 	b.ReportMetric(records/alone.Seconds(), "records/s-alone")
@@ -591,6 +605,11 @@ func BenchmarkSecondJobBesideAStalledOne(b *testing.B) {
 	b.ReportMetric(records*8/alone.Seconds()/1e6, "MB/s-alone")
 	b.ReportMetric(records*8/beside.Seconds()/1e6, "MB/s-beside")
 	b.ReportMetric(alone.Seconds()/beside.Seconds(), "beside/alone")
+	if cpuOK {
+		b.ReportMetric(float64(aloneCPU.Nanoseconds())/records, "cpu-ns/record-alone")
+		b.ReportMetric(float64(besideCPU.Nanoseconds())/records, "cpu-ns/record-beside")
+		b.ReportMetric(aloneCPU.Seconds()/besideCPU.Seconds(), "cpu-beside/alone")
+	}
 }
 
 // benchJobB is job B's records in BenchmarkSecondJobBesideAStalledOne.
