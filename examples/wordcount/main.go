@@ -35,11 +35,8 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
-	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/examples/wordcount/wc"
 	"github.com/jobgraph/jobgraph/executiongraph"
-	"github.com/jobgraph/jobgraph/minicluster"
-	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
 func main() {
@@ -203,60 +200,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// runJob runs the word count on a fresh MiniCluster and returns the job's result and its
-// archived ExecutionGraph.
+// runJob runs the word count on a fresh MiniCluster (wc.RunOnMiniCluster) and returns the job's
+// result and its archived ExecutionGraph.
 func runJob(ctx context.Context, files []wc.InputFile, o options, log *statusLog) (*jobgraph.JobResult, *executiongraph.ArchivedExecutionGraph, error) {
-	reg := taskexecutor.NewRegistry()
-	wc.Register(reg)
-	coordinators := coordination.NewRegistry()
-	if err := wc.RegisterCoordinator(coordinators); err != nil {
-		return nil, nil, err
-	}
 	// The sink stores no result for wc.TakeResult: the host reads the accumulators.
-	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out, FailOnce: o.failOnce, Top: o.top, SkipResult: true, SlowDelay: o.slowSource, SplitBytes: o.splitBytes})
-	if err != nil {
-		return nil, nil, err
-	}
-	// One slot-sharing group, as Flink's DataStream API puts every vertex in "default": the job
-	// needs as many slots as its largest parallelism.
-	for _, v := range g.Vertices {
-		v.SlotSharingGroup = "default"
-	}
-	if o.failOnce != "" {
-		g.RestartStrategy = jobgraph.FixedDelayRestart(1, o.restartDelay)
-	}
-	cfg := minicluster.Config{
+	mo := wc.MiniClusterOptions{
 		TaskExecutors:        o.taskExecutors,
 		SlotsPerTaskExecutor: o.slots,
-		Registry:             reg,
-		OperatorCoordinators: coordinators,
+		Job:                  wc.JobOptions{Parallelism: o.parallelism, OutPath: o.out, FailOnce: o.failOnce, Top: o.top, SkipResult: true, SlowDelay: o.slowSource, SplitBytes: o.splitBytes},
+		Prepare: func(g *jobgraph.JobGraph) {
+			if o.failOnce != "" {
+				g.RestartStrategy = jobgraph.FixedDelayRestart(1, o.restartDelay)
+			}
+			if log != nil {
+				log.vertices = make(map[jobgraph.JobVertexID]*jobgraph.JobVertex)
+				for _, v := range g.Vertices {
+					log.vertices[v.ID] = v
+				}
+			}
+		},
 	}
 	if log != nil {
-		log.vertices = make(map[jobgraph.JobVertexID]*jobgraph.JobVertex)
-		for _, v := range g.Vertices {
-			log.vertices[v.ID] = v
-		}
-		cfg.JobStatusListener = log.record
-		cfg.ExecutionStateListener = log.execution
+		mo.JobStatusListener = log.record
+		mo.ExecutionStateListener = log.execution
 	}
-	mc, err := minicluster.New(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := mc.Start(ctx); err != nil {
-		return nil, nil, errors.Join(err, mc.Close())
-	}
-	defer mc.Close()
-
-	res, err := mc.Run(ctx, g)
-	if err != nil {
-		return nil, nil, err
-	}
-	archived, err := mc.RequestJob(ctx, g.JobID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return res, archived, nil
+	return wc.RunOnMiniCluster(ctx, files, mo)
 }
 
 // count spells n things: "1 slot", "2 slots".
