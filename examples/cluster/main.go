@@ -8,6 +8,7 @@
 //	go run ./examples/cluster                                    # $(go env GOROOT)/src
 //	go run ./examples/cluster -input ~/src -out /tmp/words.tsv
 //	go run ./examples/cluster -kill-taskexecutor-after 300ms     # SIGKILL one TaskExecutor mid-job
+//	go run ./examples/cluster -cpuprofile /tmp/cpu               # /tmp/cpu.jobmanager, /tmp/cpu.taskexecutor-0, …
 //
 // Without -role it is the launcher: it starts the JobManager, reads its addresses from the
 // JobManager's stdout, starts the TaskExecutors, submits the job to the Dispatcher over gRPC
@@ -15,7 +16,9 @@
 // -kill-taskexecutor-after D SIGKILLs the first TaskExecutor process D after the submission:
 // its heartbeats stop, the JobManager drops it after heartbeat.timeout (-heartbeat-timeout, 1 s), its
 // partitions are lost and the job fails over onto the others (fixed-delay restarts), so the
-// counts stay exact. Each role process ends when its stdin closes (the launcher's exit).
+// counts stay exact. -cpuprofile P makes each role process write its CPU profile (runtime/pprof,
+// for go tool pprof) to P.jobmanager, P.taskexecutor-0, … from its start until it ends. Each
+// role process ends when its stdin closes (the launcher's exit).
 package main
 
 import (
@@ -29,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,6 +68,7 @@ type options struct {
 	kill          time.Duration
 	heartbeat     time.Duration
 	rm            string
+	cpuprofile    string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -80,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.kill, "kill-taskexecutor-after", 0, "SIGKILL the first TaskExecutor process this long after the submission (0: never)")
 	fs.DurationVar(&o.heartbeat, "heartbeat-timeout", defaultHeartbeatTimeout, "heartbeat.timeout of every role (heartbeat.interval is a fifth of it) and the restart delay")
 	fs.StringVar(&o.rm, "resourcemanager", "", "-role taskexecutor: the ResourceManager's address (jobmanager.rpc.address)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write each role process's CPU profile (runtime/pprof) to this file name suffixed with .jobmanager, .taskexecutor-0, …; with -role: to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -92,12 +98,19 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if o.role != "" && o.cpuprofile != "" {
+		stopProfile, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stopProfile()) }()
+	}
 	switch o.role {
 	case "jobmanager":
 		return runJobManagerRole(ctx, o, stdout, log)
@@ -107,6 +120,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return launch(ctx, o, stdout, stderr, log)
 	}
 	return fmt.Errorf("-role %q: want jobmanager, taskexecutor or none", o.role)
+}
+
+// startCPUProfile writes the process's CPU profile (runtime/pprof) to path until the function
+// it returns is called.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(fmt.Errorf("-cpuprofile %s: %w", path, err), f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // untilStdinCloses returns a context that ends with ctx or when stdin reaches EOF: a role
@@ -230,60 +259,14 @@ func launch(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.
 	if err != nil {
 		return err
 	}
-	jmp, err := startRole(ctx, stderr, []string{"RESOURCEMANAGER", "DISPATCHER"}, "-role", "jobmanager", "-heartbeat-timeout", o.heartbeat.String())
+	procs, err := startProcesses(ctx, o, stderr)
 	if err != nil {
 		return err
 	}
-	defer jmp.stop()
-	var tes []*process
-	defer func() {
-		for _, te := range tes {
-			te.stop()
-		}
-	}()
-	for range o.taskExecutors {
-		te, err := startRole(ctx, stderr, []string{"TASKEXECUTOR"}, "-role", "taskexecutor",
-			"-resourcemanager", jmp.lines["RESOURCEMANAGER"], "-slots", fmt.Sprint(o.slots), "-heartbeat-timeout", o.heartbeat.String())
-		if err != nil {
-			return err
-		}
-		tes = append(tes, te)
-	}
+	defer procs.stop()
 	fmt.Fprintf(stdout, "counting %d files below %s: 1 JobManager and %d TaskExecutor processes, parallelism %d\n",
-		len(files), o.input, len(tes), o.parallelism)
-
-	g, err := buildJob(files, o.parallelism, o.out, o.top, o.heartbeat)
-	if err != nil {
-		return err
-	}
-	client, err := grpctransport.New(grpctransport.Options{Logger: log})
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	d, err := rpc.Connect[rpc.DispatcherGateway](ctx, client, jmp.lines["DISPATCHER"])
-	if err != nil {
-		return err
-	}
-	if err := d.SubmitJob(ctx, g); err != nil {
-		return err
-	}
-	if o.kill > 0 {
-		victim := tes[0]
-		timer := time.AfterFunc(o.kill, func() {
-			_ = victim.cmd.Process.Signal(syscall.SIGKILL)
-			fmt.Fprintf(stdout, "SIGKILLed TaskExecutor %s (pid %d) after %v\n", victim.lines["TASKEXECUTOR"], victim.cmd.Process.Pid, o.kill)
-		})
-		defer timer.Stop()
-	}
-	res, err := d.RequestJobResult(ctx, g.JobID)
-	if err != nil {
-		return err
-	}
-	if res.Status != jobgraph.JobStatusFinished {
-		return fmt.Errorf("job %s: %v", res.Status, res.Failure) // Failure crosses the process boundary; RootCause lives only in the JobManager
-	}
-	t, err := wc.ReadTotals(res.Accumulators, o.top)
+		len(files), o.input, len(procs.tes), o.parallelism)
+	t, err := countWords(ctx, procs, files, o, stdout, log)
 	if err != nil {
 		return err
 	}
@@ -292,4 +275,90 @@ func launch(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.
 		fmt.Fprintf(stdout, "\nwrote every word to %s\n", o.out)
 	}
 	return nil
+}
+
+// roleProcesses are the role processes the launcher started: one JobManager, then
+// -taskexecutors TaskExecutors registered with its ResourceManager.
+type roleProcesses struct {
+	jm  *process
+	tes []*process
+}
+
+// startProcesses starts the JobManager process, then the TaskExecutor processes, each with
+// o's heartbeat timeout (and -cpuprofile, the file's name suffixed with the role), and returns
+// once every TaskExecutor is registered. On error it stops what it started.
+func startProcesses(ctx context.Context, o options, stderr io.Writer) (_ *roleProcesses, err error) {
+	profile := func(role string) []string {
+		if o.cpuprofile == "" {
+			return nil
+		}
+		return []string{"-cpuprofile", o.cpuprofile + "." + role}
+	}
+	jm, err := startRole(ctx, stderr, []string{"RESOURCEMANAGER", "DISPATCHER"},
+		append([]string{"-role", "jobmanager", "-heartbeat-timeout", o.heartbeat.String()}, profile("jobmanager")...)...)
+	if err != nil {
+		return nil, err
+	}
+	procs := &roleProcesses{jm: jm}
+	defer func() {
+		if err != nil {
+			procs.stop()
+		}
+	}()
+	for i := range o.taskExecutors {
+		te, err := startRole(ctx, stderr, []string{"TASKEXECUTOR"}, append([]string{"-role", "taskexecutor",
+			"-resourcemanager", jm.lines["RESOURCEMANAGER"], "-slots", fmt.Sprint(o.slots), "-heartbeat-timeout", o.heartbeat.String()},
+			profile(fmt.Sprintf("taskexecutor-%d", i))...)...)
+		if err != nil {
+			return nil, err
+		}
+		procs.tes = append(procs.tes, te)
+	}
+	return procs, nil
+}
+
+// stop stops the TaskExecutor processes, then the JobManager's, and waits for them.
+func (r *roleProcesses) stop() {
+	for _, te := range r.tes {
+		te.stop()
+	}
+	r.jm.stop()
+}
+
+// countWords submits the word count over files to the JobManager's Dispatcher over gRPC, waits
+// for its result and returns its totals (with the o.top most frequent words). With o.kill it
+// SIGKILLs the first TaskExecutor process o.kill after the submission and says so on stdout.
+func countWords(ctx context.Context, procs *roleProcesses, files []wc.InputFile, o options, stdout io.Writer, log *slog.Logger) (wc.Totals, error) {
+	g, err := buildJob(files, o.parallelism, o.out, o.top, o.heartbeat)
+	if err != nil {
+		return wc.Totals{}, err
+	}
+	client, err := grpctransport.New(grpctransport.Options{Logger: log})
+	if err != nil {
+		return wc.Totals{}, err
+	}
+	defer client.Close()
+	d, err := rpc.Connect[rpc.DispatcherGateway](ctx, client, procs.jm.lines["DISPATCHER"])
+	if err != nil {
+		return wc.Totals{}, err
+	}
+	if err := d.SubmitJob(ctx, g); err != nil {
+		return wc.Totals{}, err
+	}
+	if o.kill > 0 {
+		victim := procs.tes[0]
+		timer := time.AfterFunc(o.kill, func() {
+			_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+			fmt.Fprintf(stdout, "SIGKILLed TaskExecutor %s (pid %d) after %v\n", victim.lines["TASKEXECUTOR"], victim.cmd.Process.Pid, o.kill)
+		})
+		defer timer.Stop()
+	}
+	res, err := d.RequestJobResult(ctx, g.JobID)
+	if err != nil {
+		return wc.Totals{}, err
+	}
+	if res.Status != jobgraph.JobStatusFinished {
+		return wc.Totals{}, fmt.Errorf("job %s: %v", res.Status, res.Failure) // Failure crosses the process boundary; RootCause lives only in the JobManager
+	}
+	return wc.ReadTotals(res.Accumulators, o.top)
 }
