@@ -17,9 +17,10 @@ import (
 	"github.com/jobgraph/jobgraph/transport/grpc/netshuffle"
 )
 
-// chunkCodec names the network shuffle's codec of the word count's records (wc.Chunk, as JSON):
-// every data set of the job names it, and every TaskExecutor registers it beside the task code.
-const chunkCodec = "wordcount.chunk"
+// chunkCodecName names the network shuffle's codec of the word count's records (wc.Chunk,
+// encoded by chunkCodec): every data set of the job names it, and every TaskExecutor registers
+// it beside the task code.
+const chunkCodecName = "wordcount.chunk"
 
 // defaultHeartbeatTimeout is -heartbeat-timeout's default (heartbeat.timeout of the example's
 // JobManager and TaskExecutors; heartbeat.interval is a fifth of it): short, so a SIGKILLed
@@ -42,7 +43,7 @@ func resolveDataAddress(id jobgraph.ResourceID) (string, error) {
 }
 
 // buildJob is examples/wordcount's job (wc.BuildJobWith) with its data sets encoded by
-// chunkCodec, one slot-sharing group, and a fixed-delay restart strategy (5 attempts,
+// chunkCodecName, one slot-sharing group, and a fixed-delay restart strategy (5 attempts,
 // heartbeatTimeout apart) for a lost TaskExecutor.
 func buildJob(files []wc.InputFile, parallelism int, out string, top int, heartbeatTimeout time.Duration) (*jobgraph.JobGraph, error) {
 	g, err := wc.BuildJobWith(files, wc.JobOptions{Parallelism: parallelism, OutPath: out, Top: top, SkipResult: true})
@@ -52,7 +53,7 @@ func buildJob(files []wc.InputFile, parallelism int, out string, top int, heartb
 	for _, v := range g.Vertices {
 		v.SlotSharingGroup = "default"
 		for _, ds := range v.Results {
-			ds.RecordCodec = chunkCodec
+			ds.RecordCodec = chunkCodecName
 		}
 	}
 	// A restart sooner than heartbeat.timeout after a TaskExecutor died would deploy onto its
@@ -112,7 +113,7 @@ type taskExecutorRole struct {
 // ResourceManager at rmAddress. It runs until ctx ends or close.
 func startTaskExecutor(ctx context.Context, rmAddress string, slots int, heartbeatTimeout time.Duration, log *slog.Logger) (*taskExecutorRole, error) {
 	codecs := netshuffle.NewCodecs()
-	codecs.Register(chunkCodec, netshuffle.JSONCodec[wc.Chunk]())
+	codecs.Register(chunkCodecName, chunkCodec{})
 	shuffle, err := netshuffle.New(netshuffle.Config{Codecs: codecs, Logger: log})
 	if err != nil {
 		return nil, err
