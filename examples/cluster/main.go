@@ -9,6 +9,7 @@
 //	go run ./examples/cluster -input ~/src -out /tmp/words.tsv
 //	go run ./examples/cluster -kill-taskexecutor-after 300ms     # SIGKILL one TaskExecutor mid-job
 //	go run ./examples/cluster -cpuprofile /tmp/cpu               # /tmp/cpu.jobmanager, /tmp/cpu.taskexecutor-0, …
+//	go run ./examples/cluster -archive-dir /tmp/archive           # keep the finished job's graph
 //
 // Without -role it is the launcher: it starts the JobManager, reads its addresses from the
 // JobManager's stdout, starts the TaskExecutors, submits the job to the Dispatcher over gRPC
@@ -16,9 +17,13 @@
 // -kill-taskexecutor-after D SIGKILLs the first TaskExecutor process D after the submission:
 // its heartbeats stop, the JobManager drops it after heartbeat.timeout (-heartbeat-timeout, 1 s), its
 // partitions are lost and the job fails over onto the others (fixed-delay restarts), so the
-// counts stay exact. -cpuprofile P makes each role process write its CPU profile (runtime/pprof,
-// for go tool pprof) to P.jobmanager, P.taskexecutor-0, … from its start until it ends. Each
-// role process ends when its stdin closes (the launcher's exit).
+// counts stay exact; the launcher prints the instant of the kill. -archive-dir DIR makes the
+// JobManager write each globally terminated job's ArchivedExecutionGraph (every subtask's final
+// attempt with its location and state timestamps, the exception history) as JSON to
+// DIR/<jobid>.json (Flink's jobmanager.archive.fs.dir), and the launcher prints the path once the
+// JobManager has written it. -cpuprofile P makes each role process write its CPU profile
+// (runtime/pprof, for go tool pprof) to P.jobmanager, P.taskexecutor-0, … from its start until it
+// ends. Each role process ends when its stdin closes (the launcher's exit).
 package main
 
 import (
@@ -69,6 +74,7 @@ type options struct {
 	heartbeat     time.Duration
 	rm            string
 	cpuprofile    string
+	archiveDir    string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -85,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.kill, "kill-taskexecutor-after", 0, "SIGKILL the first TaskExecutor process this long after the submission (0: never)")
 	fs.DurationVar(&o.heartbeat, "heartbeat-timeout", defaultHeartbeatTimeout, "heartbeat.timeout of every role (heartbeat.interval is a fifth of it) and the restart delay")
 	fs.StringVar(&o.rm, "resourcemanager", "", "-role taskexecutor: the ResourceManager's address (jobmanager.rpc.address)")
+	fs.StringVar(&o.archiveDir, "archive-dir", "", "the JobManager writes each globally terminated job's ArchivedExecutionGraph as JSON to DIR/<jobid>.json (jobmanager.archive.fs.dir)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write each role process's CPU profile (runtime/pprof) to this file name suffixed with .jobmanager, .taskexecutor-0, …; with -role: to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -150,11 +157,19 @@ func untilStdinCloses(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // runJobManagerRole serves a JobManager and prints "RESOURCEMANAGER <address>" and
-// "DISPATCHER <address>" once it leads.
+// "DISPATCHER <address>" once it leads. With -archive-dir it writes the archives of the jobs that
+// ended before it closes.
 func runJobManagerRole(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) error {
 	ctx, cancel := untilStdinCloses(ctx)
 	defer cancel()
-	jm, err := startJobManager(ctx, "", o.heartbeat, log)
+	// The JobManager runs until the archives of the jobs that ended are written, after ctx.
+	jmCtx, stopJM := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJM()
+	var arch *archiver
+	if o.archiveDir != "" {
+		arch = newArchiver(o.archiveDir, log)
+	}
+	jm, err := startArchivingJobManager(jmCtx, "", o.heartbeat, arch, log)
 	if err != nil {
 		return err
 	}
@@ -163,7 +178,11 @@ func runJobManagerRole(ctx context.Context, o options, stdout io.Writer, log *sl
 	}
 	fmt.Fprintf(stdout, "RESOURCEMANAGER %s\nDISPATCHER %s\n", jm.jm.ResourceManagerAddress(), jm.jm.DispatcherAddress())
 	<-ctx.Done()
-	return errors.Join(jm.jm.Wait(), jm.svc.Close())
+	var archErr error
+	if arch != nil {
+		archErr = arch.wait()
+	}
+	return errors.Join(archErr, jm.close())
 }
 
 // runTaskExecutorRole serves a TaskExecutor registered with -resourcemanager and prints
@@ -185,9 +204,10 @@ func runTaskExecutorRole(ctx context.Context, o options, stdout io.Writer, log *
 
 // process is a role process the launcher started, and what it printed first.
 type process struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines map[string]string // "RESOURCEMANAGER" → address, …
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	lines   map[string]string // "RESOURCEMANAGER" → address, …
+	stopped sync.Once
 }
 
 // startRole starts this binary with -role and args and reads want lines "KEY value" from its
@@ -226,10 +246,12 @@ func startRole(ctx context.Context, stderr io.Writer, want []string, args ...str
 	return p, nil
 }
 
-// stop closes the process's stdin (it ends) and waits for it.
+// stop closes the process's stdin (it ends) and waits for it; again, it does nothing.
 func (p *process) stop() {
-	_ = p.stdin.Close()
-	_ = p.cmd.Wait()
+	p.stopped.Do(func() {
+		_ = p.stdin.Close()
+		_ = p.cmd.Wait()
+	})
 }
 
 // lockedWriter serializes writes from several goroutines (the role processes' stderr copiers,
@@ -294,8 +316,11 @@ func startProcesses(ctx context.Context, o options, stderr io.Writer) (_ *rolePr
 		}
 		return []string{"-cpuprofile", o.cpuprofile + "." + role}
 	}
-	jm, err := startRole(ctx, stderr, []string{"RESOURCEMANAGER", "DISPATCHER"},
-		append([]string{"-role", "jobmanager", "-heartbeat-timeout", o.heartbeat.String()}, profile("jobmanager")...)...)
+	jmArgs := []string{"-role", "jobmanager", "-heartbeat-timeout", o.heartbeat.String()}
+	if o.archiveDir != "" {
+		jmArgs = append(jmArgs, "-archive-dir", o.archiveDir)
+	}
+	jm, err := startRole(ctx, stderr, []string{"RESOURCEMANAGER", "DISPATCHER"}, append(jmArgs, profile("jobmanager")...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +352,9 @@ func (r *roleProcesses) stop() {
 
 // countWords submits the word count over files to the JobManager's Dispatcher over gRPC, waits
 // for its result and returns its totals (with the o.top most frequent words). With o.kill it
-// SIGKILLs the first TaskExecutor process o.kill after the submission and says so on stdout.
+// SIGKILLs the first TaskExecutor process o.kill after the submission and says so on stdout, with
+// the instant. With o.archiveDir it stops the JobManager process once the job finished (it writes
+// the job's archive before it ends) and prints the archive's path.
 func countWords(ctx context.Context, procs *roleProcesses, files []wc.InputFile, o options, stdout io.Writer, log *slog.Logger) (wc.Totals, error) {
 	g, err := buildJob(files, o.parallelism, o.out, o.top, o.heartbeat)
 	if err != nil {
@@ -348,8 +375,12 @@ func countWords(ctx context.Context, procs *roleProcesses, files []wc.InputFile,
 	if o.kill > 0 {
 		victim := procs.tes[0]
 		timer := time.AfterFunc(o.kill, func() {
+			// The instant is taken first: the process is gone at most this long after it, which
+			// the job's own timestamps (the JobManager's wall clock, the same machine's) compare with.
+			at := time.Now()
 			_ = victim.cmd.Process.Signal(syscall.SIGKILL)
-			fmt.Fprintf(stdout, "SIGKILLed TaskExecutor %s (pid %d) after %v\n", victim.lines["TASKEXECUTOR"], victim.cmd.Process.Pid, o.kill)
+			fmt.Fprintf(stdout, "SIGKILLed TaskExecutor %s (pid %d) after %v at %s\n", victim.lines["TASKEXECUTOR"],
+				victim.cmd.Process.Pid, o.kill, at.UTC().Format(time.RFC3339Nano))
 		})
 		defer timer.Stop()
 	}
@@ -359,6 +390,14 @@ func countWords(ctx context.Context, procs *roleProcesses, files []wc.InputFile,
 	}
 	if res.Status != jobgraph.JobStatusFinished {
 		return wc.Totals{}, fmt.Errorf("job %s: %v", res.Status, res.Failure) // Failure crosses the process boundary; RootCause lives only in the JobManager
+	}
+	if o.archiveDir != "" {
+		procs.jm.stop() // it writes the archive before it ends
+		path := archivePath(o.archiveDir, g.JobID)
+		if _, err := os.Stat(path); err != nil {
+			return wc.Totals{}, fmt.Errorf("the JobManager wrote no archive of job %s: %w", g.JobID, err)
+		}
+		fmt.Fprintf(stdout, "the JobManager archived the job to %s\n", path)
 	}
 	return wc.ReadTotals(res.Accumulators, o.top)
 }

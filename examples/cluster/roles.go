@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jobgraph/jobgraph"
@@ -74,6 +78,12 @@ type jobManager struct {
 // empty), with the network shuffle's ShuffleMaster and heartbeat.timeout heartbeatTimeout. It
 // runs until ctx ends or close.
 func startJobManager(ctx context.Context, listen string, heartbeatTimeout time.Duration, log *slog.Logger) (*jobManager, error) {
+	return startArchivingJobManager(ctx, listen, heartbeatTimeout, nil, log)
+}
+
+// startArchivingJobManager is startJobManager whose globally terminated jobs arch archives (nil:
+// none).
+func startArchivingJobManager(ctx context.Context, listen string, heartbeatTimeout time.Duration, arch *archiver, log *slog.Logger) (*jobManager, error) {
 	svc, err := grpctransport.New(grpctransport.Options{ListenAddress: listen, Logger: log})
 	if err != nil {
 		return nil, err
@@ -83,8 +93,18 @@ func startJobManager(ctx context.Context, listen string, heartbeatTimeout time.D
 	if err := wc.RegisterCoordinator(coordinators); err != nil {
 		return nil, errors.Join(err, svc.Close())
 	}
+	ready := make(chan *cluster.JobManager, 1)
+	var listener func(jobgraph.JobID, jobgraph.JobStatus, time.Time)
+	if arch != nil {
+		listener = func(job jobgraph.JobID, status jobgraph.JobStatus, _ time.Time) {
+			if status.IsGloballyTerminal() {
+				arch.archive(ready, job)
+			}
+		}
+	}
 	jm, err := cluster.RunJobManager(ctx, cluster.JobManagerConfig{
 		RPC:                  svc,
+		JobStatusListener:    listener,
 		OperatorCoordinators: coordinators,
 		ShuffleMaster:        &netshuffle.ShuffleMaster{Resolve: resolveDataAddress},
 		HeartbeatInterval:    heartbeatTimeout / 5,
@@ -94,6 +114,7 @@ func startJobManager(ctx context.Context, listen string, heartbeatTimeout time.D
 	if err != nil {
 		return nil, errors.Join(err, svc.Close())
 	}
+	ready <- jm
 	return &jobManager{svc: svc, jm: jm}, nil
 }
 
@@ -146,4 +167,87 @@ func startTaskExecutor(ctx context.Context, rmAddress string, slots int, heartbe
 // close closes the TaskExecutor, then its Service and its shuffle.
 func (t *taskExecutorRole) close() error {
 	return errors.Join(t.te.Close(), t.svc.Close(), t.shuffle.Close())
+}
+
+// archivePath is where an archiver writes the job's archive in dir.
+func archivePath(dir string, job jobgraph.JobID) string {
+	return filepath.Join(dir, job.String()+".json")
+}
+
+// archiver writes the ArchivedExecutionGraph of every globally terminated job to
+// archivePath(dir, job), as JSON: Flink's jobmanager.archive.fs.dir, where the Dispatcher archives
+// each finished job for the HistoryServer (in the REST responses' shapes; here the graph itself).
+type archiver struct {
+	dir string
+	log *slog.Logger
+
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	jm   *cluster.JobManager
+	errs []error
+}
+
+func newArchiver(dir string, log *slog.Logger) *archiver { return &archiver{dir: dir, log: log} }
+
+// archive writes the job's archive on a goroutine of its own, once the job's result is recorded
+// (the Dispatcher then answers RequestJob from its archive), taking the JobManager from ready the
+// first time. Called from the JobStatusListener (a JobMaster's loop): it does not wait.
+func (a *archiver) archive(ready <-chan *cluster.JobManager, job jobgraph.JobID) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.mu.Lock()
+		if a.jm == nil {
+			a.jm = <-ready
+		}
+		jm := a.jm
+		a.mu.Unlock()
+		if err := a.write(jm, job); err != nil {
+			a.log.Error("archiving a job failed", "job", job.String(), "err", err)
+			a.mu.Lock()
+			a.errs = append(a.errs, err)
+			a.mu.Unlock()
+		}
+	}()
+}
+
+func (a *archiver) write(jm *cluster.JobManager, job jobgraph.JobID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := jm.LeaderDispatcher().RequestJobResult(ctx, job); err != nil {
+		return fmt.Errorf("job %s: its result: %w", job, err)
+	}
+	arc, err := jm.Dispatcher().RequestJob(ctx, job)
+	if err != nil {
+		return fmt.Errorf("job %s: its graph: %w", job, err)
+	}
+	b, err := json.MarshalIndent(arc, "", "  ")
+	if err != nil {
+		return err
+	}
+	// Atomically: a reader finds the whole archive or none.
+	tmp, err := os.CreateTemp(a.dir, ".archive-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), archivePath(a.dir, job))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("job %s: writing its archive: %w", job, err)
+	}
+	return nil
+}
+
+// wait waits until every archive begun is written and returns the errors of those that failed.
+func (a *archiver) wait() error {
+	a.wg.Wait()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return errors.Join(a.errs...)
 }
