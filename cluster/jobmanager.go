@@ -137,13 +137,20 @@ type JobManagerConfig struct {
 	BlocklistTaskFailureInterval        time.Duration
 	// FatalErrorHandler hears what the JobManager cannot recover from (Flink's
 	// FatalErrorHandler): what its Dispatcher Runner reports (the Dispatcher leader election's
-	// error, a failed recovery, a globally terminated job whose result cannot be written to the
-	// JobResultStore) and the ResourceManager's leader election error. Called on a goroutine of
+	// error, a failed recovery, a recovered job whose JobMaster failed to initialize, a globally
+	// terminated job whose result cannot be written to the JobResultStore), the ResourceManager's
+	// leader election error, each JobMaster's (jobmaster.Config.FatalErrorHandler: its
+	// ResourceManager retrieval's error), and a panic on any of their main loops — a broken
+	// invariant or a bug — as an error wrapping a *jobgraph.PanicError. Called on a goroutine of
 	// the JobManager's; it must not wait for the JobManager (call Close from another goroutine).
 	// Default (nil): the error is logged at Error level and the JobManager closes itself, as
 	// Flink's ClusterEntrypoint ends the process. Either way FatalError returns the first one
 	// from then on, and Wait returns an error wrapping it.
 	FatalErrorHandler func(err error)
+	// SchedulerFactory builds each job's SchedulerNG (jobmaster.Config.SchedulerFactory); nil
+	// means scheduler.DefaultSchedulerFactory. Flink: jobmanager.scheduler picks one of its
+	// SchedulerNGFactory implementations; here a host may bring its own, or wrap the default.
+	SchedulerFactory scheduler.SchedulerNGFactory
 	// Metrics is the registry the Dispatcher, the ResourceManager and each JobMaster report to
 	// under Flink's names (see minicluster.Config.Metrics). nil: the JobManager makes one, which
 	// Metrics returns and Close closes; a host's registry is never closed by the JobManager.
@@ -275,6 +282,10 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 		// The JobMasters and the Dispatcher's global cleanup see the same checkpoints, and a new
 		// leader's JobMaster restores those of the one before it.
 		CheckpointRecoveryFactory: jm.ha.CheckpointRecoveryFactory(),
+		// A failed JobMaster (a panic on its loops, its ResourceManager retrieval's error) is
+		// fatal for the JobManager, as Flink's Dispatcher.jobMasterFailed makes it.
+		FatalErrorHandler: jm.onFatal,
+		SchedulerFactory:  cfg.SchedulerFactory,
 	}
 	var blocklist dispatcher.BlocklistOperations
 	if cfg.ResourceBlocklistEnabled {
@@ -629,6 +640,10 @@ type trackingFactory struct {
 	jobmaster.JobMasterServiceFactory
 	jm *JobManager
 }
+
+// ReportFatalError implements jobmaster.FatalErrorReporter: a runner's fatal error is the
+// JobManager's.
+func (f trackingFactory) ReportFatalError(err error) { f.jm.onFatal(err) }
 
 func (f trackingFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
 	created, err := f.JobMasterServiceFactory.Create(ctx, token)

@@ -201,12 +201,17 @@ type Config struct {
 	Metrics *metrics.Registry
 
 	// FatalErrorHandler hears what the Dispatcher cannot recover from (Flink's
-	// FatalErrorHandler): today a globally terminated job whose dirty JobResult cannot be written
-	// — the store's error matches ha.ErrUnrecoverable, or the cleanup-strategy's attempts ran out
-	// — since neither running the job again nor cleaning it up is safe then. It is called once
-	// per such error, synchronously on the Dispatcher's goroutine that met it, before the job is
-	// archived, and must not call back into the Dispatcher synchronously (Close it from another
-	// goroutine). Default (nil): the error is logged at Error level. A Runner passes its own
+	// FatalErrorHandler): a globally terminated job whose dirty JobResult cannot be written —
+	// the store's error matches ha.ErrUnrecoverable, or the cleanup-strategy's attempts ran out
+	// — since neither running the job again nor cleaning it up is safe then; a recovered job
+	// whose JobMaster failed to initialize (the runner's error matches
+	// jobmaster.ErrJobInitialization), which is then cleaned up only locally, so its plan stays
+	// in the ExecutionPlanStore for the next leader to recover (Flink:
+	// Dispatcher.handleJobManagerRunnerResult and jobMasterFailed); and a panic on the
+	// Dispatcher's main loop, as an error wrapping a *jobgraph.PanicError, after which every
+	// call returns ErrClosed wrapping it. It is called once per such error, synchronously on the
+	// Dispatcher's goroutine that met it (before the job is archived), and must not call back
+	// into the Dispatcher synchronously (Close it from another goroutine). Default (nil): the error is logged at Error level. A Runner passes its own
 	// (see RunnerConfig.FatalErrorHandler); a MiniCluster's closes the cluster. Flink ends the
 	// JobManager process.
 	FatalErrorHandler func(err error)
@@ -338,6 +343,8 @@ type job struct {
 	// after is the archived channel of the previous job of this JobID, still terminating when
 	// this submission reserved the ID (see StandaloneDispatcher, "Terminating jobs"); nil if none.
 	after <-chan struct{}
+	// recovered: the job came from Config.RecoveredJobs, not from SubmitJob.
+	recovered bool
 }
 
 type archivedJob struct {
@@ -453,6 +460,10 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 
 		retryStrategy: retryStrategy,
 	}
+	d.loop.SetPanicHandler(func(err *jobgraph.PanicError) {
+		d.log.Error("the Dispatcher's main loop panicked", "panic", err.Value, "stack", string(err.Stack))
+		d.fatal(fmt.Errorf("dispatcher: %w", err))
+	})
 	d.registerMetrics(cfg.Metrics)
 	return d
 }
@@ -520,7 +531,7 @@ func (d *StandaloneDispatcher) runRecovered(g *jobgraph.JobGraph) error {
 		runner.Close()
 		return fmt.Errorf("dispatcher: recovered job %s: starting its runner: %w", id, err)
 	}
-	entry := &job{name: g.Name, plan: g, submitted: time.Now(), archived: make(chan struct{})}
+	entry := &job{name: g.Name, plan: g, submitted: time.Now(), archived: make(chan struct{}), recovered: true}
 	return d.loop.Call(context.Background(), func() error {
 		entry.runner = runner
 		d.jobs[id] = entry
@@ -733,10 +744,16 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	if end := a.StatusTimestamp(a.Status); !end.IsZero() && end.After(entry.submitted) {
 		result.NetRuntime = end.Sub(entry.submitted)
 	}
+	// A recovered job whose JobMaster could not be created is not over: its plan was good
+	// enough once, so the failure is this process's (a store, a coordinator, a bug), and another
+	// leader may run it. Fatal, and cleaned up only locally, so the plan stays for the next
+	// leader's recovery. Flink: Dispatcher.handleJobManagerRunnerResult → jobManagerRunnerFailed.
+	recoveryFailed := entry.recovered && errors.Is(res.Err, jobmaster.ErrJobInitialization)
+	globally := a.Status.IsGloballyTerminal() && !recoveryFailed
 	// From here on the job is answered from its outcome, not from the runner, which closes.
 	_ = d.loop.Call(context.Background(), func() error {
 		entry.ended = &archivedJob{result: result, graph: a, submitted: entry.submitted}
-		if !a.Status.IsGloballyTerminal() && !d.closing && d.jobs[id] == entry {
+		if !globally && !d.closing && d.jobs[id] == entry {
 			// Its JobID is free again; a new submission waits until this one is archived.
 			delete(d.jobs, id)
 			d.terminating[id] = entry
@@ -748,7 +765,11 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	// that the next leader's recovery cleans up, and the job never runs again. SUSPENDED (and a
 	// closing Dispatcher) cleans nothing of HA.
 	recorded := false
-	if a.Status.IsGloballyTerminal() {
+	if recoveryFailed {
+		// The handler hears it before the job is archived (see below).
+		d.fatal(fmt.Errorf("dispatcher: recovered job %s: its JobMaster failed to initialize; the job is cleaned up locally only and stays in the ExecutionPlanStore for the next leader: %w", id, res.Err))
+	}
+	if globally {
 		var fatal error
 		recorded, fatal = d.recordGloballyTerminated(result)
 		if fatal != nil {
@@ -761,7 +782,7 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	if recorded {
 		d.loop.Execute(func() { entry.recorded = true })
 	}
-	if a.Status.IsGloballyTerminal() && !recorded {
+	if globally && !recorded {
 		d.log.Info("the job result was not written to the JobResultStore; the job stays archived until the Dispatcher closes and nothing of it is cleaned", "job", id, "status", result.Status)
 	}
 	if recorded {
@@ -1075,21 +1096,18 @@ func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMes
 // JobResultStore entry dirty for recovery. Close does not wait for a retry's backoff.
 func (d *StandaloneDispatcher) Close() error {
 	var runners []jobmaster.JobManagerRunner
-	_ = d.loop.Call(context.Background(), func() error {
-		d.closing = true
-		return nil
-	})
+	// Finally: after a panic ended the loop, the runners are still closed.
+	d.loop.Finally(func() { d.closing = true })
 	d.stop()
 	// Submissions past their reservation either give up (they see closing) or finish starting
 	// their runner; either way their runner is known once they are done.
 	d.submitting.Wait()
-	_ = d.loop.Call(context.Background(), func() error {
+	d.loop.Finally(func() {
 		for _, j := range d.jobs {
 			if j.runner != nil {
 				runners = append(runners, j.runner)
 			}
 		}
-		return nil
 	})
 	var wg sync.WaitGroup
 	for _, r := range runners {

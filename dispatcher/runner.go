@@ -38,9 +38,11 @@ type RunnerConfig struct {
 	// leader with rpc.Connect[rpc.DispatcherGateway]. Nil: nothing is registered.
 	RPC rpc.Service
 	// FatalErrorHandler hears what the Runner cannot recover from: the election's error
-	// (ha.LeaderContender.HandleError), a failed recovery of a session, and what a session's
-	// Dispatcher reports to its Config.FatalErrorHandler (the Runner sets that one; a handler in
-	// Dispatcher is not called). It is called on the
+	// (ha.LeaderContender.HandleError), a failed recovery of a session, a panic on the Runner's
+	// main loop (an error wrapping a *jobgraph.PanicError; the Runner then answers every call
+	// with ErrClosed wrapping it), and what a session's Dispatcher reports to its
+	// Config.FatalErrorHandler (the Runner sets that one; a handler in Dispatcher is not
+	// called). It is called on the
 	// Runner's goroutines and must not call back into the Runner synchronously. Default: the
 	// error is logged at Error level. Flink's FatalErrorHandler terminates the JobManager
 	// process; here the host decides (Close the Runner so another process leads, say).
@@ -149,13 +151,18 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Runner{
+	r := &Runner{
 		cfg:      cfg,
 		election: cfg.LeaderElection,
 		log:      log,
 		loop:     mainloop.NewWithClosedError("dispatcher-runner", ErrClosed),
 		changed:  make(chan struct{}),
-	}, nil
+	}
+	r.loop.SetPanicHandler(func(err *jobgraph.PanicError) {
+		r.log.Error("the Dispatcher runner's main loop panicked", "panic", err.Value, "stack", string(err.Stack))
+		r.reportFatal(fmt.Errorf("dispatcher: %w", err))
+	})
+	return r, nil
 }
 
 // Start joins the election; the Runner may be granted leadership at once (on another goroutine).
@@ -549,9 +556,10 @@ func (r *Runner) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID) (chec
 // returns nil.
 func (r *Runner) Close() error {
 	var ops <-chan struct{}
-	_ = r.loop.Call(context.Background(), func() error {
+	// Finally: after a panic ended the loop, the session's Dispatcher is still closed.
+	r.loop.Finally(func() {
 		if r.closed {
-			return nil
+			return
 		}
 		r.closed = true
 		if s := r.current; s != nil {
@@ -560,16 +568,12 @@ func (r *Runner) Close() error {
 		r.endSession()
 		r.notify()
 		ops = r.ops.Tail()
-		return nil
 	})
 	if ops == nil {
 		return nil
 	}
 	<-ops
-	_ = r.loop.Call(context.Background(), func() error {
-		r.closing = nil
-		return nil
-	})
+	r.loop.Finally(func() { r.closing = nil })
 	err := r.election.Close()
 	r.background.Wait()
 	r.loop.Close()

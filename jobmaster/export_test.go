@@ -27,3 +27,19 @@ func SendOperatorEventsToTasks(jm JobMaster, attempt jobgraph.ExecutionAttemptID
 		}
 	})
 }
+
+// PanicOnRunnerLoop makes r's main loop run a closure that panics with v, as a broken invariant
+// of the runner would.
+func PanicOnRunnerLoop(r *LeadershipRunner, v any) { r.loop.Execute(func() { panic(v) }) }
+
+// PanicOnLoop makes the main loop of jm (a *DefaultJobMaster) run a closure that panics with v.
+func PanicOnLoop(jm JobMaster, v any) {
+	d := jm.(*DefaultJobMaster)
+	d.loop.Execute(func() { panic(v) })
+}
+
+// PanicOnOutbox makes jm's outbox (its outgoing calls' loop) run a closure that panics with v.
+func PanicOnOutbox(jm JobMaster, v any) {
+	d := jm.(*DefaultJobMaster)
+	d.outbox.Execute(func() { panic(v) })
+}

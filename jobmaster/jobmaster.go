@@ -177,8 +177,44 @@ type Config struct {
 	// Flink: the OperatorCoordinator.Providers of the JobVertex with
 	// DefaultOperatorCoordinatorHandler.
 	OperatorCoordinators *coordination.Registry
+	// FatalErrorHandler hears what a JobMaster cannot recover from (Flink's FatalErrorHandler,
+	// which JobMaster.handleJobMasterError and the Dispatcher's jobMasterFailed reach): a panic
+	// on one of its main loops — a broken invariant of the scheduler, the ExecutionGraph or the
+	// slot pool, or a plain bug — as a *jobgraph.PanicError, after which that JobMaster serves
+	// nothing (its calls return its closed error wrapping the PanicError, its job makes no
+	// progress, Close still releases its goroutines), and the ResourceManager leader
+	// retrieval's error (HandleError of ResourceManagerRetrieval's retrieval), after which the
+	// JobMaster can no longer learn of a new ResourceManager. Also a LeadershipRunner's own
+	// loop's panic, when its factory is this package's Factory. It is called once per error, on
+	// a goroutine of the JobMaster's (the dying loop's, after the calls waiting on it were
+	// released), and must not wait for long: to close the JobMaster or the cluster, start a
+	// goroutine. Default (nil): the error is logged at Error level and nothing else happens. A
+	// cluster.JobManager's (and so a MiniCluster's) closes the cluster, as Flink's Dispatcher
+	// ends the JobManager process on a failed JobMaster.
+	FatalErrorHandler func(err error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+}
+
+// FatalErrorReporter may be implemented by a JobMasterServiceFactory to hear the fatal errors of
+// the LeadershipRunner it serves: a panic on the runner's main loop, as a *jobgraph.PanicError.
+// Factory implements it with Config.FatalErrorHandler. A factory that does not implement it
+// leaves those errors to the runner's Error log.
+type FatalErrorReporter interface {
+	ReportFatalError(err error)
+}
+
+// ReportFatalError implements FatalErrorReporter: err goes to Config.FatalErrorHandler, or is
+// logged at Error level.
+func (f *Factory) ReportFatalError(err error) { reportFatal(f.cfg, err) }
+
+// reportFatal hands err to cfg.FatalErrorHandler, or logs it.
+func reportFatal(cfg Config, err error) {
+	if h := cfg.FatalErrorHandler; h != nil {
+		h(err)
+		return
+	}
+	cfg.Logger.Error("fatal error of a JobMaster", "err", err)
 }
 
 // Factory creates the JobMaster of one job for each leader session. Flink: DefaultJobMasterServiceFactory.
@@ -399,6 +435,8 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		coordinated:   coordinatedVertices(g),
 	}
 	_, jm.inProcess = cfg.RPC.(*rpc.LocalService)
+	jm.loop.SetPanicHandler(jm.onPanic)
+	jm.outbox.SetPanicHandler(jm.onPanic)
 	if jm.coordinated != nil {
 		jm.eventSenders = make(map[jobgraph.ExecutionAttemptID]struct{})
 		jm.lanes = newTELanes()
@@ -476,8 +514,19 @@ func (l rmLeaderListener) NotifyLeaderAddress(address string, session ha.Session
 	l.jm.loop.Execute(func() { l.jm.newResourceManagerLeader(address, session) })
 }
 
+// HandleError is fatal for the JobMaster (Flink: ResourceManagerLeaderListener.handleError,
+// "Fatal error in the ResourceManager leader service"): it can no longer learn of a new leader.
 func (l rmLeaderListener) HandleError(err error) {
-	l.jm.log.Error("the ResourceManager's leader retrieval failed", "err", err)
+	reportFatal(l.jm.cfg, fmt.Errorf("jobmaster: job %s: the ResourceManager's leader retrieval failed: %w", l.jm.job, err))
+}
+
+// onPanic is the panic handler of every main loop of the JobMaster (loop, outbox, I/O loop,
+// lanes): the JobMaster is broken for good, so the handler hears it. The loop that panicked is
+// closed already; the others keep running until Close, which still works (its calls onto the
+// dead loop return at once).
+func (jm *DefaultJobMaster) onPanic(err *jobgraph.PanicError) {
+	jm.log.Error("a main loop of the JobMaster panicked", "loop", err.Endpoint, "panic", err.Value, "stack", string(err.Stack))
+	reportFatal(jm.cfg, fmt.Errorf("jobmaster: job %s: %w", jm.job, err))
 }
 
 // newResourceManagerLeader drops the connection to the earlier ResourceManager leader and
@@ -1293,6 +1342,7 @@ func (jm *DefaultJobMaster) ioLoop() *mainloop.Loop {
 	defer jm.ioMu.Unlock()
 	if jm.io == nil && !jm.ioClosed {
 		jm.io = mainloop.NewWithClosedError("jobmaster-io-"+jm.job.String(), jm.closedErr)
+		jm.io.SetPanicHandler(jm.onPanic)
 	}
 	return jm.io
 }

@@ -140,6 +140,7 @@ func (l *teLanes) lane(jm *DefaultJobMaster, te jobgraph.ResourceID) *mainloop.L
 	lane := l.byTE[te]
 	if lane == nil {
 		lane = mainloop.NewWithClosedError("jobmaster-lane-"+jm.job.String()+"-"+string(te), jm.closedErr)
+		lane.SetPanicHandler(jm.onPanic)
 		l.byTE[te] = lane
 	}
 	return lane

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -58,7 +59,7 @@ type LeadershipRunner struct {
 // NewLeadershipRunner returns a runner for the factory's job. Start it once; Close it once.
 func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElection, results ha.JobResultStore) *LeadershipRunner {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &LeadershipRunner{
+	r := &LeadershipRunner{
 		factory:  factory,
 		election: election,
 		results:  results,
@@ -69,6 +70,20 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
+	r.loop.SetPanicHandler(r.onPanic)
+	return r
+}
+
+// onPanic is the panic handler of the runner's loop: the runner is broken for good (its calls
+// return its closed error wrapping the PanicError); the factory hears it when it implements
+// FatalErrorReporter.
+func (r *LeadershipRunner) onPanic(perr *jobgraph.PanicError) {
+	err := fmt.Errorf("jobmaster: the runner of job %s: %w", r.factory.JobID(), perr)
+	if rep, ok := r.factory.(FatalErrorReporter); ok {
+		rep.ReportFatalError(err)
+		return
+	}
+	slog.Default().Error("fatal error of a JobMaster runner", "err", err, "stack", string(perr.Stack))
 }
 
 // JobID is the job the runner runs.
@@ -309,15 +324,16 @@ func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.Arch
 func (r *LeadershipRunner) Close() {
 	var p *ServiceProcess
 	closing := false
-	_ = r.loop.Call(context.Background(), func() error {
+	// Finally: after a panic ended the loop, the JobMaster is still closed and the result still
+	// completed, so whoever waits on Done (the Dispatcher) is released.
+	r.loop.Finally(func() {
 		if r.closed {
-			return nil
+			return
 		}
 		r.closed, closing = true, true
 		r.generation++
 		p = r.process
 		r.process, r.service = nil, nil
-		return nil
 	})
 	r.cancel()
 	if closing {
@@ -326,7 +342,7 @@ func (r *LeadershipRunner) Close() {
 		if p != nil {
 			archived = p.Close()
 		}
-		_ = r.loop.Call(context.Background(), func() error {
+		r.loop.Finally(func() {
 			if !r.finished {
 				if archived != nil && archived.Status.IsTerminal() {
 					r.complete(Result{Archived: archived})
@@ -334,7 +350,6 @@ func (r *LeadershipRunner) Close() {
 					r.complete(r.sparseResult(jobgraph.JobStatusSuspended, nil))
 				}
 			}
-			return nil
 		})
 	}
 	_ = r.election.Close()

@@ -32,6 +32,7 @@ import (
 	"github.com/jobgraph/jobgraph/metrics"
 	"github.com/jobgraph/jobgraph/resourcemanager"
 	"github.com/jobgraph/jobgraph/rpc"
+	"github.com/jobgraph/jobgraph/scheduler"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	// and a job whose vertex names one fails its initialization with an error naming the vertex
 	// and the coordinator.
 	OperatorCoordinators *coordination.Registry
+	// SchedulerFactory builds each job's SchedulerNG (cluster.JobManagerConfig.SchedulerFactory);
+	// nil means scheduler.DefaultSchedulerFactory. Flink: jobmanager.scheduler.
+	SchedulerFactory scheduler.SchedulerNGFactory
 	// RPC is the transport every endpoint registers on and finds the others through; default a
 	// fresh rpc.NewLocalService(). The cluster registers the ResourceManager under
 	// ResourceManagerAddress, the leading Dispatcher under DispatcherAddress (while it leads),
@@ -130,10 +134,14 @@ type Config struct {
 	CleanupExponentialDelayAttempts       int
 	// FatalErrorHandler hears what the cluster cannot recover from (Flink's FatalErrorHandler):
 	// what its Dispatcher Runner reports (dispatcher.RunnerConfig.FatalErrorHandler: the
-	// Dispatcher leader election's error, a failed recovery, a globally terminated job whose
-	// result cannot be written to the JobResultStore — an ha.ErrUnrecoverable store error, or the
-	// cleanup-strategy's attempts used up) and the ResourceManager's leader election error
-	// (resourcemanager.Config.FatalErrorHandler). Called on a goroutine of the cluster's, it must not
+	// Dispatcher leader election's error, a failed recovery, a recovered job whose JobMaster
+	// failed to initialize, a globally terminated job whose result cannot be written to the
+	// JobResultStore — an ha.ErrUnrecoverable store error, or the cleanup-strategy's attempts
+	// used up), the ResourceManager's leader election error
+	// (resourcemanager.Config.FatalErrorHandler), a JobMaster's (jobmaster.Config.FatalErrorHandler)
+	// and a panic on the main loop of any of these — a broken invariant or a bug — as an error
+	// wrapping a *jobgraph.PanicError. (A TaskExecutor's fatal errors close only that
+	// TaskExecutor, see TaskExecutors.) Called on a goroutine of the cluster's, it must not
 	// wait for the cluster (call Close from another goroutine). Default (nil): the error is
 	// logged at Error level and the cluster closes itself, as Flink's ClusterEntrypoint ends the
 	// process. Either way, from the first fatal error on, Close and every call that was waiting
@@ -295,6 +303,7 @@ func New(cfg Config) (*MiniCluster, error) {
 		JobStatusListener:                     cfg.JobStatusListener,
 		ExecutionStateListener:                cfg.ExecutionStateListener,
 		OperatorCoordinators:                  cfg.OperatorCoordinators,
+		SchedulerFactory:                      cfg.SchedulerFactory,
 		ExceptionHistorySize:                  cfg.ExceptionHistorySize,
 		JobStoreExpiration:                    cfg.JobStoreExpiration,
 		JobStoreMaxCapacity:                   cfg.JobStoreMaxCapacity,

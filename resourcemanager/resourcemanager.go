@@ -111,11 +111,14 @@ type Config struct {
 	// their leader retrieval. Close closes the election. Nil: the ResourceManager leads from
 	// Start with a random ResourceManagerID, as before.
 	LeaderElection ha.LeaderElection
-	// FatalErrorHandler hears what the ResourceManager cannot recover from: today its leader
+	// FatalErrorHandler hears what the ResourceManager cannot recover from: its leader
 	// election's error (ha.LeaderContender.HandleError), after which it cannot know whether it
-	// leads. Called on the election's goroutine; it must not call back into the ResourceManager
-	// synchronously. Default (nil): the error is logged at Error level. Flink:
-	// ResourceManagerServiceImpl.handleError, which calls its FatalErrorHandler.
+	// leads, called on the election's goroutine; and a panic on its main loop — a broken
+	// invariant of the slot manager, or a bug — as an error wrapping a *jobgraph.PanicError,
+	// called on the dead loop's goroutine, after which every call returns ErrClosed wrapping
+	// that error. It must not call back into the ResourceManager synchronously (Close it from
+	// another goroutine). Default (nil): the error is logged at Error level. Flink:
+	// ResourceManagerServiceImpl.handleError and the RpcEndpoint's FatalErrorHandler.
 	FatalErrorHandler func(err error)
 	// RequestTimeout bounds one RequestSlot call to a TaskExecutor; the slot is free again when
 	// it expires. Flink: pekko.ask.timeout (slot manager's taskManagerRequestTimeout), default 10 s;
@@ -259,6 +262,7 @@ func New(cfg Config) (*ResourceManager, error) {
 		taskExecutors: make(map[jobgraph.ResourceID]*taskExecutorRegistration),
 		jobMasters:    make(map[jobgraph.ResourceID]*jobMasterRegistration),
 	}
+	rm.loop.SetPanicHandler(rm.onPanic)
 	var err error
 	rm.teHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
 		Timers: rm.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
@@ -390,12 +394,24 @@ func (c leaderContender) GrantLeadership(session ha.SessionID) {
 func (c leaderContender) RevokeLeadership() { c.rm.loop.Execute(c.rm.revokeLeadership) }
 
 func (c leaderContender) HandleError(err error) {
-	err = fmt.Errorf("resourcemanager: the ResourceManager's leader election failed: %w", err)
-	if h := c.rm.cfg.FatalErrorHandler; h != nil {
+	c.rm.fatal(fmt.Errorf("resourcemanager: the ResourceManager's leader election failed: %w", err))
+}
+
+// onPanic is the panic handler of the main loop: a broken invariant of the slot manager (or a
+// bug) leaves the ResourceManager serving nothing — every call returns ErrClosed wrapping the
+// *jobgraph.PanicError — and is fatal. On the dead loop's goroutine, before Close can return.
+func (rm *ResourceManager) onPanic(err *jobgraph.PanicError) {
+	rm.log.Error("the ResourceManager's main loop panicked", "panic", err.Value, "stack", string(err.Stack))
+	rm.fatal(fmt.Errorf("resourcemanager: %w", err))
+}
+
+// fatal hands err to Config.FatalErrorHandler, or logs it.
+func (rm *ResourceManager) fatal(err error) {
+	if h := rm.cfg.FatalErrorHandler; h != nil {
 		h(err)
 		return
 	}
-	c.rm.log.Error("the ResourceManager's leader election failed", "err", err)
+	rm.log.Error("fatal error of the ResourceManager", "err", err)
 }
 
 // grantLeadership makes the ResourceManager lead under session: its ResourceManagerID becomes
@@ -516,6 +532,9 @@ func submit[T any](ctx context.Context, rm *ResourceManager, fn func() (T, error
 
 // closedErr returns ErrClosed once Close was called. Off the loop.
 func (rm *ResourceManager) closedErr() error {
+	if err := rm.loop.Err(); err != nil {
+		return err // ErrClosed wrapping the PanicError the loop died of (onPanic)
+	}
 	rm.lifeMu.Lock()
 	defer rm.lifeMu.Unlock()
 	if rm.closed {

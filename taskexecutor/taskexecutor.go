@@ -348,6 +348,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 		cancelInterval: cancelInterval,
 		cancelTimeout:  cancelTimeout,
 	}
+	te.loop.SetPanicHandler(te.onPanic)
 	// Receivers only: the JobMasters and the ResourceManager send the requests.
 	te.jmHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.JobID]{
 		Timers: te.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,

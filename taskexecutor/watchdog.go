@@ -165,8 +165,19 @@ func (te *TaskExecutor) failFatally(t *task, timeout time.Duration) {
 	te.log.Error("task did not return within task.cancellation.timeout after its cancellation; the TaskExecutor fails fatally",
 		"task", t.tdd.TaskName, "vertex", t.tdd.VertexName, "subtask", t.tdd.SubtaskIndex,
 		"attempt", t.tdd.AttemptNumber, "execution", t.attempt.String(), "timeout", timeout)
-	var err error = cause
-	te.fatal.Store(&err)
+	te.failWith(cause)
+}
+
+// failWith makes the TaskExecutor fail fatally with cause: FatalError returns it from now on, it
+// dies as Kill makes it die (every gateway method fails with ErrFailed wrapping cause), its
+// tasks are released (Close no longer waits for them) and it says goodbye to the
+// ResourceManager and the JobMasters it is registered with. On the loop, or on the loop's
+// goroutine after a panic ended the loop (onPanic: nothing else touches the loop's state then).
+func (te *TaskExecutor) failWith(cause error) {
+	if te.killed.Load() {
+		return
+	}
+	te.fatal.Store(&cause)
 	type goodbye struct {
 		gw    rpc.JobMasterGateway
 		token jobgraph.JobMasterID
@@ -202,8 +213,19 @@ func (te *TaskExecutor) failFatally(t *task, timeout time.Duration) {
 	})
 }
 
+// onPanic is the panic handler of the TaskExecutor's loop: a broken invariant (or a bug) there
+// makes the TaskExecutor fail fatally with the *jobgraph.PanicError, as a task stuck past
+// task.cancellation.timeout does. On the dead loop's goroutine.
+func (te *TaskExecutor) onPanic(err *jobgraph.PanicError) {
+	te.log.Error("the TaskExecutor's main loop panicked; the TaskExecutor fails fatally", "panic", err.Value, "stack", string(err.Stack))
+	// What die posts to the loop (stopping the heartbeats, closing the registration) cannot run
+	// on a dead loop: the heartbeats' timers died with it, and the registration ends with ctx.
+	te.failWith(err)
+}
+
 // FatalError returns the error the TaskExecutor failed fatally with — a
-// *TaskCancellationTimeoutError naming the task that would not return — or nil. Safe anywhere.
+// *TaskCancellationTimeoutError naming the task that would not return, or a *jobgraph.PanicError
+// when its main loop panicked (a broken invariant) — or nil. Safe anywhere.
 func (te *TaskExecutor) FatalError() error {
 	if err := te.fatal.Load(); err != nil {
 		return *err

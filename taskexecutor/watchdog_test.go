@@ -303,3 +303,41 @@ func TestNewChecksTheTaskCancellationOptions(t *testing.T) {
 		})
 	}
 }
+
+// A panic on the TaskExecutor's main loop (a broken invariant of its slot table, say) makes the
+// TaskExecutor fail fatally, as a stuck task does: FatalError is the *jobgraph.PanicError, one
+// ERROR carries the stack, the ResourceManager and the JobMaster are told it is gone with the
+// cause, every gateway method fails with ErrFailed wrapping the PanicError, and Close returns
+// although the running task never did.
+func TestPanicOnTheTaskExecutorsLoopFailsItFatally(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newWatchdogCluster(t, 0, 0)
+		a := c.deploy("stuck")
+		c.until(10 * time.Second)
+		c.te.loop.Execute(func() { panic("taskexecutor: broken invariant: slot 1 is free and runs a task") })
+		synctest.Wait()
+
+		var pe *jobgraph.PanicError
+		require.ErrorAs(t, c.te.FatalError(), &pe)
+		assert.Equal(t, "taskexecutor te-1", pe.Endpoint)
+		assert.Equal(t, "taskexecutor: broken invariant: slot 1 is free and runs a task", pe.Value)
+		errs := c.logs.of(slog.LevelError)
+		require.Len(t, errs, 1)
+		assert.Equal(t, "the TaskExecutor's main loop panicked; the TaskExecutor fails fatally", errs[0].Msg)
+		assert.Contains(t, errs[0].Values["stack"], "TestPanicOnTheTaskExecutorsLoopFailsItFatally")
+
+		rmBye, jmBye := c.rm.disconnects(), c.jm.disconnects()
+		require.Len(t, rmBye, 1)
+		require.Len(t, jmBye, 1)
+		assert.Equal(t, jobgraph.ResourceID("te-1"), rmBye[0].TaskExecutor)
+		assert.Equal(t, "TaskExecutor te-1 failed fatally: taskexecutor te-1: panic: taskexecutor: broken invariant: slot 1 is free and runs a task", jmBye[0].Cause.Error())
+
+		_, err := c.te.SlotReport(ctx)
+		assert.ErrorIs(t, err, ErrFailed)
+		var pe2 *jobgraph.PanicError
+		require.ErrorAs(t, err, &pe2)
+		assert.Same(t, pe, pe2)
+		assert.ErrorIs(t, c.te.CancelTask(ctx, a), ErrFailed)
+		c.te.Close() // returns, though the stuck task never does
+	})
+}

@@ -38,6 +38,7 @@ type Loop struct {
 	timers  map[*time.Timer]struct{}
 	wake    chan struct{}
 	stopped chan struct{}
+	failed  chan struct{} // closed by die, before stopped: releases the waiting calls
 
 	onPanic  func(*jobgraph.PanicError) // under mu (SetPanicHandler)
 	panicked *jobgraph.PanicError       // set under mu before stopped is closed (die)
@@ -61,6 +62,7 @@ func NewWithClosedError(name string, closed error) *Loop {
 		timers:    make(map[*time.Timer]struct{}),
 		wake:      make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
+		failed:    make(chan struct{}),
 	}
 	go l.run()
 	return l
@@ -80,10 +82,10 @@ func (f funcTask) run() { f() }
 
 func (l *Loop) run() {
 	defer func() {
-		close(l.stopped)
-		if l.dying != nil { // die's, on this goroutine
+		if l.dying != nil { // die's, on this goroutine; before stopped, so Close waits for it
 			l.dying()
 		}
+		close(l.stopped)
 	}()
 	var batch []task
 	for {
@@ -132,10 +134,10 @@ func (l *Loop) runOne(t task) (ok bool) {
 }
 
 // die ends a loop whose closure panicked: it closes the loop as Close does but drops what is
-// queued (nothing more runs on a loop whose state a panic left half-changed), and records the
-// error every waiting and later Call and Submit return. Those waiting are released by stopped,
-// which run's defer closes after die returns, so they see the failure (written under mu before
-// the close, which orders it before their read); the handler runs after that (run's defer).
+// queued (nothing more runs on a loop whose state a panic left half-changed), records the error
+// every waiting and later Call and Submit return, and releases those waiting (failed; the
+// failure is written under mu before the close, which orders it before their read). The
+// handler runs after that, and stopped is closed after the handler (run's defer).
 func (l *Loop) die(h func(*jobgraph.PanicError), perr *jobgraph.PanicError) {
 	l.dying = func() { h(perr) }
 	l.mu.Lock()
@@ -149,6 +151,7 @@ func (l *Loop) die(h func(*jobgraph.PanicError), perr *jobgraph.PanicError) {
 	l.panicked = perr
 	l.failure = fmt.Errorf("%w: %w", l.closedErr, perr)
 	l.mu.Unlock()
+	close(l.failed)
 }
 
 // SetPanicHandler makes a panic in a closure of this loop (or in SetAfterEach's fn) end the loop
@@ -157,8 +160,9 @@ func (l *Loop) die(h func(*jobgraph.PanicError), perr *jobgraph.PanicError) {
 // false, Close returns at once, and every waiting and later Call and Submit returns an error
 // wrapping both the loop's closed error and a *jobgraph.PanicError (the loop's name, the value,
 // the stack), which Err returns too. fn gets that PanicError once, on the loop's goroutine after
-// the waiting calls were released, so it may Close the loop or wait for what waits for the loop;
-// it must return (the loop's goroutine ends only then). Set it right after New, before the first
+// the waiting calls were released and before Done is closed: Close waits for fn, so fn must not
+// Close the loop or wait for anything that does (start a goroutine for that); it may use state
+// only the loop's closures touch, since none runs again. Set it right after New, before the first
 // closure is posted; nil removes it. Flink: an RpcEndpoint's main thread hands an uncaught
 // exception to the FatalErrorHandler; where we differ, only this loop stops, and fn's owner
 // decides what else does.
@@ -166,6 +170,25 @@ func (l *Loop) SetPanicHandler(fn func(err *jobgraph.PanicError)) {
 	l.mu.Lock()
 	l.onPanic = fn
 	l.mu.Unlock()
+}
+
+// Finally runs fn on the loop and waits for it, as Call does; but once a panic ended the loop
+// (SetPanicHandler), it runs fn on the caller's goroutine instead, after the loop's goroutine has
+// returned: nothing runs on the loop again, so the state fn touches is the caller's from then
+// on. It is for an endpoint's Close, which must still release what a dead loop owned (the
+// JobMasters of a Dispatcher, say). It reports whether fn ran: false when Close ended the loop
+// first. Not from the loop itself.
+func (l *Loop) Finally(fn func()) bool {
+	err := l.Call(context.Background(), func() error { fn(); return nil })
+	if err == nil {
+		return true
+	}
+	if l.Err() == nil {
+		return false
+	}
+	<-l.stopped
+	fn()
+	return true
 }
 
 // Err returns the error a panic ended the loop with (see SetPanicHandler), or nil while it runs
@@ -311,6 +334,13 @@ func (l *Loop) wait(ctx context.Context, t task, done chan struct{}) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-l.failed:
+		select {
+		case <-done:
+			return nil // t ran before the panic
+		default:
+			return l.closedError()
+		}
 	case <-l.stopped:
 		// The loop's goroutine returns only once the queue is empty, and Close drops nothing
 		// queued: t ran and sent before stopped was closed, unless it was never taken, or a

@@ -433,8 +433,14 @@ func TestPanicWithAHandlerEndsOnlyTheLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mainloop.NewWithClosedError("jobmaster-7", errEndpointClosed)
 		handled := make(chan *jobgraph.PanicError, 2)
+		callReturned := make(chan struct{})
 		l.SetPanicHandler(func(err *jobgraph.PanicError) {
-			l.Close() // allowed: the loop has stopped
+			<-callReturned // the waiting calls are released before the handler runs
+			select {
+			case <-l.Done():
+				t.Error("Done closed before the handler ran")
+			default:
+			}
 			handled <- err
 		})
 
@@ -445,7 +451,10 @@ func TestPanicWithAHandlerEndsOnlyTheLoop(t *testing.T) {
 		require.True(t, l.Execute(func() { panic("slot 3 is free and occupied") }))
 		var ran atomic.Bool
 		callErr := make(chan error, 1)
-		go func() { callErr <- l.Call(context.Background(), func() error { ran.Store(true); return nil }) }()
+		go func() {
+			callErr <- l.Call(context.Background(), func() error { ran.Store(true); return nil })
+			close(callReturned)
+		}()
 		synctest.Wait() // the Call is queued
 		require.True(t, l.Execute(func() { ran.Store(true) }))
 		l.Schedule(time.Second, func() { ran.Store(true) })
@@ -531,4 +540,29 @@ func TestPanicWithoutAHandlerEndsTheProcess(t *testing.T) {
 	require.ErrorAs(t, err, &exit, "output: %s", out)
 	assert.Equal(t, 2, exit.ExitCode()) // the runtime's exit code for an unrecovered panic
 	assert.Contains(t, string(out), "panic: no handler here")
+}
+
+// Finally runs on the loop while it lives, on the caller once a panic ended it (after the loop's
+// goroutine returned), and not at all after a plain Close.
+func TestFinally(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("runner")
+		l.SetPanicHandler(func(*jobgraph.PanicError) {})
+		var where []string
+		require.True(t, l.Finally(func() { where = append(where, "loop") }))
+		l.Execute(func() { panic("broken") })
+		require.True(t, l.Finally(func() {
+			select {
+			case <-l.Done():
+				where = append(where, "caller, loop gone")
+			default:
+				where = append(where, "caller, loop alive")
+			}
+		}))
+		assert.Equal(t, []string{"loop", "caller, loop gone"}, where)
+
+		closed := mainloop.New("closed")
+		closed.Close()
+		assert.False(t, closed.Finally(func() { t.Error("ran after Close") }))
+	})
 }
