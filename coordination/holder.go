@@ -3,6 +3,7 @@ package coordination
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -244,7 +245,7 @@ func (h *Holder) Start() error {
 		return fmt.Errorf("coordination: coordinator %q of vertex %s started twice", h.cfg.Name, h.cfg.VertexID)
 	}
 	h.started = true
-	return h.check("Start", h.coord.Start())
+	return h.check("Start", h.safely(h.coord.Start))
 }
 
 // Close closes the coordinator, once; later calls return nil. From then on no coordinator method,
@@ -267,7 +268,7 @@ func (h *Holder) Close() error {
 	h.mu.Lock()
 	h.arrived = nil
 	h.mu.Unlock()
-	if err := h.coord.Close(); err != nil {
+	if err := h.safely(h.coord.Close); err != nil {
 		return &CoordinatorError{Name: h.cfg.Name, Vertex: h.cfg.VertexID, Method: "Close", Err: err}
 	}
 	return nil
@@ -290,7 +291,7 @@ func (h *Holder) HandleEventFromOperator(attempt jobgraph.ExecutionAttemptID, ev
 	if g := h.subtasks[s].ready; g == nil || g.id != attempt {
 		return fmt.Errorf("%w: %s (vertex %s's coordinator %q)", ErrNotCurrentAttempt, attempt, h.cfg.VertexID, h.cfg.Name)
 	}
-	_ = h.check("HandleEventFromOperator", h.coord.HandleEventFromOperator(s, attempt.AttemptNumber, event))
+	_ = h.check("HandleEventFromOperator", h.safely(func() error { return h.coord.HandleEventFromOperator(s, attempt.AttemptNumber, event) }))
 	return nil
 }
 
@@ -322,7 +323,7 @@ func (h *Holder) ExecutionAttemptReady(attempt jobgraph.ExecutionAttemptID) erro
 	}
 	g := &gateway{h: h, id: attempt}
 	st.ready, st.latest, st.latestFailed = g, n, false
-	_ = h.check("ExecutionAttemptReady", h.coord.ExecutionAttemptReady(s, n, g))
+	_ = h.check("ExecutionAttemptReady", h.safely(func() error { return h.coord.ExecutionAttemptReady(s, n, g) }))
 	return nil
 }
 
@@ -349,7 +350,7 @@ func (h *Holder) ExecutionAttemptFailed(attempt jobgraph.ExecutionAttemptID, rea
 	if attempt.AttemptNumber >= st.latest {
 		st.latest, st.latestFailed = attempt.AttemptNumber, true
 	}
-	_ = h.check("ExecutionAttemptFailed", h.coord.ExecutionAttemptFailed(s, attempt.AttemptNumber, reason))
+	_ = h.check("ExecutionAttemptFailed", h.safely(func() error { return h.coord.ExecutionAttemptFailed(s, attempt.AttemptNumber, reason) }))
 	return nil
 }
 
@@ -378,7 +379,7 @@ func (h *Holder) CheckpointCoordinator(id checkpoint.CheckpointID, result func(s
 	h.latestMarked = id
 	h.marked = append(h.marked, id)
 	var once sync.Once
-	h.coord.CheckpointCoordinator(int64(id), func(state []byte, err error) {
+	deliver := func(state []byte, err error) {
 		once.Do(func() {
 			h.mu.Lock()
 			h.arrived = append(h.arrived, arrivedResult{id: id, state: state, err: err, result: result})
@@ -389,7 +390,12 @@ func (h *Holder) CheckpointCoordinator(id checkpoint.CheckpointID, result func(s
 				}
 			})
 		})
-	})
+	}
+	// A coordinator that panics here fails the checkpoint (and the job, as its other methods'
+	// panics do); a result it still delivers later is ignored (once).
+	if err := h.safely(func() error { h.coord.CheckpointCoordinator(int64(id), deliver); return nil }); err != nil {
+		deliver(nil, h.check("CheckpointCoordinator", err))
+	}
 }
 
 // processArrived closes the valve for each checkpoint whose coordinator state came in and starts
@@ -521,7 +527,7 @@ func (h *Holder) NotifyCheckpointComplete(id checkpoint.CheckpointID) {
 	if h.closed {
 		return
 	}
-	h.coord.NotifyCheckpointComplete(int64(id))
+	_ = h.check("NotifyCheckpointComplete", h.safely(func() error { h.coord.NotifyCheckpointComplete(int64(id)); return nil }))
 }
 
 // NotifyCheckpointAborted implements checkpoint.OperatorCoordinatorCheckpointContext: id's valve
@@ -533,7 +539,7 @@ func (h *Holder) NotifyCheckpointAborted(id checkpoint.CheckpointID) {
 	}
 	h.processArrived()
 	h.open(id, true)
-	h.coord.NotifyCheckpointAborted(int64(id))
+	_ = h.check("NotifyCheckpointAborted", h.safely(func() error { h.coord.NotifyCheckpointAborted(int64(id)); return nil }))
 }
 
 // ResetToCheckpoint implements checkpoint.OperatorCoordinatorCheckpointContext: every checkpoint
@@ -552,7 +558,7 @@ func (h *Holder) ResetToCheckpoint(id checkpoint.CheckpointID, state []byte) err
 	}
 	h.abortWaits(func(*checkpointWait) bool { return true })
 	h.failed = false
-	if err := h.coord.ResetToCheckpoint(int64(id), state); err != nil {
+	if err := h.safely(func() error { return h.coord.ResetToCheckpoint(int64(id), state) }); err != nil {
 		return &CoordinatorError{Name: h.cfg.Name, Vertex: h.cfg.VertexID, Method: "ResetToCheckpoint", Err: err}
 	}
 	return nil
@@ -568,10 +574,23 @@ func (h *Holder) SubtaskReset(subtask int, id checkpoint.CheckpointID) error {
 	if subtask < 0 || subtask >= len(h.subtasks) {
 		return fmt.Errorf("coordination: coordinator %q of vertex %s: SubtaskReset of subtask %d, parallelism %d", h.cfg.Name, h.cfg.VertexID, subtask, len(h.subtasks))
 	}
-	if err := h.coord.SubtaskReset(subtask, int64(id)); err != nil {
+	if err := h.safely(func() error { return h.coord.SubtaskReset(subtask, int64(id)) }); err != nil {
 		return &CoordinatorError{Name: h.cfg.Name, Vertex: h.cfg.VertexID, Method: "SubtaskReset", Err: err}
 	}
 	return nil
+}
+
+// safely calls one of the coordinator's methods and turns a panic in it into its error: a
+// *jobgraph.PanicError naming the coordinator. The coordinator is the host's code, and as
+// Flink's OperatorCoordinatorHolder fails the job on a coordinator's exception, a panic fails
+// the job (check) instead of the JobMaster's main loop, which would be fatal for the cluster.
+func (h *Holder) safely(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &jobgraph.PanicError{Endpoint: fmt.Sprintf("coordinator %q of vertex %s", h.cfg.Name, h.cfg.VertexID), Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
 }
 
 // check fails the job with a method's error (once until the next reset) and returns it wrapped.
@@ -726,8 +745,12 @@ func (c holderContext) VertexID() jobgraph.JobVertexID { return c.h.cfg.VertexID
 func (c holderContext) Config() []byte                 { return c.h.cfg.Config }
 func (c holderContext) CurrentParallelism() int        { return c.h.cfg.Parallelism }
 
-// RunInMainThread posts fn to the owner's loop; it does not run if the Holder closed first.
-func (c holderContext) RunInMainThread(fn func()) { c.h.post(fn) }
+// RunInMainThread posts fn to the owner's loop; it does not run if the Holder closed first. A
+// panic in fn fails the job, as a coordinator method's does (safely).
+func (c holderContext) RunInMainThread(fn func()) {
+	h := c.h
+	h.post(func() { _ = h.check("RunInMainThread", h.safely(func() error { fn(); return nil })) })
+}
 
 // FailJob fails the job globally from any goroutine, later on the loop, unless the Holder closed
 // first or the job was failed already since the last reset.

@@ -792,3 +792,48 @@ func BenchmarkHolderEventRoundTrip(b *testing.B) {
 		b.Fatalf("%d acks for %d events", c.acked, n)
 	}
 }
+
+// A coordinator is the host's code: a panic in one of its methods, in its checkpoint call or in
+// a function it runs with RunInMainThread fails the job (with a *CoordinatorError wrapping a
+// *jobgraph.PanicError that names the coordinator), as Flink's OperatorCoordinatorHolder fails
+// the job on a coordinator's exception, instead of reaching the JobMaster's loop (which would be
+// fatal for the whole cluster).
+func TestHolderCoordinatorPanicsFailTheJob(t *testing.T) {
+	r := newRig(t, 1)
+	require.NoError(t, r.h.Start())
+	r.ready(0, 0)
+	r.c.onEvent = func(subtask, attempt int, event []byte) { panic("enumerator: split index out of range") }
+	require.NoError(t, r.h.HandleEventFromOperator(attemptOf(0, 0), []byte("e")), "delivered: the panic is the job's")
+	require.Len(t, r.failedJob, 1)
+	var ce *coordination.CoordinatorError
+	require.ErrorAs(t, r.failedJob[0], &ce)
+	assert.Equal(t, "HandleEventFromOperator", ce.Method)
+	var pe *jobgraph.PanicError
+	require.ErrorAs(t, r.failedJob[0], &pe)
+	assert.Equal(t, `coordinator "log" of vertex `+testVertex.String(), pe.Endpoint)
+	assert.Equal(t, "enumerator: split index out of range", pe.Value)
+	assert.Contains(t, string(pe.Stack), "TestHolderCoordinatorPanicsFailTheJob")
+	assert.EqualError(t, r.failedJob[0], `operator coordinator "log" of vertex `+testVertex.String()+`: HandleEventFromOperator: coordinator "log" of vertex `+testVertex.String()+": panic: enumerator: split index out of range")
+
+	// The checkpoint call panics: its result is that error, and the job fails (after a reset).
+	require.NoError(t, r.h.ResetToCheckpoint(checkpoint.NoCheckpoint, nil))
+	r.c.onCheckpoint = func(id int64, result func([]byte, error)) { panic("snapshot: nil enumerator") }
+	res := &checkpointResult{}
+	r.h.CheckpointCoordinator(7, func(state []byte, err error) { res.got = append(res.got, fmt.Sprintf("%q %v", state, err)) })
+	r.loop.run()
+	require.Len(t, r.failedJob, 2)
+	require.ErrorAs(t, r.failedJob[1], &ce)
+	assert.Equal(t, "CheckpointCoordinator", ce.Method)
+	require.Len(t, res.got, 1)
+	assert.Contains(t, res.got[0], "panic: snapshot: nil enumerator")
+
+	// RunInMainThread's function panics.
+	require.NoError(t, r.h.ResetToCheckpoint(checkpoint.NoCheckpoint, nil))
+	r.c.ctx.RunInMainThread(func() { panic(errors.New("assignment table corrupt")) })
+	r.loop.run()
+	require.Len(t, r.failedJob, 3)
+	require.ErrorAs(t, r.failedJob[2], &ce)
+	assert.Equal(t, "RunInMainThread", ce.Method)
+	require.ErrorAs(t, r.failedJob[2], &pe)
+	assert.EqualError(t, pe.Unwrap(), "assignment table corrupt", "an error the function panicked with is unwrapped")
+}
