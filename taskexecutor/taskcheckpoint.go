@@ -486,6 +486,9 @@ func (e *environment) finalCheckpoint(ctx context.Context) error {
 type taskInput struct {
 	e *environment
 	i int
+	// notInt64 is the error of a record NextInt64s took that is not an int64, for its next
+	// call.
+	notInt64 error
 }
 
 // Next counts each record it returns in numRecordsIn.

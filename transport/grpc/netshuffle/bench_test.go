@@ -18,43 +18,123 @@ import (
 )
 
 // BenchmarkNetworkShuffleAllToAll: source → sink, parallelism 2, ALL_TO_ALL, PIPELINED_BOUNDED,
-// b.N int64 records (8 bytes each) in all, the sources in one TaskExecutor process's
-// Environment and the sinks in another's, over loopback. In the same run it copies the same
-// bytes over raw loopback TCP (one connection per source-sink pair, 32 KiB writes) and reports
-// that rate (tcp-MB/s) and the shuffle's ratio to it (ratio), and moves the same records through
-// the in-memory shuffle alone (inmem-MB/s: what the task API's records cost without the network).
-// One op is one record.
+// b.N int64 records (8 bytes each, codec int64) in all, the sources in one TaskExecutor
+// process's Environment and the sinks in another's, over loopback. In the same run it copies
+// the same bytes over raw loopback TCP (one connection per source-sink pair, 32 KiB writes) and
+// reports that rate (tcp-MB/s) and the shuffle's ratio to it (ratio), and moves the same
+// records through the in-memory shuffle alone (inmem-MB/s, record by record: what the task
+// API's records cost without the network). One op is one record.
 //
-//	cd transport/grpc && go test -run '^$' -bench NetworkShuffleAllToAll -benchtime 10000000x -benchmem ./netshuffle/
+//   - records=int64-batch: the sources write batches of 1,024 values through
+//     taskexecutor.Int64Writer and the sinks read through taskexecutor.BufferedInt64Reader as
+//     the task API's Int64Reader does: the fast path a task with int64 records uses;
+//
+//   - records=any: every record through Emit and Next as an `any`.
+//
+//     cd transport/grpc && go test -run '^$' -bench NetworkShuffleAllToAll -benchtime 10000000x -benchmem ./netshuffle/
 func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
-	const p = 2
-	n := b.N
-	tcp := rawTCPCopy(b, p*p, int64(n)*8)
-	inmem := inMemoryAllToAll(b, p, n)
-	producerEnv, consumerEnv := newEnv(b, netshuffle.Config{}), newEnv(b, netshuffle.Config{})
-	x := newExchange(b)
-	ds := jobgraph.NewIntermediateDataSetID()
-	writers := make([]taskexecutor.ShuffleWriter, p)
-	sds := make([]rpc.ShuffleDescriptor, p)
-	for i := range p {
-		writers[i], sds[i] = x.produce(producerEnv, "te-src", x.partition(ds, i), jobgraph.PipelinedBounded, netshuffle.CodecInt64, p)
+	for _, mode := range []string{"int64-batch", "any"} {
+		b.Run("records="+mode, func(b *testing.B) {
+			const p = 2
+			n := b.N
+			tcp := rawTCPCopy(b, p*p, int64(n)*8)
+			inmem := inMemoryAllToAll(b, p, n)
+			producerEnv, consumerEnv := newEnv(b, netshuffle.Config{}), newEnv(b, netshuffle.Config{})
+			x := newExchange(b)
+			ds := jobgraph.NewIntermediateDataSetID()
+			writers := make([]taskexecutor.ShuffleWriter, p)
+			sds := make([]rpc.ShuffleDescriptor, p)
+			for i := range p {
+				writers[i], sds[i] = x.produce(producerEnv, "te-src", x.partition(ds, i), jobgraph.PipelinedBounded, netshuffle.CodecInt64, p)
+			}
+			readers := make([]taskexecutor.ShuffleReader, p)
+			for j := range p {
+				readers[j] = x.read(consumerEnv, jobgraph.PipelinedBounded, j, sds...)
+			}
+			b.SetBytes(8)
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			if mode == "any" {
+				allToAll(b, writers, readers, n)
+			} else {
+				allToAllInt64Batches(b, writers, readers, n)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			shuffleRate := float64(n) * 8 / elapsed.Seconds() / 1e6
+			tcpRate := float64(n) * 8 / tcp.Seconds() / 1e6
+			b.ReportMetric(tcpRate, "tcp-MB/s")
+			b.ReportMetric(float64(n)*8/inmem.Seconds()/1e6, "inmem-MB/s")
+			b.ReportMetric(shuffleRate/tcpRate, "ratio")
+		})
 	}
-	readers := make([]taskexecutor.ShuffleReader, p)
-	for j := range p {
-		readers[j] = x.read(consumerEnv, jobgraph.PipelinedBounded, j, sds...)
+}
+
+// allToAllInt64Batches is allToAll through the int64 batch path: each writer emits runs of
+// 1,024 values to one subpartition after the other; each reader takes the batch at hand in
+// bulk and waits in Next for the next one, as taskexecutor's Int64Reader does.
+func allToAllInt64Batches(b *testing.B, writers []taskexecutor.ShuffleWriter, readers []taskexecutor.ShuffleReader, n int) {
+	const run = 1024
+	p := len(writers)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	counts := make([]int, len(readers))
+	for i, w := range writers {
+		iw, ok := w.(taskexecutor.Int64Writer)
+		require.True(b, ok, "the network shuffle's writer implements taskexecutor.Int64Writer")
+		wg.Go(func() {
+			each := n / p
+			if i == 0 {
+				each += n % p
+			}
+			vals := make([]int64, run)
+			for k := 0; k < each; k += run {
+				m := min(run, each-k)
+				for j := range m {
+					vals[j] = int64(k + j)
+				}
+				if err := iw.EmitInt64s(ctx, (k/run)%p, vals[:m]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			if err := w.Finish(ctx); err != nil {
+				b.Error(err)
+			}
+		})
 	}
-	b.SetBytes(8)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	allToAll(b, writers, readers, n)
-	elapsed := time.Since(start)
-	b.StopTimer()
-	shuffleRate := float64(n) * 8 / elapsed.Seconds() / 1e6
-	tcpRate := float64(n) * 8 / tcp.Seconds() / 1e6
-	b.ReportMetric(tcpRate, "tcp-MB/s")
-	b.ReportMetric(float64(n)*8/inmem.Seconds()/1e6, "inmem-MB/s")
-	b.ReportMetric(shuffleRate/tcpRate, "ratio")
+	for j, r := range readers {
+		br, ok := r.(taskexecutor.BufferedInt64Reader)
+		require.True(b, ok, "the network shuffle's reader implements taskexecutor.BufferedInt64Reader")
+		wg.Go(func() {
+			buf := make([]int64, run)
+			for {
+				if k := br.BufferedInt64s(buf); k > 0 {
+					counts[j] += k
+					continue
+				}
+				rec, err := r.Next(ctx)
+				if err != nil {
+					if err != io.EOF {
+						b.Error(err)
+					}
+					return
+				}
+				if _, ok := rec.(int64); !ok {
+					b.Errorf("a record of type %T", rec)
+					return
+				}
+				counts[j]++
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	require.Equal(b, n, total, "records delivered")
 }
 
 // inMemoryAllToAll moves n records through p × p in-memory partitions and returns how long it took.

@@ -10,24 +10,22 @@ import (
 	"github.com/jobgraph/jobgraph/transport/grpc/netshuffle"
 )
 
-// The suite's Environment: small batches and frames, so that the back-pressure bound
-// is small and a reader in the middle of a partition has not received all of it.
+// The suite's Environment: small frames, so that the back-pressure bound is small and a reader
+// in the middle of a partition has not received all of it.
 var suiteConfig = netshuffle.Config{
 	DefaultCodec:      "shuffletest",
 	BufferSize:        512,
 	BuffersPerChannel: 2,
-	Local:             taskexecutor.ShuffleConfig{BatchSize: 16},
 }
 
 // suiteBound is what a pipelined subpartition whose reader does not read accepts before Emit
-// blocks: the writer's batch, the in-memory gate's queue and the batch the data server reads
-// from, then three frames (the two of the initial credit and the one the frame at the reader
-// gave back), each of at most BufferSize/3+1 of the suite's ints (a length, a tag and a
-// varint: at least 3 bytes each), and one record that did not fit the last frame.
+// blocks, in chunks of at most BufferSize/3+1 of the suite's ints (a length, a tag and a
+// varint: at least 3 bytes each; a chunk is handed over once it holds BufferSize bytes): the
+// writer's chunk, the in-memory gate's queue of DefaultLocalQueueCapacity, one at the data
+// server, then the frames of the initial credit and the one the frame at the reader gave back.
 func suiteBound() int {
-	local := suiteConfig.Local.BatchSize * (taskexecutor.DefaultQueueCapacity + 2)
-	perFrame := suiteConfig.BufferSize/3 + 1
-	return local + (suiteConfig.BuffersPerChannel+1)*perFrame + 1
+	perChunk := suiteConfig.BufferSize/3 + 1
+	return (1 + netshuffle.DefaultLocalQueueCapacity + 1 + suiteConfig.BuffersPerChannel + 1) * perChunk
 }
 
 // The network shuffle passes the ShuffleEnvironment conformance suite over loopback, with its

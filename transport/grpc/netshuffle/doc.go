@@ -16,12 +16,18 @@
 //
 // A consumer's reader opens one gRPC stream per (partition, subpartition) it reads — all streams
 // to one data server share one HTTP/2 connection — and grants it credit: Config.BuffersPerChannel
-// Data frames up front, one more whenever its reader took a frame. The data server takes records
-// from the in-memory shuffle only while the stream has credit, encodes them with the data set's
-// Codec into frames of up to Config.BufferSize bytes (a smaller one whenever nothing more is at
-// hand), and sends one frame per credit; checkpoint barriers, the end of the partition and
-// failures travel in-band, in their place, and need no credit. So a consumer that stops reading
-// stops its own streams only: its producers' writers block in the in-memory shuffle
+// Data frames up front, one more whenever its reader took a frame. A producing task's writer
+// encodes each record with the data set's Codec straight into a chunk of its subpartition (a
+// FixedSizeCodec's records without lengths; taskexecutor.Int64Writer's batches of the int64
+// codec copied in as they are) and hands the chunk to the in-memory shuffle once it fills a
+// frame of Config.BufferSize bytes, or earlier when the data server waits for it; the data
+// server takes chunks from the in-memory shuffle only while the stream has credit and sends one
+// frame per credit (a full chunk as it is, smaller ones gathered, a smaller frame whenever
+// nothing more is at hand). The consumer decodes each record only when its reader gets to it
+// (taskexecutor.BufferedInt64Reader: int64 records in bulk). Checkpoint barriers, the end of
+// the partition and failures travel in-band, in their place, and need no credit. So a
+// consumer that stops reading stops its own streams only: its producers' writers block in the
+// in-memory shuffle
 // (back-pressure), while every other stream on the same connection flows — gRPC's own windows
 // are set larger than any stream's credit allows in flight, and the connection's window is
 // returned as data arrives (TestSlowConsumerBlocksOnlyItsProducer).
@@ -38,8 +44,9 @@
 //
 // Where we differ: Flink reads a partition produced in the same process through a
 // LocalInputChannel; here every read goes through the data server, even from the producer's own
-// process. Flink sends network buffers of serialized records; here a Data frame holds whole
-// records, each a length and the Codec's bytes. A reader whose descriptor does not know the
+// process. Flink sends network buffers of serialized records, a record possibly spanning two;
+// here a Data frame holds whole records, each a length and the Codec's bytes (no length for a
+// FixedSizeCodec). A reader whose descriptor does not know the
 // producer yet (Flink's UnknownShuffleDescriptor, which Flink updates later with
 // updatePartitionInfo) reads from its own process's data server: the scheduler registers every
 // partition of a deployment bulk before it deploys any of it, so a pipelined consumer always

@@ -30,6 +30,11 @@ const (
 	// subpartition) stream) up front: the Data frames in flight or waiting at the consumer per
 	// channel (Flink's taskmanager.network.memory.buffers-per-channel, 2).
 	DefaultBuffersPerChannel = 2
+	// DefaultLocalQueueCapacity is the in-memory shuffle's QueueCapacity in an Environment
+	// (Config.Local): the chunks of encoded records — up to BufferSize bytes each — a
+	// subpartition holds at its producer, handed over and not sent yet, before the producer's
+	// writer blocks (Flink bounds a partition by its network buffers, too).
+	DefaultLocalQueueCapacity = 4
 )
 
 // Config configures an Environment. Zero fields take the defaults.
@@ -66,7 +71,9 @@ type Config struct {
 	// (DefaultBuffersPerChannel).
 	BuffersPerChannel int
 	// Local configures the in-memory shuffle that holds the partitions produced in this
-	// process (taskexecutor.ShuffleConfig; its defaults when zero).
+	// process (taskexecutor.ShuffleConfig). Its batches hold one chunk of encoded records
+	// each here (up to BufferSize bytes, see the package documentation), so BatchSize does not
+	// matter and QueueCapacity counts chunks (DefaultLocalQueueCapacity when zero).
 	Local taskexecutor.ShuffleConfig
 	// Logger is where the Environment logs (slog.Default() when nil).
 	Logger *slog.Logger
@@ -93,6 +100,8 @@ type Environment struct {
 	produced map[rpc.ResultPartitionID]producedPartition
 	channels map[*channel]struct{} // open streams of this process's readers
 	serving  sync.WaitGroup        // the server's stream goroutines
+
+	chunks sync.Pool // of *chunk: pipelined partitions' chunks, back once sent
 }
 
 // producedPartition is what the Environment remembers of a partition produced here: enough to
@@ -126,6 +135,9 @@ func New(cfg Config) (*Environment, error) {
 	}
 	if cfg.BuffersPerChannel <= 0 {
 		cfg.BuffersPerChannel = DefaultBuffersPerChannel
+	}
+	if cfg.Local.QueueCapacity <= 0 {
+		cfg.Local.QueueCapacity = DefaultLocalQueueCapacity
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -269,10 +281,11 @@ func (e *Environment) codecFor(name string) (string, Codec, error) {
 // produced into the in-memory shuffle of this process, from which the data server streams them.
 // A partition whose record codec is not registered here is refused ("output i: …").
 func (e *Environment) CreateResultPartitionWriters(owner taskexecutor.ShuffleIOOwnerContext, descs []rpc.ResultPartitionDeploymentDescriptor) ([]taskexecutor.ShuffleWriter, error) {
+	codecs := make([]Codec, len(descs))
 	for i, d := range descs {
 		dd, _, err := parseDescriptor(d.ShuffleDescriptor)
 		if err == nil {
-			_, _, err = e.codecFor(dd.Codec)
+			_, codecs[i], err = e.codecFor(dd.Codec)
 		}
 		if err != nil {
 			e.local.FailPartitions(owner, descs, err)
@@ -282,6 +295,16 @@ func (e *Environment) CreateResultPartitionWriters(owner taskexecutor.ShuffleIOO
 	ws, err := e.local.CreateResultPartitionWriters(owner, descs)
 	if err != nil {
 		return nil, err
+	}
+	for i, inner := range ws {
+		w, err := e.newWriter(inner, owner, descs[i], codecs[i])
+		if err != nil {
+			for _, w := range ws {
+				w.Fail(err)
+			}
+			return nil, fmt.Errorf("output %d: %w", i, err)
+		}
+		ws[i] = w
 	}
 	e.mu.Lock()
 	for _, d := range descs {
@@ -395,3 +418,9 @@ func (e *Environment) unregister(ch *channel) {
 
 // background is the context of the streams of this process's readers: they end with their gate.
 var background = context.Background()
+
+// recordBytes is how many bytes of records a chunk or a frame gathers before it goes: so many
+// that a whole Data frame of fixed-size records, with its header, fits in BufferSize bytes (a
+// frame of 32 KiB and a few bytes would make gRPC take, and clear, a 1 MiB receive buffer
+// for it).
+func (e *Environment) recordBytes() int { return max(e.cfg.BufferSize-frameOverhead, 1) }

@@ -48,11 +48,14 @@ func (e *StreamError) Error() string {
 
 func (e *StreamError) Unwrap() error { return e.Err }
 
-// entry is one item of a gate's queue: a batch of decoded records, a barrier, or a channel's
-// end, from channel ch.
+// entry is one item of a gate's queue: a Data frame's records (count of them in data, in the
+// wire's format, checked when it arrived, decoded when the reader gets to them), a barrier, or
+// a channel's end, from channel ch.
 type entry struct {
 	ch      *channel
-	batch   []any
+	data    []byte
+	count   int
+	size    int // Data.record_size
 	barrier *taskexecutor.CheckpointBarrier
 	end     bool
 }
@@ -81,15 +84,21 @@ type gate struct {
 	blocked   map[*channel]bool
 	endsTaken int // channels whose End the reader took: all they sent was handed out
 
-	// The reader's.
-	cur    []any
-	pos    int
-	err    error
-	eof    bool
-	closed bool
+	// The reader's: the frame at hand (left records in curData, of the record size curSize,
+	// from curCh), decoded one by one.
+	curData []byte
+	curLeft int
+	curSize int
+	curCh   *channel
+	err     error
+	eof     bool
+	closed  bool
 }
 
-var _ taskexecutor.ShuffleReader = (*gate)(nil)
+var (
+	_ taskexecutor.ShuffleReader       = (*gate)(nil)
+	_ taskexecutor.BufferedInt64Reader = (*gate)(nil)
+)
 
 func (e *Environment) newGate(owner taskexecutor.ShuffleIOOwnerContext, d rpc.InputGateDeploymentDescriptor) (*gate, error) {
 	stop := owner.Stop
@@ -272,10 +281,10 @@ func (g *gate) Next(ctx context.Context) (any, error) {
 	if err := g.stop.Err(); err != nil {
 		return nil, err
 	}
-	if g.pos < len(g.cur) {
-		r := g.cur[g.pos]
-		g.pos++
-		return r, nil
+	if g.curLeft > 0 {
+		if r, ok := g.decodeNext(); ok {
+			return r, nil
+		}
 	}
 	for {
 		if g.err == nil {
@@ -311,10 +320,10 @@ func (g *gate) Poll() (any, bool, error) {
 }
 
 func (g *gate) poll() (any, bool, error) {
-	if g.pos < len(g.cur) {
-		r := g.cur[g.pos]
-		g.pos++
-		return r, true, nil
+	if g.curLeft > 0 {
+		if r, ok := g.decodeNext(); ok {
+			return r, true, nil
+		}
 	}
 	if g.err != nil {
 		return nil, false, g.err
@@ -322,7 +331,6 @@ func (g *gate) poll() (any, bool, error) {
 	if g.eof {
 		return nil, false, io.EOF
 	}
-	g.cur, g.pos = nil, 0
 	e, ok, end, err := g.take()
 	switch {
 	case err != nil:
@@ -331,8 +339,11 @@ func (g *gate) poll() (any, bool, error) {
 	case ok && e.barrier != nil:
 		return e.barrier, true, nil
 	case ok:
-		g.cur, g.pos = e.batch, 1
-		return e.batch[0], true, nil
+		g.curData, g.curLeft, g.curSize, g.curCh = e.data, e.count, e.size, e.ch
+		if r, ok := g.decodeNext(); ok {
+			return r, true, nil
+		}
+		return nil, false, g.err
 	case end:
 		g.eof = true
 		return nil, false, io.EOF
@@ -340,20 +351,66 @@ func (g *gate) poll() (any, bool, error) {
 	return nil, false, nil
 }
 
+// decodeNext decodes the next record of the frame at hand (there is one). A record its codec
+// refuses fails the gate with a *StreamError (ErrMalformedFrame) naming the stream: false, and
+// g.err says why.
+func (g *gate) decodeNext() (any, bool) {
+	var b []byte
+	if g.curSize > 0 {
+		b, g.curData = g.curData[:g.curSize], g.curData[g.curSize:]
+	} else {
+		n, k := binary.Uvarint(g.curData) // the lengths were checked when the frame arrived
+		b, g.curData = g.curData[k:k+int(n)], g.curData[k+int(n):]
+	}
+	g.curLeft--
+	ch := g.curCh
+	r, err := ch.codec.Decode(b)
+	if err != nil {
+		g.curData, g.curLeft, g.curCh = nil, 0, nil
+		g.err = ch.streamError(fmt.Errorf("%w: codec %s: %v", ErrMalformedFrame, ch.codecName, err))
+		g.failWith(g.err)
+		return nil, false
+	}
+	if g.curLeft == 0 {
+		g.curData, g.curCh = nil, nil
+	}
+	return r, true
+}
+
 func (g *gate) Buffered() (any, bool) {
-	if g.pos < len(g.cur) {
-		r := g.cur[g.pos]
-		g.pos++
-		return r, true
+	if g.curLeft > 0 {
+		return g.decodeNext()
 	}
 	return nil, false
+}
+
+// BufferedInt64s implements taskexecutor.BufferedInt64Reader: a frame of the int64 codec's
+// 8-byte records is read straight into dst; a frame of another codec gives nothing here (Buffered
+// decodes its records one by one).
+func (g *gate) BufferedInt64s(dst []int64) int {
+	if g.curLeft == 0 || g.curSize != 8 {
+		return 0
+	}
+	if _, ok := g.curCh.codec.(int64Codec); !ok {
+		return 0
+	}
+	n := min(len(dst), g.curLeft)
+	b := g.curData[:8*n]
+	for i := range dst[:n] {
+		dst[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	g.curData, g.curLeft = g.curData[8*n:], g.curLeft-n
+	if g.curLeft == 0 {
+		g.curData, g.curCh = nil, nil
+	}
+	return n
 }
 
 func (g *gate) Aligned(id checkpoint.CheckpointID) bool {
 	if g.retained || g.eof || g.err != nil {
 		return true
 	}
-	if g.pos < len(g.cur) {
+	if g.curLeft > 0 {
 		return false
 	}
 	g.mu.Lock()
@@ -409,7 +466,7 @@ func (g *gate) Close() {
 	for _, ch := range g.chans {
 		ch.wait()
 	}
-	g.cur, g.pos = nil, 0
+	g.curData, g.curLeft, g.curCh = nil, 0, nil
 }
 
 // channel is one stream of a gate: subpartition gate.sub of one partition, read from the data
@@ -561,11 +618,10 @@ func (ch *channel) run(ctx context.Context) error {
 		}
 		switch k := f.Kind.(type) {
 		case *Frame_Data:
-			batch, err := ch.decode(k.Data)
-			if err != nil {
+			if err := ch.check(k.Data); err != nil {
 				return ch.streamError(fmt.Errorf("%w: %v", ErrMalformedFrame, err))
 			}
-			ch.gate.push(entry{ch: ch, batch: batch})
+			ch.gate.push(entry{ch: ch, data: k.Data.Records, count: int(k.Data.Count), size: int(k.Data.RecordSize)})
 		case *Frame_Barrier:
 			b, err := parseBarrier(k.Barrier)
 			if err != nil {
@@ -585,35 +641,37 @@ func (ch *channel) run(ctx context.Context) error {
 	}
 }
 
-// decode turns a Data frame into its records.
-func (ch *channel) decode(d *Data) ([]any, error) {
+// check checks a Data frame's framing before its records are queued: a count that matches its
+// bytes, every record length within them. The records themselves are decoded when the reader
+// gets to them (a record its codec refuses fails the reader then).
+func (ch *channel) check(d *Data) error {
 	if d.Count == 0 {
-		return nil, errors.New("a Data frame with no records")
+		return errors.New("a Data frame with no records")
 	}
 	if len(d.Records) > ch.gate.env.cfg.MaxFrameSize {
-		return nil, fmt.Errorf("%d bytes of records, above MaxFrameSize %d", len(d.Records), ch.gate.env.cfg.MaxFrameSize)
+		return fmt.Errorf("%d bytes of records, above MaxFrameSize %d", len(d.Records), ch.gate.env.cfg.MaxFrameSize)
+	}
+	if d.RecordSize > 0 {
+		if uint64(d.Count)*uint64(d.RecordSize) != uint64(len(d.Records)) {
+			return fmt.Errorf("%d records of %d bytes in %d bytes", d.Count, d.RecordSize, len(d.Records))
+		}
+		return nil
 	}
 	if int(d.Count) > len(d.Records) {
-		return nil, fmt.Errorf("%d records in %d bytes", d.Count, len(d.Records))
+		return fmt.Errorf("%d records in %d bytes", d.Count, len(d.Records))
 	}
-	out := make([]any, 0, d.Count)
 	b := d.Records
 	for i := range int(d.Count) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, fmt.Errorf("record %d of %d: its length runs past the frame", i, d.Count)
+			return fmt.Errorf("record %d of %d: its length runs past the frame", i, d.Count)
 		}
-		rec, err := ch.codec.Decode(b[k : k+int(n)])
-		if err != nil {
-			return nil, fmt.Errorf("record %d of %d: codec %s: %w", i, d.Count, ch.codecName, err)
-		}
-		out = append(out, rec)
 		b = b[k+int(n):]
 	}
 	if len(b) != 0 {
-		return nil, fmt.Errorf("%d bytes after the last of %d records", len(b), d.Count)
+		return fmt.Errorf("%d bytes after the last of %d records", len(b), d.Count)
 	}
-	return out, nil
+	return nil
 }
 
 // failure turns a Failure frame into the reader's error.

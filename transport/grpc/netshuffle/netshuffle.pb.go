@@ -360,8 +360,7 @@ type isFrame_Kind interface {
 }
 
 type Frame_Data struct {
-	// data holds count records, each a uvarint length and that many bytes of the codec's
-	// encoding.
+	// data holds count records of the codec's encoding (see Data).
 	Data *Data `protobuf:"bytes,1,opt,name=data,proto3,oneof"`
 }
 
@@ -431,9 +430,13 @@ func (*Opened) Descriptor() ([]byte, []int) {
 }
 
 type Data struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Count         uint32                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
-	Records       []byte                 `protobuf:"bytes,2,opt,name=records,proto3" json:"records,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Count uint32                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// records holds count records: each a uvarint length and that many bytes of the codec's
+	// encoding, or, when record_size is not 0, each exactly record_size bytes with no length
+	// (a codec of fixed-size records, such as int64's 8 bytes).
+	Records       []byte `protobuf:"bytes,2,opt,name=records,proto3" json:"records,omitempty"`
+	RecordSize    uint32 `protobuf:"varint,3,opt,name=record_size,json=recordSize,proto3" json:"record_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -480,6 +483,13 @@ func (x *Data) GetRecords() []byte {
 		return x.Records
 	}
 	return nil
+}
+
+func (x *Data) GetRecordSize() uint32 {
+	if x != nil {
+		return x.RecordSize
+	}
+	return 0
 }
 
 // Barrier is a taskexecutor.CheckpointBarrier, in its place among the records.
@@ -660,10 +670,12 @@ const file_netshuffle_proto_rawDesc = "" +
 	"\afailure\x18\x04 \x01(\v2\x1f.jobgraph.netshuffle.v1.FailureH\x00R\afailure\x128\n" +
 	"\x06opened\x18\x05 \x01(\v2\x1e.jobgraph.netshuffle.v1.OpenedH\x00R\x06openedB\x06\n" +
 	"\x04kind\"\b\n" +
-	"\x06Opened\"6\n" +
+	"\x06Opened\"W\n" +
 	"\x04Data\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\x12\x18\n" +
-	"\arecords\x18\x02 \x01(\fR\arecords\"n\n" +
+	"\arecords\x18\x02 \x01(\fR\arecords\x12\x1f\n" +
+	"\vrecord_size\x18\x03 \x01(\rR\n" +
+	"recordSize\"n\n" +
 	"\aBarrier\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12.\n" +
 	"\x13timestamp_unix_nano\x18\x02 \x01(\x03R\x11timestampUnixNano\x12#\n" +

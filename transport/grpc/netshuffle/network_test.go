@@ -90,8 +90,7 @@ func readAll(ctx context.Context, r taskexecutor.ShuffleReader) ([]any, error) {
 // too. Then the first consumer reads, and its producer finishes with every record delivered in
 // order.
 func TestSlowConsumerBlocksOnlyItsProducer(t *testing.T) {
-	cfg := netshuffle.Config{Local: taskexecutor.ShuffleConfig{BatchSize: 64}}
-	producerEnv, consumerEnv := newEnv(t, cfg), newEnv(t, cfg)
+	producerEnv, consumerEnv := newEnv(t, netshuffle.Config{}), newEnv(t, netshuffle.Config{})
 	x := newExchange(t)
 	slowID, fastID := x.partition(jobgraph.NewIntermediateDataSetID(), 0), x.partition(jobgraph.NewIntermediateDataSetID(), 0)
 	slowW, slowSD := x.produce(producerEnv, "te-1", slowID, jobgraph.PipelinedBounded, netshuffle.CodecInt64, 1)
@@ -100,10 +99,11 @@ func TestSlowConsumerBlocksOnlyItsProducer(t *testing.T) {
 	fastR := x.read(consumerEnv, jobgraph.PipelinedBounded, 0, fastSD)
 	assert.Equal(t, 1, consumerEnv.NumConns(), "both streams on one connection")
 
-	// What the slow exchange can accept unread: the writer's batch, the in-memory gate's queue
-	// and the batch the data server reads from, then the frames of the credit and the one the
-	// reader's frame gave back (8-byte records with a 1-byte length: BufferSize/9+1 a frame).
-	bound := 64*(taskexecutor.DefaultQueueCapacity+2) + (netshuffle.DefaultBuffersPerChannel+1)*(netshuffle.DefaultBufferSize/9+1)
+	// What the slow exchange can accept unread, in chunks of BufferSize/8 records (the int64
+	// codec's records are 8 bytes, with no length): the writer's chunk, the in-memory gate's
+	// queue and one at the data server, then the frames of the credit and the one the reader's
+	// frame gave back.
+	bound := (1 + netshuffle.DefaultLocalQueueCapacity + 1 + netshuffle.DefaultBuffersPerChannel + 1) * (netshuffle.DefaultBufferSize / 8)
 	require.Greater(t, netshuffle.DefaultBuffersPerChannel*netshuffle.DefaultBufferSize, 64<<10-1, "the slow stream's credit covers at least gRPC's default window")
 	slowTotal := 4 * bound // more than the bound: the producer can only block
 	var slowEmitted atomic.Int64

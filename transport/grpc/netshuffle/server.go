@@ -123,7 +123,8 @@ func (s *server) Read(stream PartitionService_ReadServer) error {
 		}
 	}()
 
-	w := frameWriter{stream: stream, codec: req.codec, limit: env.cfg.BufferSize, max: req.maxFrame}
+	w := frameWriter{env: env, stream: stream, limit: env.recordBytes(), max: req.maxFrame}
+	defer w.release()
 	ctx := ts.Context()
 	for {
 		// Wait for credit before taking anything from the partition: what is not taken stays
@@ -135,62 +136,80 @@ func (s *server) Read(stream PartitionService_ReadServer) error {
 				return nil
 			}
 		}
-		w.takePending()
-		rec, ok, err := r.Poll()
-		switch {
-		case err == io.EOF:
-			if err := w.flush(); err != nil {
-				return err
-			}
-			return stream.Send(&Frame{Kind: &Frame_End{End: &End{}}})
-		case err != nil:
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err := w.flush(); err != nil {
-				return err
-			}
-			return stream.Send(failureFrame(err))
-		case !ok:
-			// Nothing at hand. Once the consumer holds nothing of this stream (all its credit
-			// is back), it may be waiting: send the partial frame, or, with none, ask the
-			// producer's writer to hand over its partial batch at its next Emit (the in-memory
-			// shuffle's hunger). While the consumer still has frames to read, keep filling.
-			idle := credit.Load() >= int64(req.credit)
-			if idle && w.count > 0 {
+		var rec any
+		var err error
+		if len(w.backlog) > 0 {
+			rec = w.backlog[0]
+			w.backlog[0] = nil
+			w.backlog = w.backlog[1:]
+		} else {
+			var ok bool
+			rec, ok, err = r.Poll()
+			switch {
+			case err == io.EOF:
 				if err := w.flush(); err != nil {
 					return err
 				}
-				credit.Add(-1)
+				return stream.Send(&Frame{Kind: &Frame_End{End: &End{}}})
+			case err != nil:
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err := w.flush(); err != nil {
+					return err
+				}
+				return stream.Send(failureFrame(err))
+			case !ok:
+				// Nothing at hand. Once the consumer holds nothing of this stream (all its
+				// credit is back), it may be waiting: send the partial frame, or, with none,
+				// ask the producer's writer to hand over its partial chunk at its next Emit
+				// (the in-memory shuffle's hunger). While the consumer still has frames to
+				// read, keep filling.
+				idle := credit.Load() >= int64(req.credit)
+				if idle && w.count > 0 {
+					if err := w.flush(); err != nil {
+						return err
+					}
+					credit.Add(-1)
+					continue
+				}
+				if idle {
+					r.SetWaiting(true)
+				}
+				select {
+				case <-wake:
+				case <-granted:
+				case <-ctx.Done():
+					return nil
+				}
 				continue
 			}
-			if idle {
-				r.SetWaiting(true)
-			}
-			select {
-			case <-wake:
-			case <-granted:
-			case <-ctx.Done():
-				return nil
-			}
-			continue
 		}
-		if b, isBarrier := rec.(*taskexecutor.CheckpointBarrier); isBarrier {
+		var c *chunk
+		switch v := rec.(type) {
+		case *taskexecutor.CheckpointBarrier:
 			if w.count > 0 {
 				if err := w.flush(); err != nil {
 					return err
 				}
 				credit.Add(-1)
 			}
-			if err := stream.Send(barrierFrame(b)); err != nil {
+			if err := stream.Send(barrierFrame(v)); err != nil {
 				return err
 			}
-			r.ResumeAlignment(b.ID) // one channel: nothing to align here; the consumer aligns
+			r.ResumeAlignment(v.ID) // one channel: nothing to align here; the consumer aligns
 			continue
+		case *chunk:
+			c = v
+		default:
+			err = fmt.Errorf("a record of type %T, not written through the network shuffle's writer", rec)
 		}
-		full, err := w.add(rec)
+		full := false
+		if err == nil {
+			full, err = w.add(c)
+		}
 		if err != nil {
-			// The record cannot cross: the producer fails (its next Emit says why), and so
+			// The records cannot cross: the producer fails (its next Emit says why), and so
 			// does this reader.
 			cause := fmt.Errorf("netshuffle: record for subpartition %d of %v: %w", req.sub, req.id, err)
 			env.failProduced(req.id, cause)
@@ -205,61 +224,106 @@ func (s *server) Read(stream PartitionService_ReadServer) error {
 	}
 }
 
-// frameWriter gathers encoded records into a Data frame.
+// frameWriter turns the chunks of a subpartition into Data frames: a chunk of at least
+// BufferSize bytes goes as it is (no copy), smaller ones are gathered into one frame of up to
+// BufferSize bytes; no frame exceeds the consumer's limit.
 type frameWriter struct {
-	stream  PartitionService_ReadServer
-	codec   Codec
-	limit   int // send once the frame holds this many bytes
-	max     int // the consumer's MaxFrameSize
-	buf     []byte
-	scratch []byte
-	count   int
-	// pending is an encoded record that did not fit into the frame being sent (hasPending).
-	pending    []byte
-	hasPending bool
+	env    *Environment
+	stream PartitionService_ReadServer
+	limit  int // send once the frame holds this many bytes
+	max    int // the consumer's MaxFrameSize
+	// The frame being gathered from small chunks (copied), count records of record size size.
+	buf   []byte
+	count int
+	size  int
+	// direct is a chunk to send as it is, on its own.
+	direct *chunk
+	// backlog holds chunks to take before polling the partition again: one that did not fit
+	// the frame being sent, or the parts of one over the consumer's limit.
+	backlog []*chunk
 }
 
-// add encodes rec into the frame; full: send it now.
-func (w *frameWriter) add(rec any) (full bool, err error) {
-	w.scratch, err = w.codec.Append(w.scratch[:0], rec)
-	if err != nil {
-		return false, err
+// add takes c into the frame; full: send it now.
+func (w *frameWriter) add(c *chunk) (full bool, err error) {
+	if len(c.data) > w.max {
+		parts, err := split(c, w.max)
+		if err != nil {
+			return false, err
+		}
+		w.env.putChunk(c)
+		w.backlog = append(parts, w.backlog...)
+		return false, nil
 	}
-	n := len(w.scratch)
-	if size := n + binary.MaxVarintLen64; size > w.max {
-		return false, fmt.Errorf("%w: an encoded record of %d bytes does not fit in the consumer's frame limit of %d bytes", ErrFrameTooLarge, n, w.max)
-	}
-	if w.count > 0 && len(w.buf)+n+binary.MaxVarintLen64 > w.max {
-		// Would overflow the consumer's limit: this one starts the next frame.
-		w.pending = append(w.pending[:0], w.scratch...)
-		w.hasPending = true
+	if w.count > 0 && (len(w.buf)+len(c.data) > w.max || c.size != w.size) {
+		w.backlog = append([]*chunk{c}, w.backlog...)
 		return true, nil
 	}
-	w.buf = binary.AppendUvarint(w.buf, uint64(n))
-	w.buf = append(w.buf, w.scratch...)
-	w.count++
+	if w.count == 0 && len(c.data) >= w.limit {
+		w.direct = c
+		return true, nil
+	}
+	w.buf = append(w.buf, c.data...)
+	w.count += c.count
+	w.size = c.size
+	w.env.putChunk(c)
 	return len(w.buf) >= w.limit, nil
 }
 
-// flush sends the frame, if it holds records.
+// split cuts a chunk over the consumer's limit into chunks within it (not pooled); a single
+// record that cannot fit in the limit is ErrFrameTooLarge.
+func split(c *chunk, limit int) ([]*chunk, error) {
+	var parts []*chunk
+	cur := &chunk{size: c.size}
+	b := c.data
+	for len(b) > 0 {
+		n, k := uint64(c.size), 0
+		if c.size == 0 {
+			n, k = binary.Uvarint(b)
+			if k <= 0 || n > uint64(len(b)-k) {
+				return nil, fmt.Errorf("%w: a chunk whose record lengths run past its end", ErrMalformedFrame)
+			}
+		}
+		if size := n + binary.MaxVarintLen64; size > uint64(limit) {
+			return nil, fmt.Errorf("%w: an encoded record of %d bytes does not fit in the consumer's frame limit of %d bytes", ErrFrameTooLarge, n, limit)
+		}
+		rec := b[:k+int(n)]
+		if cur.count > 0 && len(cur.data)+len(rec) > limit {
+			parts = append(parts, cur)
+			cur = &chunk{size: c.size}
+		}
+		cur.data = append(cur.data, rec...)
+		cur.count++
+		b = b[len(rec):]
+	}
+	if cur.count > 0 {
+		parts = append(parts, cur)
+	}
+	return parts, nil
+}
+
+// flush sends the frame, if there is one.
 func (w *frameWriter) flush() error {
+	if c := w.direct; c != nil {
+		w.direct = nil
+		err := w.stream.Send(&Frame{Kind: &Frame_Data{Data: &Data{Count: uint32(c.count), Records: c.data, RecordSize: uint32(c.size)}}})
+		w.env.putChunk(c) // Send marshaled the frame: nothing refers to c.data any more
+		return err
+	}
 	if w.count == 0 {
 		return nil
 	}
-	err := w.stream.Send(&Frame{Kind: &Frame_Data{Data: &Data{Count: uint32(w.count), Records: w.buf}}})
+	err := w.stream.Send(&Frame{Kind: &Frame_Data{Data: &Data{Count: uint32(w.count), Records: w.buf, RecordSize: uint32(w.size)}}})
 	w.buf, w.count = w.buf[:0], 0
 	return err
 }
 
-// takePending starts the frame after a flush with the record that did not fit into the one
-// before (the stream has credit for it again).
-func (w *frameWriter) takePending() {
-	if w.hasPending {
-		w.buf = binary.AppendUvarint(w.buf, uint64(len(w.pending)))
-		w.buf = append(w.buf, w.pending...)
-		w.count = 1
-		w.hasPending = false
+// release gives back the chunks the stream still holds when it ends.
+func (w *frameWriter) release() {
+	w.env.putChunk(w.direct)
+	for _, c := range w.backlog {
+		w.env.putChunk(c)
 	}
+	w.direct, w.backlog = nil, nil
 }
 
 func barrierFrame(b *taskexecutor.CheckpointBarrier) *Frame {
