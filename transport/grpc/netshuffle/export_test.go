@@ -15,3 +15,7 @@ func (e *Environment) NumProduced() int {
 	defer e.mu.Unlock()
 	return len(e.produced)
 }
+
+// Int64sPerFrame is how many int64 records (8 bytes each, no lengths) a chunk, and so a full
+// Data frame, holds with the default BufferSize.
+const Int64sPerFrame = (DefaultBufferSize - frameOverhead) / 8

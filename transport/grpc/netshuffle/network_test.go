@@ -99,11 +99,11 @@ func TestSlowConsumerBlocksOnlyItsProducer(t *testing.T) {
 	fastR := x.read(consumerEnv, jobgraph.PipelinedBounded, 0, fastSD)
 	assert.Equal(t, 1, consumerEnv.NumConns(), "both streams on one connection")
 
-	// What the slow exchange can accept unread, in chunks of BufferSize/8 records (the int64
+	// What the slow exchange can accept unread, in chunks of Int64sPerFrame records (the int64
 	// codec's records are 8 bytes, with no length): the writer's chunk, the in-memory gate's
 	// queue and one at the data server, then the frames of the credit and the one the reader's
 	// frame gave back.
-	bound := (1 + netshuffle.DefaultLocalQueueCapacity + 1 + netshuffle.DefaultBuffersPerChannel + 1) * (netshuffle.DefaultBufferSize / 8)
+	bound := (1 + netshuffle.DefaultLocalQueueCapacity + 1 + netshuffle.DefaultBuffersPerChannel + 1) * netshuffle.Int64sPerFrame
 	require.Greater(t, netshuffle.DefaultBuffersPerChannel*netshuffle.DefaultBufferSize, 64<<10-1, "the slow stream's credit covers at least gRPC's default window")
 	slowTotal := 4 * bound // more than the bound: the producer can only block
 	var slowEmitted atomic.Int64

@@ -347,16 +347,15 @@ func requireCounted(t testing.TB, res *jobgraph.JobResult, want map[string]int64
 
 // stallBound is what a producer of 8-byte int64 records can have emitted while its consumer
 // reads nothing, with the default shuffle configuration (as TestSlowConsumerBlocksOnlyItsProducer
-// counts it): the writer's batch, the in-memory queue and the batch the data server reads from,
-// then the Data frames of the stream's credit and the one more a frame's size check can hold
-// (a record takes 9 bytes in a frame: its 1-byte length and 8 bytes).
-const stallBound = taskexecutor.DefaultBatchSize*(taskexecutor.DefaultQueueCapacity+2) +
-	(netshuffle.DefaultBuffersPerChannel+1)*(netshuffle.DefaultBufferSize/9+1)
+// counts it), in chunks of Int64sPerFrame records: the writer's chunk, the in-memory queue and
+// one at the data server, then the Data frames of the stream's credit and the one more a
+// frame the reader took gives back.
+const stallBound = (1 + netshuffle.DefaultLocalQueueCapacity + 1 + netshuffle.DefaultBuffersPerChannel + 1) * netshuffle.Int64sPerFrame
 
 // stallFloor is what such a producer emits at least before it can block: a full Data frame
 // (the second of its credit: a stream whose consumer holds a frame only sends full ones), the
-// record of the first, and a record in each batch of the in-memory queue.
-const stallFloor = netshuffle.DefaultBufferSize/9 + 1 + 1 + taskexecutor.DefaultQueueCapacity
+// record of the first, and a record in each chunk of the in-memory queue.
+const stallFloor = netshuffle.Int64sPerFrame + 1 + netshuffle.DefaultLocalQueueCapacity
 
 // A consumer that stops reading: its producer blocks on credit; a second job on the same two
 // TaskExecutors keeps its throughput. Job A's consumer waits before reading; its producer
