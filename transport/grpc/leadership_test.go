@@ -25,6 +25,7 @@ import (
 	"github.com/jobgraph/jobgraph/cluster"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/ha/file"
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/taskexecutor"
 	grpctransport "github.com/jobgraph/jobgraph/transport/grpc"
@@ -37,6 +38,65 @@ import (
 // as a JSON line (jmCall) on stdout. It runs the task code "lm-emit" and "lm-sum" and reads
 // commands from stdin, one a line (see runRecordingTaskExecutor); EOF ends it.
 const roleRecordingTaskExecutor = "recording-taskexecutor"
+
+// More parameters of roleRecordingTaskExecutor and roleJobManager.
+const (
+	// envHADir, if set, names an ha/file directory: the TaskExecutor follows the ResourceManager
+	// leader through it (instead of envResourceManager), the JobManager campaigns in it.
+	envHADir = "GRPCTRANSPORT_TEST_HA_DIR"
+	// envHeartbeatTimeout, if set, is heartbeat.timeout (heartbeat.interval a fifth of it).
+	envHeartbeatTimeout = "GRPCTRANSPORT_TEST_HEARTBEAT_TIMEOUT"
+)
+
+// roleJobManager is a cluster.JobManager on the process's grpctransport.Service over the ha/file
+// directory envHADir (heartbeats envHeartbeatTimeout); it prints "DISPATCHER <address>" once it
+// leads and runs until stdin closes (or it is killed).
+const roleJobManager = "jobmanager"
+
+// haPollInterval is the ha/file poll interval of every client of the tests' directories.
+const haPollInterval = 100 * time.Millisecond
+
+// heartbeats returns envHeartbeatTimeout's heartbeat interval and timeout (zero: the defaults).
+func heartbeats() (interval, timeout time.Duration, err error) {
+	v := os.Getenv(envHeartbeatTimeout)
+	if v == "" {
+		return 0, 0, nil
+	}
+	timeout, err = time.ParseDuration(v)
+	return timeout / 5, timeout, err
+}
+
+// runJobManager is roleJobManager.
+func runJobManager() error {
+	interval, timeout, err := heartbeats()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	svc, err := grpctransport.New(grpctransport.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	services, err := file.New(file.Options{Dir: os.Getenv(envHADir), PollInterval: haPollInterval})
+	if err != nil {
+		return err
+	}
+	defer services.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jm, err := cluster.RunJobManager(ctx, cluster.JobManagerConfig{RPC: svc, HA: services, Logger: log,
+		HeartbeatInterval: interval, HeartbeatTimeout: timeout})
+	if err != nil {
+		return err
+	}
+	if err := jm.AwaitLeadership(ctx); err != nil {
+		return errors.Join(err, jm.Close())
+	}
+	fmt.Println("DISPATCHER", jm.DispatcherAddress())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return jm.Close()
+}
 
 // The commands a recording TaskExecutor reads from stdin.
 const (
@@ -128,8 +188,22 @@ func runRecordingTaskExecutor() error {
 		return nil
 	})
 	id := jobgraph.ResourceID(os.Getenv(envResourceID))
-	te, err := taskexecutor.New(taskexecutor.Config{ResourceID: id, Address: svc.Address(string(id)), NumSlots: slots, Registry: reg,
-		RPC: rec, ResourceManagerAddress: os.Getenv(envResourceManager), Logger: log})
+	interval, timeout, err := heartbeats()
+	if err != nil {
+		return err
+	}
+	cfg := taskexecutor.Config{ResourceID: id, Address: svc.Address(string(id)), NumSlots: slots, Registry: reg,
+		RPC: rec, ResourceManagerAddress: os.Getenv(envResourceManager), Logger: log,
+		HeartbeatInterval: interval, HeartbeatTimeout: timeout}
+	if dir := os.Getenv(envHADir); dir != "" {
+		services, err := file.New(file.Options{Dir: dir, PollInterval: haPollInterval})
+		if err != nil {
+			return err
+		}
+		defer services.Close()
+		cfg.ResourceManagerAddress, cfg.ResourceManagerRetrieval = "", services.ResourceManagerLeaderRetrieval()
+	}
+	te, err := taskexecutor.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -277,13 +351,13 @@ type recordingProcess struct {
 }
 
 // startRecordingTaskExecutor starts the process with slots slots registering with the
-// ResourceManager at rm; it is stopped (stdin closed, waited for, its exit checked) when the
-// test ends.
-func startRecordingTaskExecutor(t *testing.T, id jobgraph.ResourceID, rm string, slots int) *recordingProcess {
+// ResourceManager at rm, with the environment env added; it is stopped (stdin closed, waited
+// for, its exit checked) when the test ends.
+func startRecordingTaskExecutor(t *testing.T, id jobgraph.ResourceID, rm string, slots int, env ...string) *recordingProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), roleEnv+"="+roleRecordingTaskExecutor, envResourceManager+"="+rm,
-		envResourceID+"="+string(id), envNumSlots+"="+strconv.Itoa(slots))
+	cmd.Env = append(append(os.Environ(), roleEnv+"="+roleRecordingTaskExecutor, envResourceManager+"="+rm,
+		envResourceID+"="+string(id), envNumSlots+"="+strconv.Itoa(slots)), env...)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -609,4 +683,195 @@ func awaitSession(ctx context.Context, t *testing.T, te *recordingProcess, ld le
 	assert.ElementsMatch(t, []int{0, 1}, slices.Collect(maps.Values(allocations)), "both slots offered to %s", name)
 	assert.Len(t, states, 3, "three tasks ran for %s: %v", name, states)
 	return allocations, slices.Collect(maps.Keys(states))
+}
+
+// startJobManagerProcess starts a JobManager process (roleJobManager) over the ha/file directory
+// dir with heartbeat.timeout heartbeat, waits until it leads and returns its Dispatcher's address
+// and a function that SIGKILLs it and waits for it to be gone. It is stopped (stdin closed,
+// waited for) when the test ends.
+func startJobManagerProcess(t *testing.T, dir string, heartbeat time.Duration) (string, func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleJobManager, envHADir+"="+dir, envHeartbeatTimeout+"="+heartbeat.String())
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var once sync.Once
+	wait := func() { once.Do(func() { _ = cmd.Wait() }) }
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "the JobManager process said nothing: %s", stderr.String())
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "DISPATCHER ")
+	require.True(t, ok, "the JobManager process said %q", line)
+	return addr, func() {
+		require.NoError(t, cmd.Process.Kill())
+		wait()
+	}
+}
+
+// A JobMaster's leadership moves to a new session because its JobManager's process is
+// SIGKILLed (issue 13's scenario, as a JobManager failover): JobManager A runs in another process
+// and leads through an ha/file directory, JobManager B (this process) is its standby over the
+// same directory, and the recording TaskExecutor (a third process) follows the ResourceManager
+// leader through it too, with heartbeat.timeout 4 s everywhere. A's JobMaster runs the job's
+// three tasks on the TaskExecutor's two slots; A is killed. Asserted:
+//
+//   - B takes the lock and recovers the job from the ExecutionPlanStore: its JobMaster has a new
+//     JobMasterID, at another address;
+//   - the first session's tasks, failed once the TaskExecutor's heartbeat.timeout for A's
+//     JobMaster ran out, each reported its end once to A's JobMaster with the old JobMasterID,
+//     and each of those calls was refused (the process is gone), none applied;
+//   - the TaskExecutor registered with B's JobMaster and offered it both slots (indices 0 and 1,
+//     new allocations) with the new JobMasterID, which accepted them, and the job's three tasks
+//     ran there;
+//   - calls from the TaskExecutor's process fenced with the old JobMasterID to B's JobMaster are
+//     refused with the fencing error (errors.Is and errors.As across gRPC: expected the new
+//     JobMasterID, got the old) and change nothing;
+//   - released, the job finishes under B with its exact result, every task's first attempt of
+//     the new session on this TaskExecutor.
+//
+// Where we differ from Flink: Flink's TaskExecutor follows each job's JobMaster leader
+// (JobLeaderService) and offers the slots it holds for the job to the new leader at once, under
+// their allocations; ours learns of the new JobMaster only when the ResourceManager asks it for
+// slots, which it can give once it dropped the old JobMaster (its heartbeat.timeout) and freed
+// them.
+func TestJobMasterLeadershipMovesWhenItsJobManagerProcessIsKilled(t *testing.T) {
+	const heartbeat = 4 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	dispatcherA, killA := startJobManagerProcess(t, dir, heartbeat)
+
+	svc := newService(t, grpctransport.Options{})
+	defer svc.Close()
+	services, err := file.New(file.Options{Dir: dir, PollInterval: haPollInterval})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, services.Close()) }()
+	jmB, err := cluster.RunJobManager(ctx, cluster.JobManagerConfig{RPC: svc, HA: services, Logger: quiet,
+		HeartbeatInterval: heartbeat / 5, HeartbeatTimeout: heartbeat})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, jmB.Close()) }()
+
+	const teID = jobgraph.ResourceID("te-follower")
+	te := startRecordingTaskExecutor(t, teID, "", 2, envHADir+"="+dir, envHeartbeatTimeout+"="+heartbeat.String())
+
+	g := jobgraph.New("leadership moves to a standby", jobgraph.Batch)
+	src := g.AddVertex("emit", "lm-emit", 2)
+	snk := g.AddVertex("sum", "lm-sum", 1)
+	g.Connect(src, snk, jobgraph.AllToAll, jobgraph.Pipelined)
+	ls := leaders{ch: make(chan leader, 8)}
+	retrieval := services.JobMasterLeaderRetrieval(g.JobID)
+	require.NoError(t, retrieval.Start(ls))
+	defer func() { assert.NoError(t, retrieval.Stop()) }()
+	dA, err := rpc.Connect[rpc.DispatcherGateway](ctx, svc, dispatcherA)
+	require.NoError(t, err)
+	require.NoError(t, dA.SubmitJob(ctx, g))
+	first := ls.next(ctx, t)
+	hostA, _, _ := strings.Cut(dispatcherA, "/")
+	require.True(t, strings.HasPrefix(first.address, hostA+"/"), "the first JobMaster is A's: %s", first.address)
+	firstAllocations, firstAttempts := awaitSession(ctx, t, te, first, "A's JobMaster")
+
+	killA()
+	require.NoError(t, jmB.AwaitLeadership(ctx))
+	second := ls.next(ctx, t)
+	require.True(t, strings.HasPrefix(second.address, svc.HostPort()+"/"), "the second JobMaster is B's: %s", second.address)
+	require.NotEqual(t, first.token, second.token, "a new session, a new JobMasterID")
+
+	var stale []jmCall
+	oldSession := func(c jmCall) bool {
+		if c.Stale || c.Address != first.address {
+			return false
+		}
+		require.Equal(t, first.token, c.Token, "%+v", c)
+		stale = append(stale, c)
+		return true
+	}
+	next := func(waitingFor string) jmCall {
+		for {
+			if c := te.next(ctx, t, waitingFor); !oldSession(c) {
+				return c
+			}
+		}
+	}
+	secondAllocations, secondAttempts := awaitSession(ctx, t, te, second, "B's JobMaster", func(c jmCall) {
+		require.True(t, oldSession(c), "a call to neither JobMaster: %+v", c)
+	})
+	assert.Len(t, secondAllocations, 2)
+	for a := range secondAllocations {
+		assert.NotContains(t, firstAllocations, a, "the slots are offered to the new session under new allocations")
+	}
+	for _, a := range secondAttempts {
+		assert.NotContains(t, firstAttempts, a)
+	}
+	pool, err := jmB.SlotPoolStatus(ctx, g.JobID)
+	require.NoError(t, err)
+	assert.Equal(t, 2, pool.Allocated+pool.Free, "B's JobMaster holds exactly the TaskExecutor's two slots: %+v", pool)
+
+	te.send(t, cmdStale)
+	for _, method := range []string{"UpdateTaskExecutionState", "OfferSlots"} {
+		c := next("the stale " + method)
+		require.True(t, c.Stale, "%+v", c)
+		assert.Equal(t, method, c.Method)
+		assert.Equal(t, second.address, c.Address)
+		assert.Equal(t, first.token, c.Token)
+		assert.True(t, c.Fencing, "refused with rpc.ErrFencingTokenMismatch (errors.Is across gRPC): %+v", c)
+		assert.Equal(t, second.token.String(), c.Expected)
+		assert.Equal(t, first.token.String(), c.Got)
+		assert.False(t, c.Applied)
+		assert.Empty(t, c.Accepted)
+	}
+	pool, err = jmB.SlotPoolStatus(ctx, g.JobID)
+	require.NoError(t, err)
+	assert.Equal(t, 2, pool.Allocated+pool.Free, "the stale offer added no slot: %+v", pool)
+
+	te.send(t, cmdRelease)
+	res, err := jmB.LeaderDispatcher().RequestJobResult(ctx, g.JobID)
+	require.NoError(t, err)
+	require.Equal(t, jobgraph.JobStatusFinished, res.Status, "%v", res.Failure)
+	sum, err := jobgraph.AccumulatorValue[int64](res.Accumulators, "sum")
+	require.NoError(t, err)
+	assert.Equal(t, int64(55*(1+2)), sum)
+	n, err := jobgraph.AccumulatorValue[int64](res.Accumulators, "records")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2*lmRecords), n)
+	assert.Empty(t, res.ExceptionHistory)
+	arc, err := jmB.Dispatcher().RequestJob(ctx, g.JobID)
+	require.NoError(t, err)
+	for _, v := range arc.JobVertices {
+		for _, s := range v.Subtasks {
+			assert.Equal(t, jobgraph.ExecutionStateFinished, s.State, "%s %d", v.Name, s.Subtask)
+			assert.Equal(t, 0, s.AttemptNumber, "%s %d", v.Name, s.Subtask)
+			assert.Equal(t, teID, s.Location, "%s %d", v.Name, s.Subtask)
+		}
+	}
+	var finished []jobgraph.ExecutionAttemptID
+	for range secondAttempts {
+		c := next("a FINISHED report")
+		assert.Equal(t, jobgraph.ExecutionStateFinished.String(), c.State, "%+v", c)
+		assert.Equal(t, second.address, c.Address)
+		assert.Equal(t, second.token, c.Token)
+		assert.Empty(t, c.Err)
+		finished = append(finished, *c.Attempt)
+	}
+	assert.ElementsMatch(t, secondAttempts, finished)
+
+	for len(stale) < len(firstAttempts) {
+		c := te.next(ctx, t, "the first session's final reports")
+		require.True(t, oldSession(c), "%+v", c)
+	}
+	var reported []jobgraph.ExecutionAttemptID
+	for _, c := range stale {
+		require.Equal(t, "UpdateTaskExecutionState", c.Method, "%+v", c)
+		assert.NotEmpty(t, c.Err, "a report to the killed JobManager's JobMaster is refused: %+v", c)
+		assert.False(t, c.Applied, "%+v", c)
+		reported = append(reported, *c.Attempt)
+	}
+	assert.ElementsMatch(t, firstAttempts, reported, "each of the first session's tasks reported its end once: %+v", stale)
 }

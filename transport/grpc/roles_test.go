@@ -40,6 +40,8 @@ func runRole(role string) int {
 		err = runTaskExecutor()
 	case roleRecordingTaskExecutor:
 		err = runRecordingTaskExecutor()
+	case roleJobManager:
+		err = runJobManager()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
