@@ -72,12 +72,14 @@ func TestClusterCountsLikeWordcount(t *testing.T) {
 //
 //   - the killed TaskExecutor ran tasks of the job at the kill, among them source subtasks (the
 //     first-registered TaskExecutor's slots are matched first, and the sources read for seconds);
-//   - each task that failed there was detected within heartbeat.timeout + slack after the kill,
-//     and its subtask's final attempt is a later one that FINISHED on another TaskExecutor; no
-//     final attempt ran on the killed one;
+//   - each task that failed there was detected within heartbeat.timeout + slack after the kill
+//     (sooner when an operator event of the source's coordinator to it failed first), and its
+//     subtask's final attempt is a later one that FINISHED on another TaskExecutor; no final
+//     attempt ran on the killed one;
 //   - each of those source subtasks (a region with no inputs, deployed as soon as it restarts)
-//     was RUNNING again at least the restart delay after its failure and at most heartbeat.timeout
-//   - restart delay + slack after the kill, by the JobManager's own state timestamps.
+//     was RUNNING again at least the restart delay after its failure and at most the sum of
+//     heartbeat.timeout, the restart delay and the slack after the kill, by the JobManager's own
+//     state timestamps.
 //
 // The slack (half the heartbeat timeout) covers timers firing late on a loaded machine, the slot
 // request, the offer, the deployment and the RUNNING report; the restart delay is the heartbeat
