@@ -50,7 +50,8 @@ type TaskExecutorConfig struct {
 // TaskManagerRunner. Its methods are safe for concurrent use.
 type TaskExecutorRunner struct {
 	te        *taskexecutor.TaskExecutor
-	stopOnCtx func() bool
+	mu        sync.Mutex
+	stopOnCtx func() bool // under mu
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
@@ -79,15 +80,29 @@ func RunTaskExecutor(ctx context.Context, cfg TaskExecutorConfig) (*TaskExecutor
 	} else {
 		tc.ResourceManagerRetrieval = ha.NewStandaloneLeaderRetrieval(cfg.ResourceManagerAddress)
 	}
+	r := &TaskExecutorRunner{closed: make(chan struct{}), stopOnCtx: func() bool { return false }}
+	// A fatal error ends the runner, as Flink's TaskManagerRunner.onFatalError ends the
+	// process; the host's own handler hears it first. Close waits for the TaskExecutor, whose
+	// loop calls this: it runs on a goroutine of its own.
+	hostHandler := tc.FatalErrorHandler
+	tc.FatalErrorHandler = func(err error) {
+		if hostHandler != nil {
+			hostHandler(err)
+		}
+		go func() { _ = r.Close() }()
+	}
 	te, err := taskexecutor.New(tc)
 	if err != nil {
 		return nil, err
 	}
+	r.te = te
 	if err := te.Start(ctx); err != nil {
 		return nil, errors.Join(err, te.Close())
 	}
-	r := &TaskExecutorRunner{te: te, closed: make(chan struct{})}
-	r.stopOnCtx = context.AfterFunc(ctx, func() { _ = r.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = r.Close() })
+	r.mu.Lock()
+	r.stopOnCtx = stop
+	r.mu.Unlock()
 	return r, nil
 }
 
@@ -101,7 +116,10 @@ func (r *TaskExecutorRunner) TaskExecutor() *taskexecutor.TaskExecutor { return 
 // TaskManagerRunner.closeAsync.
 func (r *TaskExecutorRunner) Close() error {
 	r.closeOnce.Do(func() {
-		r.stopOnCtx()
+		r.mu.Lock()
+		stop := r.stopOnCtx
+		r.mu.Unlock()
+		stop()
 		r.closeErr = r.te.Close()
 		close(r.closed)
 	})
@@ -109,9 +127,10 @@ func (r *TaskExecutorRunner) Close() error {
 	return r.closeErr
 }
 
-// Wait blocks until the TaskExecutor has closed (Close, or RunTaskExecutor's ctx ending) and
-// returns why it ended: an error wrapping its fatal error (taskexecutor.TaskExecutor.FatalError:
-// a task that would not return within task.cancellation.timeout) if it failed so, else Close's.
+// Wait blocks until the TaskExecutor has closed (Close, RunTaskExecutor's ctx ending, or the
+// TaskExecutor failing fatally, which closes the runner) and returns why it ended: an error
+// wrapping its fatal error (taskexecutor.TaskExecutor.FatalError: a task that would not return
+// within task.cancellation.timeout, a panic on its main loop) if it failed so, else Close's.
 // Safe on any goroutine, any number of times.
 func (r *TaskExecutorRunner) Wait() error {
 	<-r.closed

@@ -177,6 +177,14 @@ type Config struct {
 	// JobMasters, its slots and partitions are lost, and the jobs fail over elsewhere. See
 	// TaskExecutor.FatalError.
 	TaskCancellationTimeout time.Duration
+	// FatalErrorHandler, if set, hears the error the TaskExecutor failed fatally with, once, at
+	// the moment it failed (FatalError returns the same error from then on): a task stuck past
+	// task.cancellation.timeout, or a panic on its main loop (a *jobgraph.PanicError). It is
+	// called on the TaskExecutor's loop goroutine and must not wait for the TaskExecutor (start
+	// a goroutine to Close it). cluster.RunTaskExecutor's runner closes itself on it, as Flink's
+	// TaskManagerRunner.onFatalError ends the TaskManager process; a MiniCluster leaves its
+	// failed TaskExecutors out of TaskExecutors and releases them on Close.
+	FatalErrorHandler func(err error)
 }
 
 // TaskExecutor runs tasks in its slots. It implements rpc.TaskExecutorGateway; its methods are
@@ -209,7 +217,8 @@ type TaskExecutor struct {
 	registered atomic.Bool // under address in rpc
 	killed     atomic.Bool
 	// fatal is the error the TaskExecutor failed fatally with (set before killed).
-	fatal atomic.Pointer[error]
+	fatal   atomic.Pointer[error]
+	onFatal func(error) // Config.FatalErrorHandler
 
 	cancelInterval time.Duration // task.cancellation.interval
 	cancelTimeout  time.Duration // task.cancellation.timeout; ≤ 0: no watchdog
@@ -347,6 +356,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 
 		cancelInterval: cancelInterval,
 		cancelTimeout:  cancelTimeout,
+		onFatal:        cfg.FatalErrorHandler,
 	}
 	te.loop.SetPanicHandler(te.onPanic)
 	// Receivers only: the JobMasters and the ResourceManager send the requests.

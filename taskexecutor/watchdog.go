@@ -211,6 +211,9 @@ func (te *TaskExecutor) failWith(cause error) {
 			}
 		}
 	})
+	if te.onFatal != nil {
+		te.onFatal(cause)
+	}
 }
 
 // onPanic is the panic handler of the TaskExecutor's loop: a broken invariant (or a bug) there
