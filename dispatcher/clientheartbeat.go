@@ -82,7 +82,7 @@ func (d *StandaloneDispatcher) checkClientAliveness() {
 			d.log.Warn("the job client's heartbeat timed out: canceling the job; adjust client.heartbeat.interval and client.heartbeat.timeout",
 				"job", id, "expired", expires)
 			runner := j.runner
-			d.watchers.Go(func() {
+			d.goWatch(func() {
 				if err := runner.Cancel(d.stopped); err != nil {
 					d.log.Warn("canceling the job of a timed-out client failed", "job", id, "err", err)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/metrics"
@@ -321,6 +322,8 @@ type StandaloneDispatcher struct {
 
 	submitting sync.WaitGroup // submissions past their reservation; Close waits for them
 	watchers   sync.WaitGroup
+	// workers run what goWatch starts, kept for the next job's watch; closed after watchers.
+	workers gopool.Pool
 	// stopped ends the store calls of submissions and cleanups in flight; Close cancels it.
 	stopped context.Context
 	stop    context.CancelFunc
@@ -493,7 +496,7 @@ func (d *StandaloneDispatcher) recover() error {
 		dirty[r.JobID] = true
 		// The job is answered from its JobResultStore entry (lookup) during and after its
 		// cleanup; Close waits for the cleanup, and cancels its store calls.
-		d.watchers.Go(func() {
+		d.goWatch(func() {
 			d.log.Info("recovered the dirty result of a job: cleaning it up", "job", r.JobID, "status", r.Status)
 			d.cleanUpGlobally(&r, nil) // the plan, if still stored, says what happens to the checkpoints
 		})
@@ -535,7 +538,7 @@ func (d *StandaloneDispatcher) runRecovered(g *jobgraph.JobGraph) error {
 	return d.loop.Call(context.Background(), func() error {
 		entry.runner = runner
 		d.jobs[id] = entry
-		d.watchers.Go(func() { d.watch(id, entry, runner) })
+		d.goWatch(func() { d.watch(id, entry, runner) })
 		d.watchClient(id, g.InitialClientHeartbeatTimeout)
 		d.log.Info("job recovered", "job", id, "name", g.Name)
 		return nil
@@ -720,10 +723,20 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 	// with the others even if Close began meanwhile.
 	return d.loop.Call(context.Background(), func() error {
 		entry.runner = runner
-		d.watchers.Go(func() { d.watch(id, entry, runner) })
+		d.goWatch(func() { d.watch(id, entry, runner) })
 		d.watchClient(id, g.InitialClientHeartbeatTimeout)
 		d.log.Info("job submitted", "job", id, "name", g.Name)
 		return nil
+	})
+}
+
+// goWatch runs fn on a goroutine of the Dispatcher's (an idle one of workers, or a new one),
+// counted by watchers.
+func (d *StandaloneDispatcher) goWatch(fn func()) {
+	d.watchers.Add(1)
+	d.workers.Go(func() {
+		defer d.watchers.Done()
+		fn()
 	})
 }
 
@@ -1115,6 +1128,7 @@ func (d *StandaloneDispatcher) Close() error {
 	}
 	wg.Wait()
 	d.watchers.Wait()
+	d.workers.Close()
 	d.loop.Close()
 	d.metrics.Close()
 	return nil

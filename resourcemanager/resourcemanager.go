@@ -25,6 +25,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/metrics"
@@ -193,6 +194,9 @@ type ResourceManager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// workers run what spawn starts, kept for the next call (a slot request and a job leader's
+	// retrieval to stop come with every job); closed after wg in Close.
+	workers gopool.Pool
 
 	// lifeMu guards started, closed, registered, electing (Config.LeaderElection was started)
 	// and publicID (the copy of id read off the loop).
@@ -431,7 +435,7 @@ func (rm *ResourceManager) grantLeadership(session ha.SessionID) {
 	rm.setPublicID(id)
 	rm.log.Info("ResourceManager granted leadership", "resourceManagerID", id)
 	election, address := rm.cfg.LeaderElection, rm.cfg.Address
-	rm.wg.Go(func() { election.ConfirmLeadership(session, address) })
+	rm.spawn(func() { election.ConfirmLeadership(session, address) })
 }
 
 // revokeLeadership ends the leader session: the ResourceManager refuses every call until it is
@@ -458,7 +462,7 @@ func (rm *ResourceManager) revokeLeadership() {
 	rm.clearBlocklist()
 	rm.sm.Suspend()
 	if rm.leaders != nil {
-		rm.leaders.forgetJobs(rm.wg.Go)
+		rm.leaders.forgetJobs(rm.spawn)
 	}
 }
 
@@ -497,6 +501,7 @@ func (rm *ResourceManager) Close() error {
 	rm.cancel()
 	rm.loop.Close() // no closure runs after this, so no new slot request starts
 	rm.wg.Wait()
+	rm.workers.Close()
 	rm.metrics.close()
 	if rm.leaders != nil {
 		rm.leaders.forgetAll()
@@ -834,7 +839,7 @@ func (rm *ResourceManager) jobLeaderLostLeadership(job jobgraph.JobID, old jobgr
 // off the loop. On the loop.
 func (rm *ResourceManager) forgetJobLeader(job jobgraph.JobID) {
 	if rm.leaders != nil {
-		rm.leaders.forget(job, rm.wg.Go)
+		rm.leaders.forget(job, rm.spawn)
 	}
 }
 
@@ -902,9 +907,7 @@ func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID) 
 	}
 	reg.heartbeating = true
 	gw, from := reg.gateway, rm.cfg.ResourceID
-	rm.wg.Add(1)
-	go func() {
-		defer rm.wg.Done()
+	rm.spawn(func() {
 		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
 		err := gw.HeartbeatFromResourceManager(ctx, from)
 		cancel()
@@ -914,7 +917,7 @@ func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID) 
 				rm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
 			}
 		})
-	}()
+	})
 }
 
 // taskExecutorHeartbeatTimedOut unregisters a TaskExecutor silent for heartbeat.timeout: its slots
@@ -954,12 +957,22 @@ func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID) {
 	})
 }
 
+// spawn runs fn on a goroutine the ResourceManager owns (an idle one of workers, or a new one),
+// which Close waits for. On the loop.
+func (rm *ResourceManager) spawn(fn func()) {
+	rm.wg.Add(1)
+	rm.workers.Go(func() {
+		defer rm.wg.Done()
+		fn()
+	})
+}
+
 // callJobMaster runs call against reg's JobMaster on a goroutine the ResourceManager owns, bounded
 // by the request timeout, connecting to its address first when no gateway is known yet; done then
 // gets the gateway (nil if connecting failed) and call's error, off the loop. On the loop.
 func (rm *ResourceManager) callJobMaster(reg *jobMasterRegistration, call func(context.Context, rpc.JobMasterGateway) error, done func(rpc.JobMasterGateway, error)) {
 	gw, address := reg.gateway, reg.address
-	rm.wg.Go(func() {
+	rm.spawn(func() {
 		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
 		defer cancel()
 		var err error
@@ -1010,14 +1023,12 @@ func (rm *ResourceManager) requestSlot(req SlotRequest) {
 		panic(fmt.Sprintf("resourcemanager: slot manager requested slot %v of unregistered TaskExecutor", req.Slot))
 	}
 	gw, rmID := te.gateway, rm.id
-	rm.wg.Add(1)
-	go func() {
-		defer rm.wg.Done()
+	rm.spawn(func() {
 		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
 		err := gw.RequestSlot(ctx, req.Slot, req.Job, req.Allocation, req.Profile, req.JobMasterAddress, req.JobMasterID, rmID)
 		cancel()
 		rm.loop.Execute(func() { rm.slotRequestDone(req, rmID, err) })
-	}()
+	})
 }
 
 // slotRequestDone applies the answer to a RequestSlot made under the fencing token rmID; the

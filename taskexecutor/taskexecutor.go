@@ -21,6 +21,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/internal/registration"
@@ -212,6 +213,9 @@ type TaskExecutor struct {
 	// wg counts the goroutines the TaskExecutor starts (tasks, RPCs off the loop). Add is only
 	// called on the loop, so it never races with the Wait in Close (which follows loop.Close).
 	wg sync.WaitGroup
+	// workers are the goroutines spawn runs the RPCs off the loop on, kept for the next call
+	// (slot offers and freed-slot notices come with every job); closed by Close after wg.
+	workers gopool.Pool
 
 	started    atomic.Bool
 	registered atomic.Bool // under address in rpc
@@ -601,6 +605,7 @@ func (te *TaskExecutor) Close() error {
 		te.cancel(errShutdown)
 		te.loop.Close()
 		te.wg.Wait()
+		te.workers.Close()
 		te.shuffle.ReleaseAllOf(te.id)
 	})
 	return nil
@@ -697,13 +702,14 @@ func (te *TaskExecutor) call(ctx context.Context, fn func() error) error {
 	})
 }
 
-// go starts fn on a goroutine the TaskExecutor owns. Only on the loop.
+// spawn runs fn on a goroutine the TaskExecutor owns (an idle one of workers, or a new one).
+// Only on the loop.
 func (te *TaskExecutor) spawn(fn func()) {
 	te.wg.Add(1)
-	go func() {
+	te.workers.Go(func() {
 		defer te.wg.Done()
 		fn()
-	}()
+	})
 }
 
 // RequestSlot allocates slot for job and offers it to the job's JobMaster. Asking again for the

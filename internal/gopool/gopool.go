@@ -1,0 +1,80 @@
+// Package gopool runs short functions off an endpoint's main loop on goroutines it keeps for
+// reuse: the calls an endpoint makes to other endpoints (a TaskExecutor's slot offers, the
+// ResourceManager's slot requests, the Dispatcher's watch of each job) would otherwise each start
+// a goroutine, which costs its creation and, for a deep call, the growth of its fresh stack. A
+// goroutine that finished its function waits for the next one instead of exiting, up to MaxIdle
+// of them; Go never waits for a goroutine to become free (it starts a new one), so functions
+// never wait for one another, exactly as with a go statement.
+//
+// The owner closes the Pool when it closes, after it waited for the functions it started (a Pool
+// does not wait for them itself): Close ends the idle goroutines and waits until every goroutine
+// of the Pool has exited. A Pool's goroutines are started by the goroutines that call Go, so a
+// Pool used only inside one testing/synctest bubble keeps its goroutines in that bubble.
+package gopool
+
+import "sync"
+
+// MaxIdle is how many finished goroutines a Pool keeps waiting for work; more exit.
+const MaxIdle = 4
+
+// Pool is a set of reusable goroutines. The zero value is ready; it must not be copied after
+// first use. Safe for concurrent use.
+type Pool struct {
+	mu      sync.Mutex
+	idle    []chan func() // each an idle goroutine's own channel (capacity 1)
+	closed  bool
+	workers sync.WaitGroup
+}
+
+// Go runs fn on an idle goroutine of the Pool, or on a new one when none is idle. It never
+// blocks. After Close, fn runs on a new goroutine that is not kept.
+func (p *Pool) Go(fn func()) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		c <- fn // capacity 1 and handed out once per idle period: never blocks
+		return
+	}
+	p.workers.Add(1)
+	p.mu.Unlock()
+	go p.work(fn)
+}
+
+func (p *Pool) work(fn func()) {
+	defer p.workers.Done()
+	var c chan func()
+	for {
+		fn()
+		fn = nil // not kept alive while idle
+		p.mu.Lock()
+		if p.closed || len(p.idle) >= MaxIdle {
+			p.mu.Unlock()
+			return
+		}
+		if c == nil {
+			c = make(chan func(), 1)
+		}
+		p.idle = append(p.idle, c)
+		p.mu.Unlock()
+		if fn = <-c; fn == nil { // Close
+			return
+		}
+	}
+}
+
+// Close ends the idle goroutines and waits until every goroutine of the Pool has exited, so the
+// owner calls it once the functions it started have returned. Closing twice is harmless.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c <- nil
+	}
+	p.workers.Wait()
+}
