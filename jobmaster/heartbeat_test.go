@@ -221,6 +221,8 @@ type hbRM struct {
 	registered []jobgraph.ResourceID
 	declared   [][]rpc.ResourceRequirement
 	heartbeats []jobgraph.ResourceID
+	// deadlines: for each declaration, how long its ctx had left (-1: no deadline).
+	deadlines []time.Duration
 }
 
 func (r *hbRM) RegisterTaskExecutor(context.Context, rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
@@ -241,13 +243,18 @@ func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm j
 	r.registered = append(r.registered, jm)
 	return r.id, nil
 }
-func (r *hbRM) DeclareRequiredResources(_ context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
+func (r *hbRM) DeclareRequiredResources(ctx context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
 	if rm != r.id {
 		return &rpc.FencingError{Endpoint: "fake ResourceManager", Expected: r.id.String(), Got: rm.String()}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.declared = append(r.declared, reqs.Requirements)
+	left := time.Duration(-1)
+	if d, ok := ctx.Deadline(); ok {
+		left = time.Until(d)
+	}
+	r.deadlines = append(r.deadlines, left)
 	return nil
 }
 func (r *hbRM) DisconnectJobMaster(context.Context, jobgraph.ResourceManagerID, jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo) error {
