@@ -101,7 +101,9 @@ type Environment struct {
 	channels map[*channel]struct{} // open streams of this process's readers
 	serving  sync.WaitGroup        // the server's stream goroutines
 
-	chunks sync.Pool // of *chunk: pipelined partitions' chunks, back once sent
+	pool     *bytePool // chunks and received frames
+	chunkCap int       // the capacity of a chunk's buffer: BufferSize and room for one more record
+	codec    wireCodec // of every stream, both sides
 }
 
 // producedPartition is what the Environment remembers of a partition produced here: enough to
@@ -174,6 +176,10 @@ func New(cfg Config) (*Environment, error) {
 	} else {
 		e.log.Info("netshuffle: data server without TLS; it should listen on loopback only", "address", e.addr)
 	}
+	e.chunkCap = cfg.BufferSize + cfg.BufferSize/8
+	e.pool = newBytePool(e.chunkCap)
+	e.codec = newWireCodec(e.pool)
+	opts = append(opts, grpc.ForceServerCodecV2(e.codec))
 	e.srv = grpc.NewServer(opts...)
 	RegisterPartitionServiceServer(e.srv, &server{env: e})
 	go func() { _ = e.srv.Serve(lis) }() // Serve returns once Stop closed the listener
@@ -260,7 +266,7 @@ func (e *Environment) conn(addr string) (*grpc.ClientConn, error) {
 	c, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithInitialWindowSize(w), grpc.WithInitialConnWindowSize(cw),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.cfg.MaxFrameSize+frameOverhead)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.cfg.MaxFrameSize+frameOverhead), grpc.ForceCodecV2(e.codec)))
 	if err != nil {
 		return nil, fmt.Errorf("netshuffle: dial %s: %w", addr, err)
 	}

@@ -54,6 +54,7 @@ func (e *StreamError) Unwrap() error { return e.Err }
 type entry struct {
 	ch      *channel
 	data    []byte
+	buf     *[]byte // the pool's buffer data is in (nil: none), back once read
 	count   int
 	size    int // Data.record_size
 	barrier *taskexecutor.CheckpointBarrier
@@ -87,6 +88,7 @@ type gate struct {
 	// The reader's: the frame at hand (left records in curData, of the record size curSize,
 	// from curCh), decoded one by one.
 	curData []byte
+	curBuf  *[]byte
 	curLeft int
 	curSize int
 	curCh   *channel
@@ -339,7 +341,7 @@ func (g *gate) poll() (any, bool, error) {
 	case ok && e.barrier != nil:
 		return e.barrier, true, nil
 	case ok:
-		g.curData, g.curLeft, g.curSize, g.curCh = e.data, e.count, e.size, e.ch
+		g.curData, g.curBuf, g.curLeft, g.curSize, g.curCh = e.data, e.buf, e.count, e.size, e.ch
 		if r, ok := g.decodeNext(); ok {
 			return r, true, nil
 		}
@@ -366,15 +368,24 @@ func (g *gate) decodeNext() (any, bool) {
 	ch := g.curCh
 	r, err := ch.codec.Decode(b)
 	if err != nil {
-		g.curData, g.curLeft, g.curCh = nil, 0, nil
+		g.frameDone()
 		g.err = ch.streamError(fmt.Errorf("%w: codec %s: %v", ErrMalformedFrame, ch.codecName, err))
 		g.failWith(g.err)
 		return nil, false
 	}
 	if g.curLeft == 0 {
-		g.curData, g.curCh = nil, nil
+		g.frameDone()
 	}
 	return r, true
+}
+
+// frameDone ends the frame at hand: its buffer goes back to the pool (a codec's Decode keeps
+// nothing of it).
+func (g *gate) frameDone() {
+	if g.curBuf != nil {
+		g.env.pool.Put(g.curBuf)
+	}
+	g.curData, g.curBuf, g.curLeft, g.curCh = nil, nil, 0, nil
 }
 
 func (g *gate) Buffered() (any, bool) {
@@ -401,7 +412,7 @@ func (g *gate) BufferedInt64s(dst []int64) int {
 	}
 	g.curData, g.curLeft = g.curData[8*n:], g.curLeft-n
 	if g.curLeft == 0 {
-		g.curData, g.curCh = nil, nil
+		g.frameDone()
 	}
 	return n
 }
@@ -609,16 +620,23 @@ func (ch *channel) run(ctx context.Context) error {
 	}()
 	defer func() { cancel(); <-sendDone }()
 	for {
-		f, err := stream.Recv()
-		if err != nil {
+		var f inFrame // a Data frame's records in a buffer of the pool (wireCodec)
+		if err := stream.RecvMsg(&f); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return ch.transportError(err)
 		}
-		switch k := f.Kind.(type) {
+		if f.isData {
+			if err := ch.check(int(f.count), int(f.size), f.records); err != nil {
+				return ch.streamError(fmt.Errorf("%w: %v", ErrMalformedFrame, err))
+			}
+			ch.gate.push(entry{ch: ch, data: f.records, buf: f.buf, count: int(f.count), size: int(f.size)})
+			continue
+		}
+		switch k := f.frame.Kind.(type) {
 		case *Frame_Data:
-			if err := ch.check(k.Data); err != nil {
+			if err := ch.check(int(k.Data.Count), int(k.Data.RecordSize), k.Data.Records); err != nil {
 				return ch.streamError(fmt.Errorf("%w: %v", ErrMalformedFrame, err))
 			}
 			ch.gate.push(entry{ch: ch, data: k.Data.Records, count: int(k.Data.Count), size: int(k.Data.RecordSize)})
@@ -644,32 +662,32 @@ func (ch *channel) run(ctx context.Context) error {
 // check checks a Data frame's framing before its records are queued: a count that matches its
 // bytes, every record length within them. The records themselves are decoded when the reader
 // gets to them (a record its codec refuses fails the reader then).
-func (ch *channel) check(d *Data) error {
-	if d.Count == 0 {
+func (ch *channel) check(count, size int, records []byte) error {
+	if count == 0 {
 		return errors.New("a Data frame with no records")
 	}
-	if len(d.Records) > ch.gate.env.cfg.MaxFrameSize {
-		return fmt.Errorf("%d bytes of records, above MaxFrameSize %d", len(d.Records), ch.gate.env.cfg.MaxFrameSize)
+	if len(records) > ch.gate.env.cfg.MaxFrameSize {
+		return fmt.Errorf("%d bytes of records, above MaxFrameSize %d", len(records), ch.gate.env.cfg.MaxFrameSize)
 	}
-	if d.RecordSize > 0 {
-		if uint64(d.Count)*uint64(d.RecordSize) != uint64(len(d.Records)) {
-			return fmt.Errorf("%d records of %d bytes in %d bytes", d.Count, d.RecordSize, len(d.Records))
+	if size > 0 {
+		if uint64(count)*uint64(size) != uint64(len(records)) {
+			return fmt.Errorf("%d records of %d bytes in %d bytes", count, size, len(records))
 		}
 		return nil
 	}
-	if int(d.Count) > len(d.Records) {
-		return fmt.Errorf("%d records in %d bytes", d.Count, len(d.Records))
+	if count > len(records) {
+		return fmt.Errorf("%d records in %d bytes", count, len(records))
 	}
-	b := d.Records
-	for i := range int(d.Count) {
+	b := records
+	for i := range count {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return fmt.Errorf("record %d of %d: its length runs past the frame", i, d.Count)
+			return fmt.Errorf("record %d of %d: its length runs past the frame", i, count)
 		}
 		b = b[k+int(n):]
 	}
 	if len(b) != 0 {
-		return fmt.Errorf("%d bytes after the last of %d records", len(b), d.Count)
+		return fmt.Errorf("%d bytes after the last of %d records", len(b), count)
 	}
 	return nil
 }

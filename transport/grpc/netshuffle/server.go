@@ -232,8 +232,10 @@ type frameWriter struct {
 	stream PartitionService_ReadServer
 	limit  int // send once the frame holds this many bytes
 	max    int // the consumer's MaxFrameSize
-	// The frame being gathered from small chunks (copied), count records of record size size.
+	// The frame being gathered from small chunks (copied), count records of record size size,
+	// in a buffer of the pool (gbuf).
 	buf   []byte
+	gbuf  *[]byte
 	count int
 	size  int
 	// direct is a chunk to send as it is, on its own.
@@ -261,6 +263,10 @@ func (w *frameWriter) add(c *chunk) (full bool, err error) {
 	if w.count == 0 && len(c.data) >= w.limit {
 		w.direct = c
 		return true, nil
+	}
+	if w.gbuf == nil {
+		w.gbuf = w.env.pool.Get(w.env.chunkCap)
+		w.buf = (*w.gbuf)[:0]
 	}
 	w.buf = append(w.buf, c.data...)
 	w.count += c.count
@@ -301,20 +307,20 @@ func split(c *chunk, limit int) ([]*chunk, error) {
 	return parts, nil
 }
 
-// flush sends the frame, if there is one.
+// flush sends the frame, if there is one. Its buffer goes to gRPC (wireCodec), which gives a
+// pooled one back to the pool once written.
 func (w *frameWriter) flush() error {
 	if c := w.direct; c != nil {
 		w.direct = nil
-		err := w.stream.Send(&Frame{Kind: &Frame_Data{Data: &Data{Count: uint32(c.count), Records: c.data, RecordSize: uint32(c.size)}}})
-		w.env.putChunk(c) // Send marshaled the frame: nothing refers to c.data any more
-		return err
+		return w.stream.SendMsg(c.records())
 	}
 	if w.count == 0 {
 		return nil
 	}
-	err := w.stream.Send(&Frame{Kind: &Frame_Data{Data: &Data{Count: uint32(w.count), Records: w.buf, RecordSize: uint32(w.size)}}})
-	w.buf, w.count = w.buf[:0], 0
-	return err
+	*w.gbuf = w.buf
+	f := &outFrame{count: w.count, size: w.size, records: w.gbuf, pooled: true}
+	w.buf, w.gbuf, w.count = nil, nil, 0
+	return w.stream.SendMsg(f)
 }
 
 // release gives back the chunks the stream still holds when it ends.
@@ -323,7 +329,11 @@ func (w *frameWriter) release() {
 	for _, c := range w.backlog {
 		w.env.putChunk(c)
 	}
-	w.direct, w.backlog = nil, nil
+	if w.gbuf != nil {
+		*w.gbuf = w.buf[:0]
+		w.env.pool.Put(w.gbuf)
+	}
+	w.direct, w.backlog, w.gbuf, w.buf = nil, nil, nil, nil
 }
 
 func barrierFrame(b *taskexecutor.CheckpointBarrier) *Frame {

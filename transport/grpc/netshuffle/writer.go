@@ -16,6 +16,7 @@ import (
 // into.
 type chunk struct {
 	data  []byte
+	buf   *[]byte // the pool's buffer data was taken from (pooled), nil for none
 	count int
 	size  int // fixed record size (FixedSizeCodec); 0: each record is a uvarint length and its bytes
 	// pooled: data goes back to the Environment's pool once sent (a pipelined partition's
@@ -23,25 +24,40 @@ type chunk struct {
 	pooled bool
 }
 
-// getChunk returns an empty chunk, from the pool when pooled.
+// getChunk returns an empty chunk, its buffer from the pool when pooled.
 func (e *Environment) getChunk(size int, pooled bool) *chunk {
 	if pooled {
-		if c, ok := e.chunks.Get().(*chunk); ok {
-			c.size = size
-			return c
-		}
+		buf := e.pool.Get(e.chunkCap)
+		return &chunk{data: (*buf)[:0], buf: buf, size: size, pooled: true}
 	}
-	// A new chunk grows as it fills (most subpartitions of a large exchange carry little).
-	return &chunk{data: make([]byte, 0, min(e.cfg.BufferSize+e.cfg.BufferSize/8, 4<<10)), size: size, pooled: pooled}
+	// A retained partition keeps its chunks: one grows as it fills (most subpartitions of a
+	// large exchange carry little).
+	return &chunk{data: make([]byte, 0, min(e.chunkCap, 4<<10)), size: size}
 }
 
-// putChunk gives a pooled chunk back once nothing refers to its data any more.
+// putChunk gives a pooled chunk's buffer back once nothing refers to its data any more.
 func (e *Environment) putChunk(c *chunk) {
-	if c == nil || !c.pooled || cap(c.data) > 4*e.cfg.BufferSize {
+	if c == nil || !c.pooled || c.buf == nil {
 		return
 	}
-	c.data, c.count = c.data[:0], 0
-	e.chunks.Put(c)
+	*c.buf = c.data[:0] // the pool keeps it only if it did not grow
+	e.pool.Put(c.buf)
+	c.buf, c.data = nil, nil
+}
+
+// records hands c's data over to gRPC as a frame's records (see outFrame): a pooled buffer
+// goes back to the pool once written (c is done with it).
+func (c *chunk) records() *outFrame {
+	f := &outFrame{count: c.count, size: c.size, pooled: c.pooled && c.buf != nil}
+	if f.pooled {
+		*c.buf = c.data
+		f.records = c.buf
+		c.buf, c.data = nil, nil
+	} else {
+		data := c.data // a retained partition's chunk: kept as it is, read again
+		f.records = &data
+	}
+	return f
 }
 
 // writer is the ShuffleWriter of a partition produced in this process: it encodes each record

@@ -1,0 +1,69 @@
+package netshuffle
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// The wire codec writes a Data frame that protobuf reads as the same Frame (its record_size
+// before its records, which protobuf allows; the same size as protoc's), reads protoc's
+// encoding of every kind of frame as protobuf does (a Data frame's records as part of a pooled
+// buffer), and gives a pooled records buffer back to the pool once gRPC freed it.
+func TestWireCodecIsProtobufsWire(t *testing.T) {
+	pool := newBytePool(1 << 10)
+	c := newWireCodec(pool)
+	for _, tc := range []struct {
+		count, size int
+		records     []byte
+	}{
+		{3, 0, []byte{1, 'a', 1, 'b', 1, 'c'}},
+		{2, 8, make([]byte, 16)},
+		{200, 4, make([]byte, 800)}, // a length of two varint bytes
+	} {
+		want, err := proto.Marshal(&Frame{Kind: &Frame_Data{Data: &Data{Count: uint32(tc.count), Records: tc.records, RecordSize: uint32(tc.size)}}})
+		require.NoError(t, err)
+		recs := append([]byte(nil), tc.records...)
+		got, err := c.Marshal(&outFrame{count: tc.count, size: tc.size, records: &recs})
+		require.NoError(t, err)
+		var back Frame
+		require.NoError(t, proto.Unmarshal(got.Materialize(), &back))
+		assert.True(t, proto.Equal(&Frame{Kind: &Frame_Data{Data: &Data{Count: uint32(tc.count), Records: tc.records, RecordSize: uint32(tc.size)}}}, &back))
+		assert.Equal(t, len(want), got.Len(), "count %d, size %d", tc.count, tc.size)
+
+		var in inFrame
+		require.NoError(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(want)}, &in))
+		assert.True(t, in.isData)
+		assert.Equal(t, uint64(tc.count), in.count)
+		assert.Equal(t, uint64(tc.size), in.size)
+		assert.Equal(t, tc.records, in.records)
+		require.NotNil(t, in.buf)
+	}
+
+	for _, f := range []*Frame{
+		{Kind: &Frame_End{End: &End{}}},
+		{Kind: &Frame_Barrier{Barrier: &Barrier{Id: 7, SnapshotType: "SAVEPOINT"}}},
+		{},
+	} {
+		b, err := proto.Marshal(f)
+		require.NoError(t, err)
+		var in inFrame
+		require.NoError(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &in))
+		assert.False(t, in.isData)
+		assert.True(t, proto.Equal(f, &in.frame), "%v", f)
+	}
+	var in inFrame
+	assert.Error(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0x0a, 0x05, 0x01})}, &in), "a truncated frame is protobuf's error")
+
+	// A pooled records buffer: gRPC's last Free gives it back.
+	buf := pool.Get(1 << 10)
+	*buf = append((*buf)[:0], 1, 'x')
+	out, err := c.Marshal(&outFrame{count: 1, records: buf, pooled: true})
+	require.NoError(t, err)
+	out.Free()
+	again := pool.Get(1 << 10)
+	assert.Same(t, buf, again, "the buffer went back to the pool")
+}
