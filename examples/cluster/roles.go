@@ -76,14 +76,15 @@ type jobManager struct {
 // startJobManager starts a JobManager (its own ha/embedded: the TaskExecutors find its
 // ResourceManager at its fixed address) on a gRPC Service listening on listen (127.0.0.1:0 when
 // empty), with the network shuffle's ShuffleMaster and heartbeat.timeout heartbeatTimeout. It
-// runs until ctx ends or close.
-func startJobManager(ctx context.Context, listen string, heartbeatTimeout time.Duration, log *slog.Logger) (*jobManager, error) {
-	return startArchivingJobManager(ctx, listen, heartbeatTimeout, nil, log)
+// runs until ctx ends or close. Each configure function may change the configuration before the
+// JobManager starts (a benchmark's listeners).
+func startJobManager(ctx context.Context, listen string, heartbeatTimeout time.Duration, log *slog.Logger, configure ...func(*cluster.JobManagerConfig)) (*jobManager, error) {
+	return startArchivingJobManager(ctx, listen, heartbeatTimeout, nil, log, configure...)
 }
 
 // startArchivingJobManager is startJobManager whose globally terminated jobs arch archives (nil:
 // none).
-func startArchivingJobManager(ctx context.Context, listen string, heartbeatTimeout time.Duration, arch *archiver, log *slog.Logger) (*jobManager, error) {
+func startArchivingJobManager(ctx context.Context, listen string, heartbeatTimeout time.Duration, arch *archiver, log *slog.Logger, configure ...func(*cluster.JobManagerConfig)) (*jobManager, error) {
 	svc, err := grpctransport.New(grpctransport.Options{ListenAddress: listen, Logger: log})
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func startArchivingJobManager(ctx context.Context, listen string, heartbeatTimeo
 			}
 		}
 	}
-	jm, err := cluster.RunJobManager(ctx, cluster.JobManagerConfig{
+	cfg := cluster.JobManagerConfig{
 		RPC:                  svc,
 		JobStatusListener:    listener,
 		OperatorCoordinators: coordinators,
@@ -110,7 +111,11 @@ func startArchivingJobManager(ctx context.Context, listen string, heartbeatTimeo
 		HeartbeatInterval:    heartbeatTimeout / 5,
 		HeartbeatTimeout:     heartbeatTimeout,
 		Logger:               log,
-	})
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	jm, err := cluster.RunJobManager(ctx, cfg)
 	if err != nil {
 		return nil, errors.Join(err, svc.Close())
 	}
@@ -120,6 +125,11 @@ func startArchivingJobManager(ctx context.Context, listen string, heartbeatTimeo
 
 // close closes the JobManager, then its Service.
 func (j *jobManager) close() error { return errors.Join(j.jm.Close(), j.svc.Close()) }
+
+// registerTaskCode puts the task code every TaskExecutor role runs into reg: the word count's
+// (wc.Register). The test binary, which plays the roles too, adds its benchmark's
+// (deploy_bench_test.go).
+var registerTaskCode = wc.Register
 
 // taskExecutorRole is a running TaskExecutor role: its gRPC Service, its network shuffle and
 // the TaskExecutor.
@@ -144,7 +154,7 @@ func startTaskExecutor(ctx context.Context, rmAddress string, slots int, heartbe
 		return nil, errors.Join(err, shuffle.Close())
 	}
 	reg := taskexecutor.NewRegistry()
-	wc.Register(reg)
+	registerTaskCode(reg)
 	te, err := cluster.RunTaskExecutor(ctx, cluster.TaskExecutorConfig{
 		TaskExecutor: taskexecutor.Config{
 			ResourceID:        jobgraph.ResourceID(resourceIDPrefix + shuffle.Addr()),
