@@ -60,50 +60,100 @@ func ErrorCodes(err error) []string {
 	if err == nil {
 		return nil
 	}
+	// err's tree is walked once, not once per registered sentinel (there are about 80): each
+	// comparable error of the tree is looked up among the sentinels, an error ErrorInfo.Err made
+	// matches the sentinels of its codes, and only an error with an Is method is asked about
+	// every sentinel.
+	var buf [8]errNode
+	nodes := errTree(err, buf[:0])
 	r := &errorCodes
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	var found [4]error
+	matched := found[:0]
+	for i := range nodes {
+		n := &nodes[i]
+		switch {
+		case n.info:
+			for _, c := range n.codes {
+				if s, ok := r.byCode[c]; ok {
+					matched = append(matched, s)
+				}
+			}
+			continue
+		case n.pointer:
+			if _, ok := r.byErr[n.err]; ok {
+				matched = append(matched, n.err)
+			}
+		default:
+			// Not a pointer: compared as errors.Is compares (hashing it could panic where
+			// a comparison with a sentinel of another type cannot).
+			for _, s := range r.order {
+				if n.err == s {
+					matched = append(matched, s)
+				}
+			}
+		}
+		if n.is != nil {
+			for _, s := range r.order {
+				if n.is.Is(s) {
+					matched = append(matched, s)
+				}
+			}
+		}
+	}
+	if len(matched) == 0 {
+		return nil
+	}
 	var codes []string
 	for _, s := range r.order {
-		if errorIs(err, s) {
+		if slices.Contains(matched, s) {
 			codes = append(codes, r.byErr[s])
 		}
 	}
 	return codes
 }
 
-// errorIs is errors.Is without the lock-taking Is of an error ErrorInfo.Err made: its codes are
-// checked directly (the caller holds the registry's read lock).
-func errorIs(err, target error) bool {
+// errNode is one error of a tree as errors.Is walks it: its value, its Is method if it has one,
+// or, for an error ErrorInfo.Err made, its codes (such an error ends its branch: it is matched by
+// its codes, without the lock its Is takes; the caller holds the registry's read lock).
+type errNode struct {
+	err     error
+	is      interface{ Is(error) bool }
+	codes   []string
+	info    bool
+	pointer bool // err's dynamic type is a pointer: it is looked up among the sentinels
+}
+
+// errTree appends err's tree to nodes in errors.Is's order.
+func errTree(err error, nodes []errNode) []errNode {
 	for err != nil {
-		if err == target {
-			return true
-		}
+		n := errNode{err: err, pointer: reflect.TypeOf(err).Kind() == reflect.Pointer}
 		switch e := err.(type) {
 		case *infoError:
-			return slices.Contains(e.codes, errorCodes.byErr[target])
+			n.codes, n.info = e.codes, true
 		case *partitionInfoError:
-			return slices.Contains(e.codes, errorCodes.byErr[target])
+			n.codes, n.info = e.codes, true
 		case interface{ Is(error) bool }:
-			if e.Is(target) {
-				return true
-			}
+			n.is = e
+		}
+		nodes = append(nodes, n)
+		if n.info {
+			return nodes
 		}
 		switch e := err.(type) {
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, c := range e.Unwrap() {
-				if errorIs(c, target) {
-					return true
-				}
+				nodes = errTree(c, nodes)
 			}
-			return false
+			return nodes
 		default:
-			return false
+			return nodes
 		}
 	}
-	return false
+	return nodes
 }
 
 // String returns Message ("<nil>" for a nil ErrorInfo), so a failure printed with %v or %s, or

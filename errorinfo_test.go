@@ -112,3 +112,60 @@ func TestErrorInfoPrintsAsItsMessage(t *testing.T) {
 	var none *jobgraph.ErrorInfo
 	assert.Equal(t, "<nil>", fmt.Sprint(none))
 }
+
+// valueErr is an error of a non-pointer type whose field may hold an error of an uncomparable
+// type (listErr): such a value can be compared with a sentinel, but not hashed.
+type valueErr struct{ cause error }
+
+func (e valueErr) Error() string { return "value: " + e.cause.Error() }
+func (e valueErr) Unwrap() error { return e.cause }
+
+type listErr []error
+
+func (l listErr) Error() string   { return "list" }
+func (l listErr) Unwrap() []error { return l }
+
+// ErrorCodes walks an error's tree once and lists exactly the codes of the registered sentinels
+// errors.Is matches, in registration order, whatever the tree holds: wrapping, joins, an Is
+// method, errors ErrorInfo.Err made, errors of non-pointer types with uncomparable contents.
+func TestErrorCodesAgreeWithErrorsIs(t *testing.T) {
+	info := jobgraph.NewErrorInfo(errNoQuota, time.Unix(0, 0)).Err()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"sentinel", errDiskFull, []string{"test.disk-full"}},
+		{"wrapped twice", fmt.Errorf("a: %w", fmt.Errorf("b: %w", errNoQuota)), []string{"test.no-quota"}},
+		{"joined, registration order", errors.Join(errNoQuota, errLocal, errDiskFull), []string{"test.disk-full", "test.no-quota"}},
+		{"Is method", fmt.Errorf("x: %w", isDiskFull{}), []string{"test.disk-full"}},
+		{"from an ErrorInfo, wrapped", fmt.Errorf("again: %w", info), []string{"test.no-quota"}},
+		{"value type over an uncomparable list", valueErr{listErr{errLocal, fmt.Errorf("y: %w", errDiskFull)}}, []string{"test.disk-full"}},
+		{"unregistered only", fmt.Errorf("z: %w", errLocal), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, jobgraph.ErrorCodes(tc.err))
+			assert.Equal(t, slicesContain(tc.want, "test.disk-full"), errors.Is(tc.err, errDiskFull))
+			assert.Equal(t, slicesContain(tc.want, "test.no-quota"), errors.Is(tc.err, errNoQuota))
+		})
+	}
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkErrorCodes is NewErrorInfo's walk for an error wrapped twice, as a JobMaster's
+// FreeSlot cause is, against the registered sentinels (here the root package's and the two of
+// these tests; a program that imports every package registers about 80: docs/BENCHMARKS.md).
+func BenchmarkErrorCodes(b *testing.B) {
+	err := fmt.Errorf("freeing: %w", fmt.Errorf("closing: %w", errLocal))
+	for b.Loop() {
+		jobgraph.ErrorCodes(err)
+	}
+}
