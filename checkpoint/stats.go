@@ -155,6 +155,37 @@ func (s *CheckpointStatsTracker) RegisterMetrics(g *metrics.Group) {
 	g.Gauge("lastCheckpointRestoreTimestamp", p.restoreTimestamp.Load)
 }
 
+// RegisterNoCheckpointMetrics registers on g the metrics RegisterMetrics registers, with the
+// values of a tracker that never saw a checkpoint (counts 0; the latest checkpoint's duration,
+// sizes and ID and the restore timestamp -1), for a job without checkpointing: Flink registers
+// them for every job. The gauges are shared by every such job, so it allocates nothing per gauge
+// beyond the registration. A nil g registers nothing.
+func RegisterNoCheckpointMetrics(g *metrics.Group) {
+	for _, m := range noCheckpointMetrics {
+		g.Gauge(m.name, m.value)
+	}
+}
+
+func zeroGauge() int64     { return 0 }
+func minusOneGauge() int64 { return -1 }
+
+// noCheckpointMetrics are RegisterMetrics' names, in its order, with a tracker's values before
+// its first checkpoint (publish's).
+var noCheckpointMetrics = [...]struct {
+	name  string
+	value func() int64
+}{
+	{"totalNumberOfCheckpoints", zeroGauge},
+	{"numberOfInProgressCheckpoints", zeroGauge},
+	{"numberOfCompletedCheckpoints", zeroGauge},
+	{"numberOfFailedCheckpoints", zeroGauge},
+	{"lastCheckpointDuration", minusOneGauge},
+	{"lastCheckpointSize", minusOneGauge},
+	{"lastCheckpointFullSize", minusOneGauge},
+	{"lastCompletedCheckpointId", minusOneGauge},
+	{"lastCheckpointRestoreTimestamp", minusOneGauge},
+}
+
 // publish copies the values of the metrics for RegisterMetrics' gauges.
 func (s *CheckpointStatsTracker) publish() {
 	p := s.pub

@@ -57,7 +57,7 @@ func (s *DefaultScheduler) registerJobMetrics(g *metrics.Group) {
 	}
 	if s.ck == nil {
 		// A job without checkpoints shows Flink's values of a tracker that saw none.
-		checkpoint.NewCheckpointStatsTracker(1).RegisterMetrics(g)
+		checkpoint.RegisterNoCheckpointMetrics(g)
 	}
 }
 
