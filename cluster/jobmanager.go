@@ -641,10 +641,6 @@ type trackingFactory struct {
 	jm *JobManager
 }
 
-// ReportFatalError implements jobmaster.FatalErrorReporter: a runner's fatal error is the
-// JobManager's.
-func (f trackingFactory) ReportFatalError(err error) { f.jm.onFatal(err) }
-
 func (f trackingFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
 	created, err := f.JobMasterServiceFactory.Create(ctx, token)
 	if err != nil {

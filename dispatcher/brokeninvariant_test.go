@@ -3,15 +3,18 @@ package dispatcher_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/dispatcher"
+	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/jobmaster"
@@ -37,8 +40,9 @@ func (h *heardErrors) take() []error {
 }
 
 // A panic on the Dispatcher's main loop is its fatal error: the handler hears it once, wrapping
-// the PanicError; every call afterwards returns ErrClosed wrapping it; Close still closes the
-// runner of the job that was running (the dead loop's state is Close's then) and returns.
+// the PanicError; a RequestJobResult that was waiting and every call afterwards return ErrClosed
+// wrapping it; Close still closes the runner of the job that was running (the dead loop's state
+// is Close's then) and returns.
 func TestPanicOnTheDispatchersLoopIsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		services := embedded.New()
@@ -51,9 +55,20 @@ func TestPanicOnTheDispatchersLoopIsFatal(t *testing.T) {
 				return running, nil
 			}})
 		require.NoError(t, err)
-		require.NoError(t, d.SubmitJob(context.Background(), graph("running")))
+		g := graph("running")
+		require.NoError(t, d.SubmitJob(context.Background(), g))
+		waited := make(chan error, 1)
+		go func() {
+			_, err := d.RequestJobResult(context.Background(), g.JobID)
+			waited <- err
+		}()
+		synctest.Wait()
 		dispatcher.PanicOnLoop(d, "dispatcher: broken invariant: job in two maps")
 		synctest.Wait()
+		werr := <-waited // released with the error, not left waiting
+		require.ErrorIs(t, werr, dispatcher.ErrClosed)
+		var wpe *jobgraph.PanicError
+		require.ErrorAs(t, werr, &wpe)
 
 		heard := h.take()
 		require.Len(t, heard, 1)
@@ -66,7 +81,8 @@ func TestPanicOnTheDispatchersLoopIsFatal(t *testing.T) {
 		var pe2 *jobgraph.PanicError
 		require.ErrorAs(t, err, &pe2)
 		assert.Same(t, pe, pe2)
-		_ = d.Close()
+		assert.Same(t, pe, wpe)
+		require.NoError(t, d.Close())
 		assert.Equal(t, []string{"Start", "Close", "Cancel", "Close", "Cancel"}, running.snapshot(), "Close still closed the running job's runner (and the watcher then closed it again, as always)")
 		assert.Empty(t, h.take())
 	})
@@ -155,5 +171,55 @@ func TestRecoveredJobWhoseJobMasterFailsToInitializeIsFatalAndStaysRecoverable(t
 		assert.Empty(t, h.take(), "a submitted job's failed initialization is no fatal error")
 		_, err = services.ExecutionPlanStore().Get(ctx, submitted.JobID)
 		require.ErrorIs(t, err, ha.ErrNotFound, "the submitted job was cleaned up globally")
+	})
+}
+
+// failedRunner is a JobManagerRunner that fails at once for a reason of its own (its election,
+// say): SUSPENDED with ErrRunnerFailed.
+type failedRunner struct {
+	*fakeRunner
+	err error
+}
+
+func (r failedRunner) Start() error {
+	r.record("Start")
+	close(r.done)
+	return nil
+}
+
+func (r failedRunner) Result() jobmaster.Result {
+	<-r.done
+	return jobmaster.Result{Archived: executiongraph.NewSparseArchivedExecutionGraph(r.g.JobID, r.g.Name, r.g.Type, jobgraph.JobStatusSuspended, r.err, time.Unix(1, 0), time.Unix(1, 0)), Err: r.err}
+}
+
+// A runner that fails (jobmaster.ErrRunnerFailed) is fatal, and the job is cleaned up locally
+// only: no JobResult, the plan stays for the next leader (Flink: jobManagerRunnerFailed).
+func TestFailedRunnerIsFatalAndTheJobStaysRecoverable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		services := embedded.New()
+		defer services.Close()
+		h := &heardErrors{}
+		cause := fmt.Errorf("%w: job x: reading the JobResultStore: connection refused", jobmaster.ErrRunnerFailed)
+		d, err := dispatcher.New(dispatcher.Config{HA: services, FatalErrorHandler: h.handle,
+			JobManagerRunnerFactory: func(g *jobgraph.JobGraph, _ ha.Services) (jobmaster.JobManagerRunner, error) {
+				return failedRunner{&fakeRunner{g: g, done: make(chan struct{}), status: jobgraph.JobStatusCreated}, cause}, nil
+			}})
+		require.NoError(t, err)
+		defer d.Close()
+		g := graph("runner fails")
+		require.NoError(t, d.SubmitJob(ctx, g))
+		res, err := d.RequestJobResult(ctx, g.JobID)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusSuspended, res.Status)
+
+		heard := h.take()
+		require.Len(t, heard, 1)
+		require.ErrorIs(t, heard[0], jobmaster.ErrRunnerFailed)
+		assert.Equal(t, "dispatcher: job "+g.JobID.String()+": its JobManagerRunner failed; the job is cleaned up locally only and stays in the ExecutionPlanStore for the next leader: "+cause.Error(), heard[0].Error())
+		_, err = services.ExecutionPlanStore().Get(ctx, g.JobID)
+		require.NoError(t, err, "the plan stays for the next leader")
+		_, err = services.JobResultStore().Get(ctx, g.JobID)
+		require.ErrorIs(t, err, ha.ErrNotFound)
 	})
 }

@@ -206,9 +206,11 @@ type Config struct {
 	// the store's error matches ha.ErrUnrecoverable, or the cleanup-strategy's attempts ran out
 	// — since neither running the job again nor cleaning it up is safe then; a recovered job
 	// whose JobMaster failed to initialize (the runner's error matches
-	// jobmaster.ErrJobInitialization), which is then cleaned up only locally, so its plan stays
-	// in the ExecutionPlanStore for the next leader to recover (Flink:
-	// Dispatcher.handleJobManagerRunnerResult and jobMasterFailed); and a panic on the
+	// jobmaster.ErrJobInitialization) and a runner that failed (jobmaster.ErrRunnerFailed: its
+	// leader election's error, a JobResultStore read at a grant, a panic on its loop), either
+	// then cleaned up only locally, so its plan stays in the ExecutionPlanStore for the next
+	// leader to recover (Flink: Dispatcher.handleJobManagerRunnerResult, jobManagerRunnerFailed
+	// and jobMasterFailed); and a panic on the
 	// Dispatcher's main loop, as an error wrapping a *jobgraph.PanicError, after which every
 	// call returns ErrClosed wrapping it. It is called once per such error, synchronously on the
 	// Dispatcher's goroutine that met it (before the job is archived), and must not call back
@@ -762,7 +764,10 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	// leader may run it. Fatal, and cleaned up only locally, so the plan stays for the next
 	// leader's recovery. Flink: Dispatcher.handleJobManagerRunnerResult → jobManagerRunnerFailed.
 	recoveryFailed := entry.recovered && errors.Is(res.Err, jobmaster.ErrJobInitialization)
-	globally := a.Status.IsGloballyTerminal() && !recoveryFailed
+	// A runner that failed (its election, the JobResultStore read at a grant, its loop's panic)
+	// ends the job SUSPENDED: fatal, cleaned up locally only (Flink: jobManagerRunnerFailed).
+	runnerFailed := errors.Is(res.Err, jobmaster.ErrRunnerFailed)
+	globally := a.Status.IsGloballyTerminal() && !recoveryFailed && !runnerFailed
 	// From here on the job is answered from its outcome, not from the runner, which closes.
 	_ = d.loop.Call(context.Background(), func() error {
 		entry.ended = &archivedJob{result: result, graph: a, submitted: entry.submitted}
@@ -778,9 +783,12 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	// that the next leader's recovery cleans up, and the job never runs again. SUSPENDED (and a
 	// closing Dispatcher) cleans nothing of HA.
 	recorded := false
-	if recoveryFailed {
-		// The handler hears it before the job is archived (see below).
+	// The handler hears these before the job is archived (see below).
+	switch {
+	case recoveryFailed:
 		d.fatal(fmt.Errorf("dispatcher: recovered job %s: its JobMaster failed to initialize; the job is cleaned up locally only and stays in the ExecutionPlanStore for the next leader: %w", id, res.Err))
+	case runnerFailed:
+		d.fatal(fmt.Errorf("dispatcher: job %s: its JobManagerRunner failed; the job is cleaned up locally only and stays in the ExecutionPlanStore for the next leader: %w", id, res.Err))
 	}
 	if globally {
 		var fatal error
@@ -802,7 +810,7 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 		d.cleanUpGlobally(result, entry.plan) // until it succeeded, gave up or Close stopped it
 	}
 	entry.final = &archivedJob{result: result, graph: a, recorded: recorded, submitted: entry.submitted}
-	d.loop.Execute(func() {
+	posted := d.loop.Execute(func() {
 		d.store(id, entry.final)
 		if d.jobs[id] == entry {
 			delete(d.jobs, id)
@@ -813,6 +821,11 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 		close(entry.archived) // a submission of the JobID waiting for it goes on
 		d.log.Info("job ended", "job", id, "status", result.Status)
 	})
+	if !posted {
+		// The loop died of a panic (a plain Close waits for the watchers before it closes the
+		// loop): nothing archives the job any more, but whoever waits for it is released.
+		close(entry.archived)
+	}
 }
 
 // withInitializing returns a with the INITIALIZING timestamp set to submitted (a JobMaster's
@@ -1036,6 +1049,12 @@ func (d *StandaloneDispatcher) RequestJobResult(ctx context.Context, id jobgraph
 	}
 	select {
 	case <-l.job.archived:
+		return l.job.final.result, nil
+	case <-d.loop.Done():
+		if err := d.loop.Err(); err != nil {
+			return nil, err // the Dispatcher's loop died of a panic: ErrClosed wrapping it
+		}
+		<-l.job.archived // a plain Close archives every job before its loop ends
 		return l.job.final.result, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()

@@ -118,42 +118,35 @@ func TestResourceManagerRetrievalErrorIsFatal(t *testing.T) {
 	})
 }
 
-// reportingFactory is a fakeFactory that hears the runner's fatal errors.
-type reportingFactory struct {
-	*fakeFactory
-	rec *fatalRecorder
-}
-
-func (f reportingFactory) ReportFatalError(err error) { f.rec.handle(err) }
-
-// A panic on the LeadershipRunner's own loop goes to its factory's ReportFatalError; the runner
-// then answers with its closed error wrapping the PanicError, and Close still closes the
-// JobMaster it ran and completes the result (SUSPENDED), so whoever waits on Done is released.
-func TestPanicOnTheRunnersLoopIsReportedAndCloseStillReleases(t *testing.T) {
+// A panic on the LeadershipRunner's own loop fails the runner: its Result is completed at once
+// with ErrRunnerFailed wrapping the PanicError and the job SUSPENDED (the Dispatcher makes that
+// fatal and cleans up locally only); its calls return its closed error wrapping the PanicError;
+// Close still closes the JobMaster it ran.
+func TestPanicOnTheRunnersLoopFailsTheRunnerAndCloseStillReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &fatalRecorder{}
-		fake := newFakeFactory()
-		f := newFixture(t, fake)
-		runner := jobmaster.NewLeadershipRunner(reportingFactory{fake, rec}, f.ha.JobMasterLeaderElection(fake.JobID()), f.ha.JobResultStore())
-		require.NoError(t, runner.Start())
-		jm := <-fake.created
+		f := newFixture(t, newFakeFactory())
+		require.NoError(t, f.runner.Start())
+		jm := <-f.factory.created
 		synctest.Wait()
 
-		jobmaster.PanicOnRunnerLoop(runner, "runner: broken invariant")
+		jobmaster.PanicOnRunnerLoop(f.runner, "runner: broken invariant")
 		synctest.Wait()
-		heard := rec.take()
-		require.Len(t, heard, 1)
+		require.True(t, isDone(f.runner), "the result is complete")
+		res := f.runner.Result()
+		assert.Equal(t, jobgraph.JobStatusSuspended, res.Archived.Status)
+		require.ErrorIs(t, res.Err, jobmaster.ErrRunnerFailed)
 		var pe *jobgraph.PanicError
-		require.ErrorAs(t, heard[0], &pe)
-		assert.Equal(t, "runner-"+fake.JobID().String(), pe.Endpoint)
-		assert.Equal(t, "jobmaster: the runner of job "+fake.JobID().String()+": runner-"+fake.JobID().String()+": panic: runner: broken invariant", heard[0].Error())
-		_, err := runner.RequestJobStatus(context.Background())
-		require.ErrorAs(t, err, &pe)
-		assert.False(t, isDone(runner))
+		require.ErrorAs(t, res.Err, &pe)
+		job := f.factory.JobID().String()
+		assert.Equal(t, "runner-"+job, pe.Endpoint)
+		assert.Equal(t, "job manager runner failed: job "+job+": runner-"+job+": panic: runner: broken invariant", res.Err.Error())
+		_, err := f.runner.RequestJobStatus(context.Background())
+		var pe2 *jobgraph.PanicError
+		require.ErrorAs(t, err, &pe2)
+		assert.Same(t, pe, pe2)
+		assert.Equal(t, 0, jm.state().closed)
 
-		runner.Close()
+		f.runner.Close()
 		assert.Equal(t, 1, jm.state().closed, "Close closed the JobMaster the dead runner ran")
-		<-runner.Done()
-		assert.Equal(t, jobgraph.JobStatusSuspended, runner.Result().Archived.Status)
 	})
 }

@@ -44,6 +44,7 @@ func init() {
 	jobgraph.RegisterErrorCode("jobmaster.closed", ErrClosed)
 	jobgraph.RegisterErrorCode("jobmaster.unknown-task-executor", ErrUnknownTaskExecutor)
 	jobgraph.RegisterErrorCode("jobmaster.job-initialization", ErrJobInitialization)
+	jobgraph.RegisterErrorCode("jobmaster.runner-failed", ErrRunnerFailed)
 	jobgraph.RegisterErrorCode("jobmaster.job-already-done", ErrJobAlreadyDone)
 }
 
@@ -184,8 +185,9 @@ type Config struct {
 	// nothing (its calls return its closed error wrapping the PanicError, its job makes no
 	// progress, Close still releases its goroutines), and the ResourceManager leader
 	// retrieval's error (HandleError of ResourceManagerRetrieval's retrieval), after which the
-	// JobMaster can no longer learn of a new ResourceManager. Also a LeadershipRunner's own
-	// loop's panic, when its factory is this package's Factory. It is called once per error, on
+	// JobMaster can no longer learn of a new ResourceManager. (A LeadershipRunner's own
+	// failures end its Result with ErrRunnerFailed instead, which the Dispatcher makes fatal.)
+	// It is called once per error, on
 	// a goroutine of the JobMaster's (the dying loop's, after the calls waiting on it were
 	// released), and must not wait for long: to close the JobMaster or the cluster, start a
 	// goroutine. Default (nil): the error is logged at Error level and nothing else happens. A
@@ -195,18 +197,6 @@ type Config struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
-
-// FatalErrorReporter may be implemented by a JobMasterServiceFactory to hear the fatal errors of
-// the LeadershipRunner it serves: a panic on the runner's main loop, as a *jobgraph.PanicError.
-// Factory implements it with Config.FatalErrorHandler. A factory that does not implement it
-// leaves those errors to the runner's Error log.
-type FatalErrorReporter interface {
-	ReportFatalError(err error)
-}
-
-// ReportFatalError implements FatalErrorReporter: err goes to Config.FatalErrorHandler, or is
-// logged at Error level.
-func (f *Factory) ReportFatalError(err error) { reportFatal(f.cfg, err) }
 
 // reportFatal hands err to cfg.FatalErrorHandler, or logs it.
 func reportFatal(cfg Config, err error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -75,15 +74,11 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 }
 
 // onPanic is the panic handler of the runner's loop: the runner is broken for good (its calls
-// return its closed error wrapping the PanicError); the factory hears it when it implements
-// FatalErrorReporter.
+// return its closed error wrapping the PanicError), so it completes its result with
+// ErrRunnerFailed (the job SUSPENDED), which the Dispatcher makes fatal; its Close still closes
+// the JobMaster (Finally). On the dead loop's goroutine: the loop's state is this call's.
 func (r *LeadershipRunner) onPanic(perr *jobgraph.PanicError) {
-	err := fmt.Errorf("jobmaster: the runner of job %s: %w", r.factory.JobID(), perr)
-	if rep, ok := r.factory.(FatalErrorReporter); ok {
-		rep.ReportFatalError(err)
-		return
-	}
-	slog.Default().Error("fatal error of a JobMaster runner", "err", err, "stack", string(perr.Stack))
+	r.complete(r.sparseResult(jobgraph.JobStatusSuspended, fmt.Errorf("%w: job %s: %w", ErrRunnerFailed, r.JobID(), perr)))
 }
 
 // JobID is the job the runner runs.
@@ -110,10 +105,12 @@ func (r *LeadershipRunner) GrantLeadership(session ha.SessionID) {
 // RevokeLeadership implements ha.LeaderContender.
 func (r *LeadershipRunner) RevokeLeadership() { r.loop.Execute(r.onRevoke) }
 
-// HandleError implements ha.LeaderContender: an election failure fails the job.
+// HandleError implements ha.LeaderContender: an election failure fails the runner (Result.Err
+// matching ErrRunnerFailed, the job SUSPENDED), which the Dispatcher makes fatal. Flink:
+// JobMasterServiceLeadershipRunner.handleError, which calls the FatalErrorHandler.
 func (r *LeadershipRunner) HandleError(err error) {
 	r.loop.Execute(func() {
-		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("leader election of job %s failed: %w", r.JobID(), err)))
+		r.complete(r.sparseResult(jobgraph.JobStatusSuspended, fmt.Errorf("%w: job %s: its leader election failed: %w", ErrRunnerFailed, r.JobID(), err)))
 	})
 }
 
@@ -149,7 +146,9 @@ func (r *LeadershipRunner) granted(gen uint64, session ha.SessionID, err error) 
 	case err == nil:
 		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("%w: job %s is in the JobResultStore", ErrJobAlreadyDone, r.JobID())))
 	case !errors.Is(err, ha.ErrNotFound):
-		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("job %s: reading the JobResultStore: %w", r.JobID(), err)))
+		// Whether the job is done is unknown: not a failure of the job, the runner's. Flink:
+		// the runner's result future completes exceptionally, and the Dispatcher fails fatally.
+		r.complete(r.sparseResult(jobgraph.JobStatusSuspended, fmt.Errorf("%w: job %s: reading the JobResultStore: %w", ErrRunnerFailed, r.JobID(), err)))
 	default:
 		r.process = startServiceProcess(r.factory, jobgraph.JobMasterID(session), r, r.clock())
 	}

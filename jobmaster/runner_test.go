@@ -508,7 +508,10 @@ func TestCancelRunningJobCancelsTheJobMaster(t *testing.T) {
 	})
 }
 
-func TestElectionErrorFailsTheJob(t *testing.T) {
+// An election error fails the runner, not the job (Flink: JobMasterServiceLeadershipRunner's
+// handleError is fatal): the Result is SUSPENDED with ErrRunnerFailed, which the Dispatcher
+// makes fatal and cleans up only locally.
+func TestElectionErrorFailsTheRunner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, newFakeFactory())
 		require.NoError(t, f.runner.Start())
@@ -518,8 +521,9 @@ func TestElectionErrorFailsTheJob(t *testing.T) {
 		<-f.runner.Done()
 		res := f.runner.Result()
 		require.ErrorIs(t, res.Err, lost)
-		assert.EqualError(t, res.Err, fmt.Sprintf("leader election of job %s failed: lost connection to the HA store", f.factory.JobID()))
-		assertSparse(t, f, res.Archived, jobgraph.JobStatusFailed, res.Err)
+		require.ErrorIs(t, res.Err, jobmaster.ErrRunnerFailed)
+		assert.EqualError(t, res.Err, fmt.Sprintf("job manager runner failed: job %s: its leader election failed: lost connection to the HA store", f.factory.JobID()))
+		assertSparse(t, f, res.Archived, jobgraph.JobStatusSuspended, res.Err)
 
 		f.runner.Close()
 		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, jm.state(), "Close still closes the JobMaster")

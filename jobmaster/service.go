@@ -27,6 +27,15 @@ import (
 // be built, say). Flink: JobInitializationException.
 var ErrJobInitialization = errors.New("job initialization failed")
 
+// ErrRunnerFailed matches the Result.Err of a LeadershipRunner that cannot go on for a reason of
+// this process, not of the job: its leader election failed (HandleError), the JobResultStore
+// could not be read when it was granted leadership, or its main loop panicked (the error then
+// wraps a *jobgraph.PanicError). The job is not over: Result.Archived is SUSPENDED, and the
+// Dispatcher reports the error to its FatalErrorHandler and cleans the job up only locally, so
+// the next leader recovers it. Flink: the JobManagerRunner's result future completing
+// exceptionally, which Dispatcher.jobManagerRunnerFailed makes fatal (jobMasterFailed).
+var ErrRunnerFailed = errors.New("job manager runner failed")
+
 // ErrJobAlreadyDone is the failure of a runner that was granted leadership for a job the
 // JobResultStore already holds: another leader finished it. Flink: JobAlreadyDoneException.
 var ErrJobAlreadyDone = errors.New("job already done")
@@ -106,7 +115,8 @@ var _ JobManagerRunner = (*LeadershipRunner)(nil)
 type Result struct {
 	Archived *executiongraph.ArchivedExecutionGraph
 	// Err is the root cause as an error value when the job failed (ErrJobInitialization or
-	// ErrJobAlreadyDone wrapped, or the task failure); nil otherwise.
+	// ErrJobAlreadyDone wrapped, or the task failure), or why the runner failed
+	// (ErrRunnerFailed wrapped, with Archived SUSPENDED); nil otherwise.
 	Err error
 }
 

@@ -24,6 +24,9 @@ type jobLeaders struct {
 	// lostLeadership is told, outside mu, of each session seen losing leadership of job (Flink:
 	// JobLeaderIdActions.jobLeaderLostLeadership). It must not block.
 	lostLeadership func(job jobgraph.JobID, old jobgraph.JobMasterID)
+	// fatal hears a retrieval's error (Flink: JobLeaderIdActions.handleError, which the
+	// ResourceManager makes fatal). It must not block.
+	fatal func(err error)
 
 	mu     sync.Mutex
 	jobs   map[jobgraph.JobID]*jobLeader
@@ -40,8 +43,8 @@ type jobLeader struct {
 	lost map[jobgraph.JobMasterID]bool
 }
 
-func newJobLeaders(services ha.Services, log *slog.Logger, lostLeadership func(jobgraph.JobID, jobgraph.JobMasterID)) *jobLeaders {
-	return &jobLeaders{services: services, log: log, lostLeadership: lostLeadership, jobs: make(map[jobgraph.JobID]*jobLeader)}
+func newJobLeaders(services ha.Services, log *slog.Logger, lostLeadership func(jobgraph.JobID, jobgraph.JobMasterID), fatal func(error)) *jobLeaders {
+	return &jobLeaders{services: services, log: log, lostLeadership: lostLeadership, fatal: fatal, jobs: make(map[jobgraph.JobID]*jobLeader)}
 }
 
 // follow starts following job's leader unless it is followed already. Off the loop. It fails
@@ -160,6 +163,8 @@ func (n *jobLeaderListener) NotifyLeaderAddress(address string, session ha.Sessi
 	}
 }
 
+// HandleError is fatal: the ResourceManager can no longer tell the job's leader sessions apart
+// (Flink: ResourceManager's JobLeaderIdActionsImpl.handleError calls onFatalError).
 func (n *jobLeaderListener) HandleError(err error) {
-	n.leaders.log.Warn("leader retrieval of a job failed", "job", n.job, "err", err)
+	n.leaders.fatal(fmt.Errorf("resourcemanager: the leader retrieval of job %s failed: %w", n.job, err))
 }

@@ -114,7 +114,8 @@ type Config struct {
 	LeaderElection ha.LeaderElection
 	// FatalErrorHandler hears what the ResourceManager cannot recover from: its leader
 	// election's error (ha.LeaderContender.HandleError), after which it cannot know whether it
-	// leads, called on the election's goroutine; and a panic on its main loop — a broken
+	// leads, called on the election's goroutine; the error of a job's JobMaster leader retrieval
+	// (with HA: Flink's JobLeaderIdActions.handleError), on the retrieval's goroutine; and a panic on its main loop — a broken
 	// invariant of the slot manager, or a bug — as an error wrapping a *jobgraph.PanicError,
 	// called on the dead loop's goroutine, after which every call returns ErrClosed wrapping
 	// that error. It must not call back into the ResourceManager synchronously (Close it from
@@ -288,7 +289,7 @@ func New(cfg Config) (*ResourceManager, error) {
 	if cfg.HA != nil {
 		rm.leaders = newJobLeaders(cfg.HA, rm.log, func(job jobgraph.JobID, old jobgraph.JobMasterID) {
 			rm.loop.Execute(func() { rm.jobLeaderLostLeadership(job, old) })
-		})
+		}, rm.fatal)
 	}
 	rm.sm, err = NewSlotManagerWithConfig(SlotManagerConfig{
 		Allocator:             SlotAllocatorFunc(rm.requestSlot),

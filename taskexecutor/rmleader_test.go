@@ -2,6 +2,7 @@ package taskexecutor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -215,5 +216,44 @@ func TestSlotFreedWhileRegisteringWithANewLeaderIsAnnouncedToIt(t *testing.T) {
 		rmA.mu.Lock()
 		defer rmA.mu.Unlock()
 		assert.Empty(t, rmA.notified, "A is no leader any more")
+	})
+}
+
+// The ResourceManager leader retrieval's error makes the TaskExecutor fail fatally (Flink: its
+// ResourceManagerLeaderListener.handleError calls onFatalError): FatalError and
+// Config.FatalErrorHandler have the error, once; every gateway method then fails with ErrFailed.
+func TestResourceManagerRetrievalErrorFailsTheTaskExecutorFatally(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := newCluster(t)
+		require.NoError(t, c.svc.Register("rm-a", &leaderRM{fakeResourceManager: &fakeResourceManager{id: rmToken(1)}}))
+		retrieval := &handRetrieval{}
+		var heard []error
+		te, err := New(Config{ResourceID: "te-1", NumSlots: 1, Registry: c.reg, RPC: c.svc,
+			ResourceManagerRetrieval: retrieval, Shuffle: c.shuffle, Logger: discard,
+			FatalErrorHandler: func(err error) { heard = append(heard, err) }}) // on the loop only
+		require.NoError(t, err)
+		require.NoError(t, te.Start(ctx))
+		defer te.Close()
+		retrieval.announce("rm-a", ha.SessionID(rmToken(1)))
+		_, err = te.WaitRegistered(ctx)
+		require.NoError(t, err)
+
+		broken := errors.New("etcd: lease expired")
+		retrieval.mu.Lock()
+		l := retrieval.listener
+		retrieval.mu.Unlock()
+		l.HandleError(broken)
+		synctest.Wait()
+		require.ErrorIs(t, te.FatalError(), broken)
+		assert.EqualError(t, te.FatalError(), "TaskExecutor te-1: the ResourceManager's leader retrieval failed: etcd: lease expired")
+		require.Len(t, heard, 1)
+		assert.Same(t, te.FatalError(), heard[0])
+		_, err = te.SlotReport(ctx)
+		require.ErrorIs(t, err, ErrFailed)
+		require.ErrorIs(t, err, broken)
+		l.HandleError(broken) // a second error changes nothing
+		synctest.Wait()
+		assert.Len(t, heard, 1)
 	})
 }

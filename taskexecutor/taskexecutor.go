@@ -180,7 +180,8 @@ type Config struct {
 	TaskCancellationTimeout time.Duration
 	// FatalErrorHandler, if set, hears the error the TaskExecutor failed fatally with, once, at
 	// the moment it failed (FatalError returns the same error from then on): a task stuck past
-	// task.cancellation.timeout, or a panic on its main loop (a *jobgraph.PanicError). It is
+	// task.cancellation.timeout, its ResourceManager leader retrieval's error, or a panic on its
+	// main loop (a *jobgraph.PanicError). It is
 	// called on the TaskExecutor's loop goroutine and must not wait for the TaskExecutor (start
 	// a goroutine to Close it). cluster.RunTaskExecutor's runner closes itself on it, as Flink's
 	// TaskManagerRunner.onFatalError ends the TaskManager process; a MiniCluster leaves its
@@ -468,8 +469,14 @@ func (l rmLeaderListener) NotifyLeaderAddress(address string, session ha.Session
 	l.te.loop.Execute(func() { l.te.newResourceManagerLeader(address, session) })
 }
 
+// HandleError makes the TaskExecutor fail fatally (Flink: the TaskExecutor's
+// ResourceManagerLeaderListener.handleError calls onFatalError): it could no longer find a
+// ResourceManager.
 func (l rmLeaderListener) HandleError(err error) {
-	l.te.log.Error("the ResourceManager's leader retrieval failed", "error", err)
+	te := l.te
+	cause := fmt.Errorf("TaskExecutor %s: the ResourceManager's leader retrieval failed: %w", te.id, err)
+	te.log.Error("the ResourceManager's leader retrieval failed; the TaskExecutor fails fatally", "error", err)
+	te.loop.Execute(func() { te.failWith(cause) }) // nothing when closed already
 }
 
 // newResourceManagerLeader drops the connection to the earlier ResourceManager leader and
