@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -20,10 +21,14 @@ import (
 // BenchmarkNetworkShuffleAllToAll: source → sink, parallelism 2, ALL_TO_ALL, PIPELINED_BOUNDED,
 // b.N int64 records (8 bytes each, codec int64) in all, the sources in one TaskExecutor
 // process's Environment and the sinks in another's, over loopback. In the same run it copies
-// the same bytes over raw loopback TCP (one connection per source-sink pair, 32 KiB writes) and
-// reports that rate (tcp-MB/s) and the shuffle's ratio to it (ratio), and moves the same
-// records through the in-memory shuffle alone (inmem-MB/s, record by record: what the task
-// API's records cost without the network). One op is one record.
+// the same bytes over raw loopback TCP (one connection per source-sink pair, 32 KiB writes),
+// once before the shuffle and once after it, and reports the mean of the two rates (tcp-MB/s;
+// on a shared machine one copy of less than a second swings by 2×) and the shuffle's ratio to
+// it (ratio), and moves the same records through the in-memory shuffle alone before (inmem-MB/s,
+// record by record: what the task API's records cost without the network). It also reports
+// the process's CPU time per record of the shuffle (cpu-ns/op) and of the TCP copies
+// (tcp-cpu-ns/op, per 8 bytes), and their ratio (cpu-ratio: TCP's over the shuffle's), which
+// the load of a shared machine moves less than the wall times. One op is one record.
 //
 //   - records=int64-batch: the sources write batches of 1,024 values through
 //     taskexecutor.Int64Writer and the sinks read through taskexecutor.BufferedInt64Reader as
@@ -37,7 +42,9 @@ func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
 		b.Run("records="+mode, func(b *testing.B) {
 			const p = 2
 			n := b.N
-			tcp := rawTCPCopy(b, p*p, int64(n)*8)
+			cpu0 := cpuNow()
+			tcpBefore := rawTCPCopy(b, p*p, int64(n)*8)
+			tcpCPU := cpuNow() - cpu0
 			inmem := inMemoryAllToAll(b, p, n)
 			producerEnv, consumerEnv := newEnv(b, netshuffle.Config{}), newEnv(b, netshuffle.Config{})
 			x := newExchange(b)
@@ -53,7 +60,9 @@ func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
 			}
 			b.SetBytes(8)
 			b.ReportAllocs()
+			runtime.GC() // the in-memory run's garbage is not the shuffle's to collect
 			b.ResetTimer()
+			cpu0 = cpuNow()
 			start := time.Now()
 			if mode == "any" {
 				allToAll(b, writers, readers, n)
@@ -61,19 +70,29 @@ func BenchmarkNetworkShuffleAllToAll(b *testing.B) {
 				allToAllInt64Batches(b, writers, readers, n)
 			}
 			elapsed := time.Since(start)
+			shuffleCPU := cpuNow() - cpu0
 			b.StopTimer()
+			cpu0 = cpuNow()
+			tcpAfter := rawTCPCopy(b, p*p, int64(n)*8)
+			tcpCPU += cpuNow() - cpu0
 			shuffleRate := float64(n) * 8 / elapsed.Seconds() / 1e6
-			tcpRate := float64(n) * 8 / tcp.Seconds() / 1e6
+			tcpRate := (float64(n)*8/tcpBefore.Seconds() + float64(n)*8/tcpAfter.Seconds()) / 2 / 1e6
 			b.ReportMetric(tcpRate, "tcp-MB/s")
 			b.ReportMetric(float64(n)*8/inmem.Seconds()/1e6, "inmem-MB/s")
 			b.ReportMetric(shuffleRate/tcpRate, "ratio")
+			if shuffleCPU > 0 {
+				b.ReportMetric(float64(shuffleCPU.Nanoseconds())/float64(n), "cpu-ns/op")
+				b.ReportMetric(float64(tcpCPU.Nanoseconds())/2/float64(n), "tcp-cpu-ns/op")
+				b.ReportMetric(float64(tcpCPU)/2/float64(shuffleCPU), "cpu-ratio")
+			}
 		})
 	}
 }
 
 // allToAllInt64Batches is allToAll through the int64 batch path: each writer emits runs of
-// 1,024 values to one subpartition after the other; each reader takes the batch at hand in
-// bulk and waits in Next for the next one, as taskexecutor's Int64Reader does.
+// 1,024 values (one buffer filled once, as the TCP copy sends one buffer) to one subpartition
+// after the other; each reader takes the batch at hand in bulk and waits in Next for the next
+// one, as taskexecutor's Int64Reader does.
 func allToAllInt64Batches(b *testing.B, writers []taskexecutor.ShuffleWriter, readers []taskexecutor.ShuffleReader, n int) {
 	const run = 1024
 	p := len(writers)
@@ -88,12 +107,12 @@ func allToAllInt64Batches(b *testing.B, writers []taskexecutor.ShuffleWriter, re
 			if i == 0 {
 				each += n % p
 			}
-			vals := make([]int64, run)
+			vals := make([]int64, run) // written once, as the TCP copy's buffer is
+			for j := range vals {
+				vals[j] = int64(j)
+			}
 			for k := 0; k < each; k += run {
 				m := min(run, each-k)
-				for j := range m {
-					vals[j] = int64(k + j)
-				}
 				if err := iw.EmitInt64s(ctx, (k/run)%p, vals[:m]); err != nil {
 					b.Error(err)
 					return
@@ -254,4 +273,10 @@ func rawTCPCopy(b *testing.B, conns int, total int64) time.Duration {
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// cpuNow is processCPU, 0 where it cannot be read (the CPU metrics are then left out).
+func cpuNow() time.Duration {
+	d, _ := processCPU()
+	return d
 }

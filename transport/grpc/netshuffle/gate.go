@@ -406,10 +406,7 @@ func (g *gate) BufferedInt64s(dst []int64) int {
 		return 0
 	}
 	n := min(len(dst), g.curLeft)
-	b := g.curData[:8*n]
-	for i := range dst[:n] {
-		dst[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-	}
+	decodeInt64s(dst[:n], g.curData[:8*n])
 	g.curData, g.curLeft = g.curData[8*n:], g.curLeft-n
 	if g.curLeft == 0 {
 		g.frameDone()

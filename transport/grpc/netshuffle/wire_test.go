@@ -67,3 +67,23 @@ func TestWireCodecIsProtobufsWire(t *testing.T) {
 	again := pool.Get(1 << 10)
 	assert.Same(t, buf, again, "the buffer went back to the pool")
 }
+
+// The int64 batch copies give CodecInt64's encoding (8 bytes little endian a record), on this
+// host's fast path as on the portable one.
+func TestInt64BatchEncoding(t *testing.T) {
+	vs := []int64{0, 1, -1, 1 << 40, -(1 << 62), 0x0102030405060708}
+	var want []byte
+	for _, v := range vs {
+		want, _ = int64Codec{}.Append(want, v)
+	}
+	for _, fast := range []bool{true, false} {
+		saved := hostLittleEndian
+		hostLittleEndian = hostLittleEndian && fast
+		got := appendInt64s([]byte{9}, vs)
+		back := make([]int64, len(vs))
+		decodeInt64s(back, got[1:])
+		hostLittleEndian = saved
+		assert.Equal(t, append([]byte{9}, want...), got, "fast %v", fast)
+		assert.Equal(t, vs, back, "fast %v", fast)
+	}
+}

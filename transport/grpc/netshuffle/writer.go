@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	"github.com/jobgraph/jobgraph/rpc"
 	"github.com/jobgraph/jobgraph/taskexecutor"
@@ -255,17 +254,6 @@ func (w *writer) EmitInt64s(ctx context.Context, s int, values []int64) error {
 		return w.handOver(ctx, s, true)
 	}
 	return nil
-}
-
-// appendInt64s appends vs to b, 8 bytes each, little endian (CodecInt64's encoding).
-func appendInt64s(b []byte, vs []int64) []byte {
-	off := len(b)
-	b = slices.Grow(b, 8*len(vs))[:off+8*len(vs)]
-	out := b[off:]
-	for i, v := range vs {
-		binary.LittleEndian.PutUint64(out[8*i:], uint64(v))
-	}
-	return b
 }
 
 // FlushIdle hands over every partial chunk that can go without waiting (a chunk that cannot
