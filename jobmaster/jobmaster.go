@@ -335,6 +335,7 @@ type DefaultJobMaster struct {
 	closedFlag atomic.Bool
 	loop       *mainloop.Loop // state
 	outbox     *mainloop.Loop // outgoing calls, in order
+	loopNames  [2]loopName    // loop's and outbox's, formatted only when asked for
 	// io runs the checkpoint store and ID counter calls, in order. It is started by the first
 	// such call (a batch job has none: one goroutine less per job) and closed by shutDown.
 	ioMu     sync.Mutex
@@ -416,14 +417,15 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		resourceID:    jobgraph.ResourceID("jobmaster-" + token.String()[:12]),
 		log:           cfg.Logger.With("job", g.JobID),
 		closedErr:     closedErr,
-		loop:          mainloop.NewWithClosedError("jobmaster-"+g.JobID.String(), closedErr),
-		outbox:        mainloop.NewWithClosedError("jobmaster-outbox-"+g.JobID.String(), closedErr),
+		loopNames:     [2]loopName{{"jobmaster-", g.JobID}, {"jobmaster-outbox-", g.JobID}},
 		taskExecutors: make(map[jobgraph.ResourceID]rpc.TaskExecutorGateway),
 		freeing:       make(map[jobgraph.AllocationID]bool),
 		deployments:   newDeploymentTracker(),
 		done:          make(chan struct{}),
 		coordinated:   coordinatedVertices(g),
 	}
+	jm.loop = mainloop.NewNamed(&jm.loopNames[0], closedErr)
+	jm.outbox = mainloop.NewNamed(&jm.loopNames[1], closedErr)
 	_, jm.inProcess = cfg.RPC.(*rpc.LocalService)
 	jm.loop.SetPanicHandler(jm.onPanic)
 	jm.outbox.SetPanicHandler(jm.onPanic)
@@ -661,6 +663,16 @@ func (jm *DefaultJobMaster) executionStateChanged(attempt jobgraph.ExecutionAtte
 		l(attempt, st)
 	}
 }
+
+// loopName names one of a job's loops, "<prefix><job ID>", formatted only when asked for (a
+// panic's report): the JobMaster and its runner keep theirs in their own structs, so naming
+// their loops allocates nothing per job.
+type loopName struct {
+	prefix string
+	job    jobgraph.JobID
+}
+
+func (n *loopName) String() string { return n.prefix + n.job.String() }
 
 // closedError is ErrClosed naming the job ("jobmaster: job <id>: …", "jobmaster: runner of job
 // <id>: …"). Every JobMaster and runner makes one, and most never return it: the message is

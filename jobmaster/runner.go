@@ -31,6 +31,7 @@ type LeadershipRunner struct {
 	results  ha.JobResultStore
 	clock    func() time.Time
 	loop     *mainloop.Loop
+	loopName loopName // loop's, formatted only when asked for
 	created  time.Time
 	// ctx bounds the runner's store calls; Close cancels it.
 	ctx    context.Context
@@ -63,12 +64,13 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 		election: election,
 		results:  results,
 		clock:    time.Now,
-		loop:     mainloop.NewWithClosedError("runner-"+factory.JobID().String(), &closedError{what: "runner of job", job: factory.JobID()}),
+		loopName: loopName{"runner-", factory.JobID()},
 		created:  time.Now(),
 		ctx:      ctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
+	r.loop = mainloop.NewNamed(&r.loopName, &closedError{what: "runner of job", job: factory.JobID()})
 	r.loop.SetPanicHandler(r.onPanic)
 	return r
 }

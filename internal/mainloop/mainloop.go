@@ -30,7 +30,8 @@ var ErrClosed = errors.New("mainloop: closed")
 // All methods are safe for concurrent use.
 type Loop struct {
 	name      string
-	closedErr error // what Call and Submit return once closed
+	namer     fmt.Stringer // NewNamed's: formats the name when asked for; nil for name
+	closedErr error        // what Call and Submit return once closed
 
 	mu      sync.Mutex
 	queue   []task
@@ -55,9 +56,17 @@ func New(name string) *Loop { return NewWithClosedError(name, ErrClosed) }
 // is closed. An endpoint passes its exported closed error (taskexecutor.ErrClosed, say), so the
 // internal ErrClosed never reaches its callers: this is the one place a closed loop is mapped to
 // the endpoint's public error.
-func NewWithClosedError(name string, closed error) *Loop {
+func NewWithClosedError(name string, closed error) *Loop { return start(name, nil, closed) }
+
+// NewNamed is NewWithClosedError with a name formatted only when asked for (Name, a panic's
+// PanicError.Endpoint): an endpoint made for every job names its loop after the job's ID without
+// formatting that ID for every job. name.String may be called on any goroutine.
+func NewNamed(name fmt.Stringer, closed error) *Loop { return start("", name, closed) }
+
+func start(name string, namer fmt.Stringer, closed error) *Loop {
 	l := &Loop{
 		name:      name,
+		namer:     namer,
 		closedErr: closed,
 		timers:    make(map[*time.Timer]struct{}),
 		wake:      make(chan struct{}, 1),
@@ -68,8 +77,13 @@ func NewWithClosedError(name string, closed error) *Loop {
 	return l
 }
 
-// Name returns the name given to New.
-func (l *Loop) Name() string { return l.name }
+// Name returns the name given to New, NewWithClosedError or NewNamed.
+func (l *Loop) Name() string {
+	if l.namer != nil {
+		return l.namer.String()
+	}
+	return l.name
+}
 
 // task is what the queue holds: a closure posted with Execute (funcTask), or a Call or Submit
 // waiting for its reply (which is its own task, so a call allocates one object, not a closure
@@ -124,7 +138,7 @@ func (l *Loop) runOne(t task) (ok bool) {
 		if h == nil {
 			return // not recovered: the panic continues
 		}
-		l.die(h, &jobgraph.PanicError{Endpoint: l.name, Value: recover(), Stack: debug.Stack()})
+		l.die(h, &jobgraph.PanicError{Endpoint: l.Name(), Value: recover(), Stack: debug.Stack()})
 	}()
 	t.run()
 	if l.afterEach != nil {

@@ -566,3 +566,27 @@ func TestFinally(t *testing.T) {
 		assert.False(t, closed.Finally(func() { t.Error("ran after Close") }))
 	})
 }
+
+// countingName counts how often it was formatted.
+type countingName struct{ formatted atomic.Int32 }
+
+func (c *countingName) String() string { c.formatted.Add(1); return "jobmaster-0123" }
+
+// NewNamed's name is formatted only when asked for: running closures never formats it; Name and
+// a panic's PanicError do, with the same text.
+func TestNewNamedFormatsTheNameOnlyWhenAsked(t *testing.T) {
+	name := &countingName{}
+	l := mainloop.NewNamed(name, mainloop.ErrClosed)
+	handled := make(chan *jobgraph.PanicError, 1)
+	l.SetPanicHandler(func(err *jobgraph.PanicError) { handled <- err })
+	for range 10 {
+		require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+	}
+	assert.Equal(t, int32(0), name.formatted.Load())
+	assert.Equal(t, "jobmaster-0123", l.Name())
+	assert.Equal(t, int32(1), name.formatted.Load())
+	l.Execute(func() { panic("boom") })
+	assert.Equal(t, "jobmaster-0123", (<-handled).Endpoint)
+	<-l.Done()
+	l.Close()
+}
