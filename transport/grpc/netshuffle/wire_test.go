@@ -60,12 +60,14 @@ func TestWireCodecIsProtobufsWire(t *testing.T) {
 
 	// A pooled records buffer: gRPC's last Free gives it back.
 	buf := pool.Get(1 << 10)
+	size := cap(*buf)
 	*buf = append((*buf)[:0], 1, 'x')
 	out, err := c.Marshal(&outFrame{count: 1, records: buf, pooled: true})
 	require.NoError(t, err)
+	assert.Len(t, *buf, 2, "still gRPC's")
 	out.Free()
-	again := pool.Get(1 << 10)
-	assert.Same(t, buf, again, "the buffer went back to the pool")
+	assert.Empty(t, *buf, "bytePool.Put took it back (and emptied it)")
+	assert.Equal(t, size, cap(*buf))
 }
 
 // The int64 batch copies give CodecInt64's encoding (8 bytes little endian a record), on this
