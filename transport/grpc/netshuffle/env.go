@@ -23,8 +23,8 @@ const (
 	// DefaultListenAddress is where the data server listens unless Config.ListenAddress says
 	// otherwise: loopback only.
 	DefaultListenAddress = "127.0.0.1:0"
-	// DefaultBufferSize is the bytes of encoded records a producer gathers into one Data frame
-	// before it sends it (Flink's taskmanager.memory.segment-size, 32 KiB).
+	// DefaultBufferSize is the size of a full Data frame, header included (Flink's
+	// taskmanager.memory.segment-size, 32 KiB).
 	DefaultBufferSize = 32 << 10
 	// DefaultBuffersPerChannel is the credit a consumer grants each channel (one (partition,
 	// subpartition) stream) up front: the Data frames in flight or waiting at the consumer per
@@ -62,10 +62,11 @@ type Config struct {
 	Codecs *Codecs
 	// DefaultCodec is the codec of a data set whose RecordCodec is "" (DefaultCodec, "json").
 	DefaultCodec string
-	// BufferSize is the bytes of encoded records a producer puts into one Data frame before it
-	// sends it (DefaultBufferSize); a single larger record goes alone in a frame. A producer
-	// also sends a smaller frame whenever nothing more is at hand, so batching never delays a
-	// record.
+	// BufferSize is the size of a full Data frame (DefaultBufferSize): a producer's writer
+	// gathers BufferSize less 64 bytes (room for the frame's header) of encoded records of a
+	// subpartition before it hands them over to be sent; the record that reaches that mark
+	// stays in the frame, and a single larger record goes alone in one. A producer also sends
+	// a smaller frame whenever the consumer waits, so batching never delays a record.
 	BufferSize int
 	// MaxFrameSize is the largest Data frame (bytes of encoded records) this Environment's
 	// readers accept (4 × BufferSize, at least 1 MiB). A producer fails a partition with a
