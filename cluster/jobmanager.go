@@ -145,7 +145,9 @@ type JobManagerConfig struct {
 	// the JobManager's; it must not wait for the JobManager (call Close from another goroutine).
 	// Default (nil): the error is logged at Error level and the JobManager closes itself, as
 	// Flink's ClusterEntrypoint ends the process. Either way FatalError returns the first one
-	// from then on, and Wait returns an error wrapping it.
+	// from then on, Failed's context is canceled with it, and Wait returns an error wrapping it.
+	// The Dispatcher's own calls do not carry it: a job whose JobMaster died answers SUSPENDED,
+	// without a Failure, once the JobManager closes (a MiniCluster's calls return the error).
 	FatalErrorHandler func(err error)
 	// SchedulerFactory builds each job's SchedulerNG (jobmaster.Config.SchedulerFactory); nil
 	// means scheduler.DefaultSchedulerFactory. Flink: jobmanager.scheduler picks one of its
@@ -216,9 +218,11 @@ type JobManager struct {
 	mu         sync.Mutex
 	closing    bool // Close was called
 	jobMasters map[jobgraph.JobID]*trackedJobMaster
-	fatal      error         // the first fatal error; under mu
-	stopOnCtx  func() bool   // RunJobManager's context.AfterFunc, stopped by Close
-	closed     chan struct{} // closed once the first Close returned; closeErr is its error
+	fatal      error // the first fatal error; under mu
+	failed     context.Context
+	fail       context.CancelCauseFunc // cancels failed with the first fatal error (onFatal)
+	stopOnCtx  func() bool             // RunJobManager's context.AfterFunc, stopped by Close
+	closed     chan struct{}           // closed once the first Close returned; closeErr is its error
 	closeErr   error
 }
 
@@ -231,6 +235,7 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 	}
 	jm := &JobManager{cfg: cfg, log: cfg.Logger, rpc: cfg.RPC, ha: cfg.HA, metrics: cfg.Metrics,
 		jobMasters: make(map[jobgraph.JobID]*trackedJobMaster), closed: make(chan struct{})}
+	jm.failed, jm.fail = context.WithCancelCause(context.Background())
 	if jm.log == nil {
 		jm.log = slog.New(slog.DiscardHandler)
 	}
@@ -563,6 +568,7 @@ func (jm *JobManager) onFatal(err error) {
 		jm.fatal = err
 	}
 	jm.mu.Unlock()
+	jm.fail(err) // the first one wins
 	if h := jm.cfg.FatalErrorHandler; h != nil {
 		h(err)
 		return
@@ -570,6 +576,14 @@ func (jm *JobManager) onFatal(err error) {
 	jm.log.Error("fatal error: the JobManager closes", "err", err)
 	go func() { _ = jm.Close() }()
 }
+
+// Failed returns a context that is canceled at the JobManager's first fatal error, with that
+// error as its cause (context.Cause), before FatalErrorHandler is called; it is never canceled
+// otherwise. A host derives the contexts of its waiting calls from it (context.AfterFunc), so a
+// fatal error also ends a wait on a job whose JobMaster can no longer end it: a job whose
+// JobMaster's loop panicked waits until Close, and answers SUSPENDED without a Failure then;
+// FatalError and Wait carry the error. (minicluster.MiniCluster's job calls do this.)
+func (jm *JobManager) Failed() context.Context { return jm.failed }
 
 // FatalError returns the first fatal error the JobManager met (see
 // JobManagerConfig.FatalErrorHandler), or nil. The Runner records the error before the job it

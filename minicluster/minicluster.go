@@ -645,6 +645,11 @@ func (mc *MiniCluster) RequestJobResult(ctx context.Context, id jobgraph.JobID) 
 	if err := mc.usable(); err != nil {
 		return nil, err
 	}
+	// A fatal error ends the wait even when the job's JobMaster can no longer end the job (its
+	// loop died) and the host's FatalErrorHandler keeps the cluster up.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(mc.jm.Failed(), cancel)()
 	res, err := mc.leader.RequestJobResult(ctx, id)
 	if ferr := mc.fatalErr(); ferr != nil {
 		return nil, ferr // the job's result, or the cluster's close, came from a fatal error
