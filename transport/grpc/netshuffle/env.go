@@ -303,6 +303,11 @@ func (e *Environment) codecFor(name string) (string, Codec, error) {
 func (e *Environment) CreateResultPartitionWriters(owner taskexecutor.ShuffleIOOwnerContext, descs []rpc.ResultPartitionDeploymentDescriptor) ([]taskexecutor.ShuffleWriter, error) {
 	codecs := make([]Codec, len(descs))
 	for i, d := range descs {
+		if d.ShuffleDescriptor == nil {
+			err := fmt.Errorf("%w: the output of partition %v carries no shuffle descriptor: the JobManager runs without the network shuffle's ShuffleMaster (set cluster.JobManagerConfig.ShuffleMaster or jobmaster.Config.ShuffleMaster to a *netshuffle.ShuffleMaster)", ErrNoShuffleMaster, d.ResultPartitionID)
+			e.local.FailPartitions(owner, descs, err)
+			return nil, fmt.Errorf("output %d: %w", i, err)
+		}
 		dd, _, err := parseDescriptor(d.ShuffleDescriptor)
 		if err == nil {
 			_, codecs[i], err = e.codecFor(dd.Codec)

@@ -28,7 +28,15 @@ var (
 	ErrMalformedFrame = errors.New("netshuffle: malformed frame")
 )
 
+// ErrNoShuffleMaster is matched by the error of a task whose input or output carries no shuffle
+// descriptors: the JobManager deployed it without the network shuffle's ShuffleMaster, so no
+// reader could find a producer in another process (it would wait forever). The task fails at
+// deployment and the job fails over, until its restart strategy gives up; the message names the
+// option to set.
+var ErrNoShuffleMaster = errors.New("netshuffle: no network-shuffle ShuffleMaster on the JobManager")
+
 func init() {
+	jobgraph.RegisterErrorCode("netshuffle.no-shuffle-master", ErrNoShuffleMaster)
 	jobgraph.RegisterErrorCode("netshuffle.frame-too-large", ErrFrameTooLarge)
 	jobgraph.RegisterErrorCode("netshuffle.malformed-frame", ErrMalformedFrame)
 }
@@ -109,6 +117,11 @@ func (e *Environment) newGate(owner taskexecutor.ShuffleIOOwnerContext, d rpc.In
 	}
 	g := &gate{env: e, sub: d.ConsumedSubpartitionIndex, stop: stop, wake: make(chan struct{}, 1),
 		anyWake: owner.Wake, beforeWait: owner.BeforeWait, retained: d.ResultType.IsBlocking() || d.ResultType.IsHybrid()}
+	if d.ShuffleDescriptors == nil && len(d.Partitions) > 0 {
+		// Without descriptors no reader can learn where a producer in another process serves
+		// its partition, and would wait for it here forever: a half-configured network shuffle.
+		return nil, fmt.Errorf("%w: the input of data set %s carries no shuffle descriptors: the JobManager runs without the network shuffle's ShuffleMaster (set cluster.JobManagerConfig.ShuffleMaster or jobmaster.Config.ShuffleMaster to a *netshuffle.ShuffleMaster)", ErrNoShuffleMaster, d.DataSetID)
+	}
 	if d.ShuffleDescriptors != nil && len(d.ShuffleDescriptors) != len(d.Partitions) {
 		return nil, fmt.Errorf("netshuffle: %d shuffle descriptors for %d partitions", len(d.ShuffleDescriptors), len(d.Partitions))
 	}
