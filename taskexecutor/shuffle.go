@@ -41,6 +41,14 @@ var (
 	ErrPartitionLost = errors.New("result partition lost")
 )
 
+// ErrProducerNotInThisShuffle is matched by the error of a reader whose input names a producer
+// on a TaskExecutor that does not use this in-memory Shuffle: a TaskExecutor of another process,
+// which this shuffle can never reach (a cluster whose JobManager has a network shuffle's
+// ShuffleMaster, but whose TaskExecutors kept the in-memory default). The task fails at
+// deployment instead of waiting forever. The check needs the partitions' shuffle descriptors (a
+// ShuffleMaster on the JobManager) and at least one TaskExecutor using the Shuffle.
+var ErrProducerNotInThisShuffle = errors.New("taskexecutor: the producer does not use this in-memory shuffle")
+
 // PartitionError is what a partition's readers (and its writer) get once it can no longer be
 // read. errors.Is matches Reason (ErrProducerFailed, ErrPartitionReleased or ErrPartitionLost)
 // and Cause.
@@ -131,6 +139,34 @@ type Shuffle struct {
 	// pairObjects counts the per-(producer, consumer) objects created: writer slots and batch
 	// lists of subpartitions. A test hook: with no record written it stays 0.
 	pairObjects atomic.Int64
+	// users are the TaskExecutors whose Config.Shuffle this is (under mu; attach).
+	users map[jobgraph.ResourceID]bool
+}
+
+// attach records that TaskExecutor te uses the shuffle (taskexecutor.New).
+func (s *Shuffle) attach(te jobgraph.ResourceID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users == nil {
+		s.users = make(map[jobgraph.ResourceID]bool)
+	}
+	s.users[te] = true
+}
+
+// checkProducers refuses an input whose shuffle descriptors name a producer on a TaskExecutor
+// that does not use this shuffle (ErrProducerNotInThisShuffle). Once per group of partitions
+// (groupFor), so O(partitions) per ConsumedPartitionGroup, as the group itself costs. Under mu.
+func (s *Shuffle) checkProducers(d rpc.InputGateDeploymentDescriptor) error {
+	if len(s.users) == 0 {
+		return nil // a Shuffle used directly, not through TaskExecutors: nothing to compare with
+	}
+	for _, sd := range d.ShuffleDescriptors {
+		if at := sd.ProducerLocation; at != "" && !s.users[at] {
+			return fmt.Errorf("%w: result partition %s is produced on TaskExecutor %s, which runs in another process or with another shuffle; TaskExecutors in several processes need a network shuffle (transport/grpc/netshuffle, whose Environment each TaskExecutor gets as Config.Shuffle)",
+				ErrProducerNotInThisShuffle, partitionName(sd.ResultPartitionID), at)
+		}
+	}
+	return nil
 }
 
 // sliceKey names a Partitions slice of a descriptor by its first element and length: the
@@ -401,6 +437,9 @@ func (s *Shuffle) groupFor(job jobgraph.JobID, d rpc.InputGateDeploymentDescript
 			s.groups[key] = g
 			return g, nil
 		}
+	}
+	if err := s.checkProducers(d); err != nil {
+		return nil, err
 	}
 	g := &group{hash: sum, ids: d.Partitions, keys: []sliceKey{key}, typ: d.ResultType, maxSub: -1,
 		parts: make([]*partition, len(d.Partitions))}

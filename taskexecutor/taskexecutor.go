@@ -55,15 +55,16 @@ var (
 // jobgraph.RegisterErrorCode), the shuffle's included.
 func init() {
 	for code, err := range map[string]error{
-		"taskexecutor.closed":             ErrClosed,
-		"taskexecutor.killed":             ErrKilled,
-		"taskexecutor.task-not-found":     ErrTaskNotFound,
-		"taskexecutor.slot-not-found":     ErrSlotNotFound,
-		"taskexecutor.slot-occupied":      ErrSlotOccupied,
-		"taskexecutor.unknown-invokable":  ErrUnknownInvokable,
-		"taskexecutor.producer-failed":    ErrProducerFailed,
-		"taskexecutor.partition-released": ErrPartitionReleased,
-		"taskexecutor.partition-lost":     ErrPartitionLost,
+		"taskexecutor.closed":                       ErrClosed,
+		"taskexecutor.killed":                       ErrKilled,
+		"taskexecutor.task-not-found":               ErrTaskNotFound,
+		"taskexecutor.slot-not-found":               ErrSlotNotFound,
+		"taskexecutor.slot-occupied":                ErrSlotOccupied,
+		"taskexecutor.unknown-invokable":            ErrUnknownInvokable,
+		"taskexecutor.producer-failed":              ErrProducerFailed,
+		"taskexecutor.partition-released":           ErrPartitionReleased,
+		"taskexecutor.partition-lost":               ErrPartitionLost,
+		"taskexecutor.producer-not-in-this-shuffle": ErrProducerNotInThisShuffle,
 	} {
 		jobgraph.RegisterErrorCode(code, err)
 	}
@@ -328,6 +329,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 	if cfg.Shuffle == nil {
 		cfg.Shuffle = NewShuffle(ShuffleConfig{})
 	}
+
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -339,6 +341,9 @@ func New(cfg Config) (*TaskExecutor, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
+	if s, ok := cfg.Shuffle.(*Shuffle); ok {
+		s.attach(cfg.ResourceID) // its readers can tell a producer of another process (checkProducers)
+	}
 	te := &TaskExecutor{
 		id:          cfg.ResourceID,
 		address:     cfg.Address,
