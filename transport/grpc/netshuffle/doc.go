@@ -51,4 +51,12 @@
 // updatePartitionInfo) reads from its own process's data server: the scheduler registers every
 // partition of a deployment bulk before it deploys any of it, so a pipelined consumer always
 // knows its producers, and a blocking one is deployed after them.
+//
+// The wire is netshuffle.proto; netshuffle.pb.go and netshuffle_grpc.pb.go are generated from it
+// by transport/grpc/gen.sh, which pins protoc-gen-go v1.36.12 and protoc-gen-go-grpc v1.5.1
+// (run it from transport/grpc after changing the .proto; commit what it writes).
+//
+// A half-configured network shuffle fails the task at deployment rather than hanging: a writer
+// or reader deployed without shuffle descriptors (the JobManager has no ShuffleMaster) fails
+// with ErrNoShuffleMaster.
 package netshuffle

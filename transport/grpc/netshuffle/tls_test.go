@@ -71,9 +71,16 @@ func TestMutualTLSRefusesConsumersWithoutTheClustersCertificate(t *testing.T) {
 	id := x.partition(jobgraph.NewIntermediateDataSetID(), 0)
 	w, sd := x.produce(producerEnv, "te-1", id, jobgraph.PipelinedBounded, netshuffle.CodecString, 1)
 
+	intruder := other.issue(t, "intruder")
+	// Go's TLS client offers no certificate of a CA the server does not name, so the second case
+	// sends none; the third presents the other CA's certificate all the same, for the server's
+	// verification to refuse.
+	presentsAnyway := newEnv(t, netshuffle.Config{ClientTLS: &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.pool,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &intruder, nil }}})
 	for name, env := range map[string]*netshuffle.Environment{
-		"no certificate":              client(),
-		"a certificate of another CA": client(other.issue(t, "intruder")),
+		"no certificate":                               client(),
+		"a certificate of another CA":                  client(intruder),
+		"a certificate of another CA, presented anyway": presentsAnyway,
 	} {
 		got, err := readAll(t.Context(), x.read(env, jobgraph.PipelinedBounded, 0, sd))
 		assert.Empty(t, got, name)
