@@ -78,8 +78,8 @@ func TestMutualTLSRefusesConsumersWithoutTheClustersCertificate(t *testing.T) {
 	presentsAnyway := newEnv(t, netshuffle.Config{ClientTLS: &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.pool,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &intruder, nil }}})
 	for name, env := range map[string]*netshuffle.Environment{
-		"no certificate":                               client(),
-		"a certificate of another CA":                  client(intruder),
+		"no certificate":                                client(),
+		"a certificate of another CA":                   client(intruder),
 		"a certificate of another CA, presented anyway": presentsAnyway,
 	} {
 		got, err := readAll(t.Context(), x.read(env, jobgraph.PipelinedBounded, 0, sd))
