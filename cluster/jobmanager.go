@@ -655,16 +655,38 @@ type trackingFactory struct {
 	jm *JobManager
 }
 
+var _ jobmaster.DeferredStartFactory = trackingFactory{}
+
 func (f trackingFactory) Create(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, error) {
 	created, err := f.JobMasterServiceFactory.Create(ctx, token)
 	if err != nil {
 		return nil, err
 	}
+	return f.track(created, token), nil
+}
+
+// CreateUnscheduled implements jobmaster.DeferredStartFactory, so the wrapped Factory's deferred
+// start reaches the runner: without it a task could report RUNNING while the runner, not yet
+// knowing its JobMaster, answered INITIALIZING (seen once in hascenarios' standby scenario).
+func (f trackingFactory) CreateUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (jobmaster.JobMaster, func(), error) {
+	d, ok := f.JobMasterServiceFactory.(jobmaster.DeferredStartFactory)
+	if !ok {
+		created, err := f.Create(ctx, token)
+		return created, func() {}, err
+	}
+	created, start, err := d.CreateUnscheduled(ctx, token)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.track(created, token), start, nil
+}
+
+func (f trackingFactory) track(created jobmaster.JobMaster, token jobgraph.JobMasterID) *trackedJobMaster {
 	t := &trackedJobMaster{JobMaster: created, jm: f.jm, job: f.JobID(), token: token}
 	f.jm.mu.Lock()
 	f.jm.jobMasters[t.job] = t
 	f.jm.mu.Unlock()
-	return t, nil
+	return t
 }
 
 // trackedJobMaster is a JobMaster the JobManager lists while it runs.

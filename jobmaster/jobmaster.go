@@ -306,9 +306,9 @@ func (f *Factory) Create(ctx context.Context, token jobgraph.JobMasterID) (JobMa
 	return jm, nil
 }
 
-// createUnscheduled is Create without the start of scheduling: the ServiceProcess makes the
-// JobMaster known to its runner first and then calls startScheduling (see deferredStart).
-func (f *Factory) createUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, func(), error) {
+// CreateUnscheduled implements DeferredStartFactory: Create without the start of scheduling; the
+// ServiceProcess makes the JobMaster known to its runner first and then calls startScheduling.
+func (f *Factory) CreateUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, func(), error) {
 	jm, err := start(ctx, f.g, token, f.cfg)
 	if err != nil {
 		return nil, nil, err

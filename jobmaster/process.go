@@ -44,12 +44,16 @@ func startServiceProcess(factory JobMasterServiceFactory, token jobgraph.JobMast
 // Token is the JobMasterID of the process's session.
 func (p *ServiceProcess) Token() jobgraph.JobMasterID { return p.token }
 
-// deferredStart is implemented by factories (the default Factory) whose JobMasters can be built
-// without starting to schedule. The process then publishes the JobMaster before its job can move:
-// otherwise a task of the job could start, and the JobMaster report RUNNING, while the runner
-// still answered INITIALIZING from a process whose JobMaster it did not know yet.
-type deferredStart interface {
-	createUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, func(), error)
+// DeferredStartFactory is a JobMasterServiceFactory whose JobMasters can be built without
+// starting to schedule (the default Factory is one): CreateUnscheduled returns the JobMaster and
+// the function that starts its scheduling. The runner's ServiceProcess then publishes the
+// JobMaster before its job can move; otherwise a task of the job could start, and the JobMaster
+// report RUNNING, while the runner still answered INITIALIZING from a process whose JobMaster it
+// did not know yet. A factory that wraps another (cluster.JobManager's does) implements it too,
+// or the wrapped one's deferred start is lost. Called off the runner's loop, as Create is.
+type DeferredStartFactory interface {
+	JobMasterServiceFactory
+	CreateUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (jm JobMaster, startScheduling func(), err error)
 }
 
 func (p *ServiceProcess) run() {
@@ -57,8 +61,8 @@ func (p *ServiceProcess) run() {
 	var svc JobMaster
 	var err error
 	startScheduling := func() {}
-	if f, ok := p.factory.(deferredStart); ok {
-		svc, startScheduling, err = f.createUnscheduled(p.ctx, p.token)
+	if f, ok := p.factory.(DeferredStartFactory); ok {
+		svc, startScheduling, err = f.CreateUnscheduled(p.ctx, p.token)
 	} else {
 		svc, err = p.factory.Create(p.ctx, p.token)
 	}

@@ -22,17 +22,17 @@ type unscheduledJobMaster struct {
 func (j *unscheduledJobMaster) Done() <-chan struct{}                         { return j.done }
 func (j *unscheduledJobMaster) Close() *executiongraph.ArchivedExecutionGraph { return nil }
 
-// deferredFactory implements deferredStart; its startScheduling records what the process had
+// deferredFactory implements DeferredStartFactory; its startScheduling records what the process had
 // published when it was called.
 type deferredFactory struct {
 	JobMasterServiceFactory
 	p       *ServiceProcess
 	jm      *unscheduledJobMaster
-	created chan struct{} // closed when createUnscheduled returns
+	created chan struct{} // closed when CreateUnscheduled returns
 	seen    chan JobMaster
 }
 
-func (f *deferredFactory) createUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, func(), error) {
+func (f *deferredFactory) CreateUnscheduled(ctx context.Context, token jobgraph.JobMasterID) (JobMaster, func(), error) {
 	defer close(f.created)
 	return f.jm, func() { f.seen <- f.p.JobMaster() }, nil
 }
