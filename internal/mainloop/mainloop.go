@@ -41,10 +41,9 @@ type Loop struct {
 	stopped chan struct{}
 	failed  chan struct{} // closed by die, before stopped: releases the waiting calls
 
-	onPanic  func(*jobgraph.PanicError) // under mu (SetPanicHandler)
-	panicked *jobgraph.PanicError       // set under mu before stopped is closed (die)
-	failure  error                      // closedErr wrapped with panicked
-	dying    func()                     // the loop goroutine's only: the handler's call (die)
+	onPanic func(*jobgraph.PanicError) // under mu (SetPanicHandler)
+	failure error                      // under mu: closedErr wrapped with the PanicError (die)
+	dying   func()                     // the loop goroutine's only: the handler's call (die)
 
 	afterEach func() // the loop goroutine's only (SetAfterEach)
 }
@@ -155,14 +154,9 @@ func (l *Loop) runOne(t task) (ok bool) {
 func (l *Loop) die(h func(*jobgraph.PanicError), perr *jobgraph.PanicError) {
 	l.dying = func() { h(perr) }
 	l.mu.Lock()
-	l.closed = true
-	for t := range l.timers {
-		t.Stop()
-	}
-	clear(l.timers)
+	l.closeLocked()
 	clear(l.queue) // each dropped Call's or Submit's waiter gets the failure
 	l.queue = nil
-	l.panicked = perr
 	l.failure = fmt.Errorf("%w: %w", l.closedErr, perr)
 	l.mu.Unlock()
 	close(l.failed)
@@ -348,23 +342,23 @@ func (l *Loop) wait(ctx context.Context, t task, done chan struct{}) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-l.failed:
-		select {
-		case <-done:
-			return nil // t ran before the panic
-		default:
-			return l.closedError()
-		}
+	case <-l.failed: // die released the waiters: t ran before the panic, or never will
+		return l.ranOrClosed(done)
 	case <-l.stopped:
 		// The loop's goroutine returns only once the queue is empty, and Close drops nothing
-		// queued: t ran and sent before stopped was closed, unless it was never taken, or a
-		// panic ended the loop (die) before t ran.
-		select {
-		case <-done:
-			return nil
-		default:
-			return l.closedError()
-		}
+		// queued: t ran and sent before stopped was closed, unless it was never taken.
+		return l.ranOrClosed(done)
+	}
+}
+
+// ranOrClosed is wait's answer once the loop ended: nil if t ran (done was sent), else the
+// loop's closed error.
+func (l *Loop) ranOrClosed(done chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	default:
+		return l.closedError()
 	}
 }
 
@@ -373,11 +367,7 @@ func (l *Loop) wait(ctx context.Context, t task, done chan struct{}) error {
 func (l *Loop) Close() {
 	l.mu.Lock()
 	if !l.closed {
-		l.closed = true
-		for t := range l.timers {
-			t.Stop()
-		}
-		clear(l.timers)
+		l.closeLocked()
 	}
 	l.mu.Unlock()
 	select {
@@ -385,6 +375,15 @@ func (l *Loop) Close() {
 	default:
 	}
 	<-l.stopped
+}
+
+// closeLocked stops accepting closures and stops the pending timers (Close, die). Under mu.
+func (l *Loop) closeLocked() {
+	l.closed = true
+	for t := range l.timers {
+		t.Stop()
+	}
+	clear(l.timers)
 }
 
 // Done is closed once the loop's goroutine has returned.
