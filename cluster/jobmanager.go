@@ -214,15 +214,15 @@ type JobManager struct {
 	dispatcher *dispatcher.Runner
 
 	started atomic.Bool
+	// failed is canceled with the first fatal error as its cause (onFatal, through fail).
+	failed context.Context
+	fail   context.CancelCauseFunc
 
 	mu         sync.Mutex
 	closing    bool // Close was called
 	jobMasters map[jobgraph.JobID]*trackedJobMaster
-	fatal      error // the first fatal error; under mu
-	failed     context.Context
-	fail       context.CancelCauseFunc // cancels failed with the first fatal error (onFatal)
-	stopOnCtx  func() bool             // RunJobManager's context.AfterFunc, stopped by Close
-	closed     chan struct{}           // closed once the first Close returned; closeErr is its error
+	stopOnCtx  func() bool   // RunJobManager's context.AfterFunc, stopped by Close
+	closed     chan struct{} // closed once the first Close returned; closeErr is its error
 	closeErr   error
 }
 
@@ -563,12 +563,7 @@ func (jm *JobManager) runningJobMasters() []*trackedJobMaster {
 // error and hands each to JobManagerConfig.FatalErrorHandler, or logs it and closes the
 // JobManager on a goroutine of its own (Close waits for the Runner, whose goroutine calls this).
 func (jm *JobManager) onFatal(err error) {
-	jm.mu.Lock()
-	if jm.fatal == nil {
-		jm.fatal = err
-	}
-	jm.mu.Unlock()
-	jm.fail(err) // the first one wins
+	jm.fail(err) // the first one wins: it is FatalError's from then on
 	if h := jm.cfg.FatalErrorHandler; h != nil {
 		h(err)
 		return
@@ -592,9 +587,7 @@ func (jm *JobManager) FatalError() error {
 	if err := jm.dispatcher.FatalError(); err != nil {
 		return err
 	}
-	jm.mu.Lock()
-	defer jm.mu.Unlock()
-	return jm.fatal
+	return context.Cause(jm.failed) // nil until fail
 }
 
 // Close shuts the JobManager down: running jobs end SUSPENDED (nothing of HA is cleaned, so the
