@@ -210,13 +210,13 @@ type Config struct {
 	// leader election's error, a JobResultStore read at a grant, a panic on its loop), either
 	// then cleaned up only locally, so its plan stays in the ExecutionPlanStore for the next
 	// leader to recover (Flink: Dispatcher.handleJobManagerRunnerResult, jobManagerRunnerFailed
-	// and jobMasterFailed); and a panic on the
-	// Dispatcher's main loop, as an error wrapping a *jobgraph.PanicError, after which every
-	// call returns ErrClosed wrapping it. It is called once per such error, synchronously on the
-	// Dispatcher's goroutine that met it (before the job is archived), and must not call back
-	// into the Dispatcher synchronously (Close it from another goroutine). Default (nil): the error is logged at Error level. A Runner passes its own
-	// (see RunnerConfig.FatalErrorHandler); a MiniCluster's closes the cluster. Flink ends the
-	// JobManager process.
+	// and jobMasterFailed); and a panic on the Dispatcher's main loop, as an error wrapping a
+	// *jobgraph.PanicError, after which every call returns ErrClosed wrapping it. It is called
+	// once per such error, synchronously on the Dispatcher's goroutine that met it (before the
+	// job is archived), and must not call back into the Dispatcher synchronously (Close it from
+	// another goroutine). Default (nil): the error is logged at Error level. A Runner passes its
+	// own (see RunnerConfig.FatalErrorHandler); a MiniCluster's closes the cluster. Flink ends
+	// the JobManager process.
 	FatalErrorHandler func(err error)
 }
 

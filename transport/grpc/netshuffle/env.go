@@ -304,7 +304,7 @@ func (e *Environment) CreateResultPartitionWriters(owner taskexecutor.ShuffleIOO
 	codecs := make([]Codec, len(descs))
 	for i, d := range descs {
 		if d.ShuffleDescriptor == nil {
-			err := fmt.Errorf("%w: the output of partition %v carries no shuffle descriptor: the JobManager runs without the network shuffle's ShuffleMaster (set cluster.JobManagerConfig.ShuffleMaster or jobmaster.Config.ShuffleMaster to a *netshuffle.ShuffleMaster)", ErrNoShuffleMaster, d.ResultPartitionID)
+			err := fmt.Errorf("%w: the output of partition %v carries no shuffle descriptor: %s", ErrNoShuffleMaster, d.ResultPartitionID, noShuffleMasterHint)
 			e.local.FailPartitions(owner, descs, err)
 			return nil, fmt.Errorf("output %d: %w", i, err)
 		}

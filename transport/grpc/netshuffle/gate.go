@@ -35,6 +35,9 @@ var (
 // option to set.
 var ErrNoShuffleMaster = errors.New("netshuffle: no network-shuffle ShuffleMaster on the JobManager")
 
+// noShuffleMasterHint ends both ErrNoShuffleMaster messages (writer and reader): what to set.
+const noShuffleMasterHint = "the JobManager runs without the network shuffle's ShuffleMaster (set cluster.JobManagerConfig.ShuffleMaster or jobmaster.Config.ShuffleMaster to a *netshuffle.ShuffleMaster)"
+
 func init() {
 	jobgraph.RegisterErrorCode("netshuffle.no-shuffle-master", ErrNoShuffleMaster)
 	jobgraph.RegisterErrorCode("netshuffle.frame-too-large", ErrFrameTooLarge)
@@ -120,7 +123,7 @@ func (e *Environment) newGate(owner taskexecutor.ShuffleIOOwnerContext, d rpc.In
 	if d.ShuffleDescriptors == nil && len(d.Partitions) > 0 {
 		// Without descriptors no reader can learn where a producer in another process serves
 		// its partition, and would wait for it here forever: a half-configured network shuffle.
-		return nil, fmt.Errorf("%w: the input of data set %s carries no shuffle descriptors: the JobManager runs without the network shuffle's ShuffleMaster (set cluster.JobManagerConfig.ShuffleMaster or jobmaster.Config.ShuffleMaster to a *netshuffle.ShuffleMaster)", ErrNoShuffleMaster, d.DataSetID)
+		return nil, fmt.Errorf("%w: the input of data set %s carries no shuffle descriptors: %s", ErrNoShuffleMaster, d.DataSetID, noShuffleMasterHint)
 	}
 	if d.ShuffleDescriptors != nil && len(d.ShuffleDescriptors) != len(d.Partitions) {
 		return nil, fmt.Errorf("netshuffle: %d shuffle descriptors for %d partitions", len(d.ShuffleDescriptors), len(d.Partitions))
