@@ -144,46 +144,58 @@ func (s *CheckpointStatsTracker) RegisterMetrics(g *metrics.Group) {
 	p := &statsMetrics{}
 	s.pub = p
 	s.publish()
-	g.Gauge("totalNumberOfCheckpoints", p.total.Load)
-	g.Gauge("numberOfInProgressCheckpoints", p.inProgress.Load)
-	g.Gauge("numberOfCompletedCheckpoints", p.completed.Load)
-	g.Gauge("numberOfFailedCheckpoints", p.failed.Load)
-	g.Gauge("lastCheckpointDuration", p.lastDuration.Load)
-	g.Gauge("lastCheckpointSize", p.lastSize.Load)
-	g.Gauge("lastCheckpointFullSize", p.lastSize.Load)
-	g.Gauge("lastCompletedCheckpointId", p.lastID.Load)
-	g.Gauge("lastCheckpointRestoreTimestamp", p.restoreTimestamp.Load)
+	g.Gauges(noCheckpointNames[:], p.gauge)
+}
+
+// gauge reads the metric noCheckpointNames[i] (RegisterMetrics' names, in its order).
+func (p *statsMetrics) gauge(i int) int64 {
+	switch i {
+	case 0:
+		return p.total.Load()
+	case 1:
+		return p.inProgress.Load()
+	case 2:
+		return p.completed.Load()
+	case 3:
+		return p.failed.Load()
+	case 4:
+		return p.lastDuration.Load()
+	case 5, 6: // lastCheckpointSize, lastCheckpointFullSize
+		return p.lastSize.Load()
+	case 7:
+		return p.lastID.Load()
+	}
+	return p.restoreTimestamp.Load()
 }
 
 // RegisterNoCheckpointMetrics registers on g the metrics RegisterMetrics registers, with the
 // values of a tracker that never saw a checkpoint (counts 0; the latest checkpoint's duration,
 // sizes and ID and the restore timestamp -1), for a job without checkpointing: Flink registers
-// them for every job. The gauges are shared by every such job, so it allocates nothing per gauge
-// beyond the registration. A nil g registers nothing.
+// them for every job. The gauges are one set (metrics.Group.Gauges) over a function shared by
+// every such job, so it costs one allocation. A nil g registers nothing.
 func RegisterNoCheckpointMetrics(g *metrics.Group) {
-	for _, m := range noCheckpointMetrics {
-		g.Gauge(m.name, m.value)
-	}
+	g.Gauges(noCheckpointNames[:], noCheckpointValue)
 }
 
-func zeroGauge() int64     { return 0 }
-func minusOneGauge() int64 { return -1 }
+// noCheckpointNames are RegisterMetrics' names, in its order; noCheckpointValue gives a
+// tracker's values before its first checkpoint (publish's): the four counts 0, the rest -1.
+var noCheckpointNames = [...]string{
+	"totalNumberOfCheckpoints",
+	"numberOfInProgressCheckpoints",
+	"numberOfCompletedCheckpoints",
+	"numberOfFailedCheckpoints",
+	"lastCheckpointDuration",
+	"lastCheckpointSize",
+	"lastCheckpointFullSize",
+	"lastCompletedCheckpointId",
+	"lastCheckpointRestoreTimestamp",
+}
 
-// noCheckpointMetrics are RegisterMetrics' names, in its order, with a tracker's values before
-// its first checkpoint (publish's).
-var noCheckpointMetrics = [...]struct {
-	name  string
-	value func() int64
-}{
-	{"totalNumberOfCheckpoints", zeroGauge},
-	{"numberOfInProgressCheckpoints", zeroGauge},
-	{"numberOfCompletedCheckpoints", zeroGauge},
-	{"numberOfFailedCheckpoints", zeroGauge},
-	{"lastCheckpointDuration", minusOneGauge},
-	{"lastCheckpointSize", minusOneGauge},
-	{"lastCheckpointFullSize", minusOneGauge},
-	{"lastCompletedCheckpointId", minusOneGauge},
-	{"lastCheckpointRestoreTimestamp", minusOneGauge},
+func noCheckpointValue(i int) int64 {
+	if i < 4 {
+		return 0
+	}
+	return -1
 }
 
 // publish copies the values of the metrics for RegisterMetrics' gauges.

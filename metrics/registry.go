@@ -116,6 +116,8 @@ type entry struct {
 	counter *Counter
 	intFn   func() int64
 	floatFn func() float64
+	setFn   func(i int) int64 // a gauge of a set (Group.Gauges): setFn(index)
+	index   int
 	meter   *Meter
 	timer   *TimerGauge
 	hist    *Histogram
@@ -196,7 +198,7 @@ func (r *Registry) group(s Scope) *Group {
 	if r == nil {
 		return nil
 	}
-	return &Group{reg: r, scope: s, names: make(map[string]struct{}, scopeSizeHint(s.Kind))}
+	return &Group{reg: r, scope: s}
 }
 
 // Value is one metric as read by Registry.Snapshot: its scope, name, kind and value.
@@ -355,6 +357,8 @@ func (e *entry) read(s Scope, name string) Value {
 		v.Int = e.counter.Count()
 	case e.intFn != nil:
 		v.Int = e.intFn()
+	case e.setFn != nil:
+		v.Int = e.setFn(e.index)
 	case e.floatFn != nil:
 		v.Float, v.IsFloat = e.floatFn(), true
 	case e.meter != nil:
@@ -385,6 +389,43 @@ func scopeSizeHint(kind ScopeKind) int {
 // add registers e under (s, name), replacing what was there. Called with the owner's lock held.
 func (r *Registry) add(s Scope, name string, e *entry) {
 	r.mu.Lock()
+	names := r.scopeLocked(s)
+	old := names[name]
+	names[name] = e
+	r.mu.Unlock()
+	if old != nil && old.view() != nil {
+		r.dropView(old.view())
+	}
+	if v := e.view(); v != nil {
+		r.addView(v)
+	}
+}
+
+// addGauges registers es[i] under (s, names[i]) for every es[i] with an owner (the valid ones),
+// under one lock: the gauges of a set (Group.Gauges), none of which is a view. Called with the
+// owner's lock held.
+func (r *Registry) addGauges(s Scope, names []string, es []entry) {
+	var dropped []view
+	r.mu.Lock()
+	reg := r.scopeLocked(s)
+	for i, n := range names {
+		if es[i].owner == nil {
+			continue
+		}
+		if old := reg[n]; old != nil && old.view() != nil {
+			dropped = append(dropped, old.view())
+		}
+		reg[n] = &es[i]
+	}
+	r.mu.Unlock()
+	for _, v := range dropped {
+		r.dropView(v)
+	}
+}
+
+// scopeLocked returns the metrics of scope s, made (and indexed by job) if s had none. Called
+// with r.mu held for writing.
+func (r *Registry) scopeLocked(s Scope) map[string]*entry {
 	names := r.scopes[s]
 	if names == nil {
 		names = make(map[string]*entry, scopeSizeHint(s.Kind))
@@ -398,24 +439,17 @@ func (r *Registry) add(s Scope, name string, e *entry) {
 			idx[s] = struct{}{}
 		}
 	}
-	old := names[name]
-	names[name] = e
-	r.mu.Unlock()
-	if old != nil && old.view() != nil {
-		r.dropView(old.view())
-	}
-	if v := e.view(); v != nil {
-		r.addView(v)
-	}
+	return names
 }
 
-// remove unregisters the listed names of scope s that owner still owns.
-func (r *Registry) remove(s Scope, owner *Group, names map[string]struct{}) {
+// remove unregisters the metrics of scope s that owner still owns: a look at every metric of the
+// scope (a job's or a task's holds a few dozen), so a group keeps no list of its names.
+func (r *Registry) remove(s Scope, owner *Group) {
 	var dropped []view
 	r.mu.Lock()
 	reg := r.scopes[s]
-	for n := range names {
-		if e := reg[n]; e != nil && e.owner == owner {
+	for n, e := range reg {
+		if e.owner == owner {
 			delete(reg, n)
 			if v := e.view(); v != nil {
 				dropped = append(dropped, v)
@@ -488,7 +522,6 @@ type Group struct {
 
 	mu     sync.Mutex
 	closed bool
-	names  map[string]struct{}
 	errs   []error
 }
 
@@ -538,19 +571,25 @@ func (g *Group) register(name string, e *entry) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case !validName(name):
-		g.errs = append(g.errs, fmt.Errorf("%w %q in scope %s: want 1 to 256 of [A-Za-z0-9_.-]", ErrInvalidName, jobgraph.Truncate(name), g.scope.Kind))
-		return
-	case e.kind == KindGauge && e.intFn == nil && e.floatFn == nil && e.timer == nil:
-		g.errs = append(g.errs, fmt.Errorf("%w for %q in scope %s", ErrNilGauge, name, g.scope.Kind))
-		return
-	case g.closed:
+	if !g.validLocked(name, e) || g.closed {
 		return
 	}
 	e.owner = g
-	g.names[name] = struct{}{}
 	g.reg.add(g.scope, name, e)
+}
+
+// validLocked says whether e may be registered under name, recording the error if not. Called
+// with g.mu held.
+func (g *Group) validLocked(name string, e *entry) bool {
+	switch {
+	case !validName(name):
+		g.errs = append(g.errs, fmt.Errorf("%w %q in scope %s: want 1 to 256 of [A-Za-z0-9_.-]", ErrInvalidName, jobgraph.Truncate(name), g.scope.Kind))
+		return false
+	case e.kind == KindGauge && e.intFn == nil && e.floatFn == nil && e.setFn == nil && e.timer == nil:
+		g.errs = append(g.errs, fmt.Errorf("%w for %q in scope %s", ErrNilGauge, name, g.scope.Kind))
+		return false
+	}
+	return true
 }
 
 // Counter registers and returns a new Counter named name (Flink: MetricGroup.counter).
@@ -572,6 +611,32 @@ func (g *Group) RegisterCounter(name string, c *Counter) {
 // owner publishes atomically, and must not block.
 func (g *Group) Gauge(name string, value func() int64) {
 	g.register(name, &entry{kind: KindGauge, intFn: value})
+}
+
+// Gauges registers one int64 gauge per name at once, under Gauge's rules: the gauge names[i]
+// reads value(i). It is what len(names) calls of Gauge would register (each name a metric of its
+// own, refused on its own), at the cost of one allocation for the set rather than one per gauge
+// and a closure each, and under one lock of the registry: a job's scheduler registers its
+// status gauges this way. names is read during the call only.
+func (g *Group) Gauges(names []string, value func(i int) int64) {
+	if g == nil || len(names) == 0 {
+		return
+	}
+	es := make([]entry, len(names))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	valid := 0
+	for i, n := range names {
+		es[i] = entry{kind: KindGauge, setFn: value, index: i}
+		if g.validLocked(n, &es[i]) {
+			es[i].owner = g
+			valid++
+		}
+	}
+	if valid == 0 || g.closed {
+		return
+	}
+	g.reg.addGauges(g.scope, names, es)
 }
 
 // FloatGauge registers a float64 gauge, under Gauge's rules.
@@ -616,6 +681,5 @@ func (g *Group) Close() {
 		return
 	}
 	g.closed = true
-	g.reg.remove(g.scope, g, g.names)
-	g.names = nil
+	g.reg.remove(g.scope, g)
 }

@@ -149,6 +149,51 @@ func TestNewestRegistrationWinsAndOldCloseKeepsIt(t *testing.T) {
 	assert.Empty(t, reg.Snapshot())
 }
 
+// A set of gauges registers each name as Gauge would: each reads value(its index), a bad name is
+// refused on its own (the others registered), a name another group registers later replaces
+// that one only, Close removes the rest, and a set after Close registers nothing.
+func TestGaugeSetRegistersEachNameOnItsOwn(t *testing.T) {
+	reg := metrics.NewRegistry()
+	jobID := jobgraph.NewJobID()
+	g := reg.JobGroup(jobID, "j")
+	g.Gauges([]string{"a", "bad name", "c"}, func(i int) int64 { return int64(10 + i) })
+	read := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, v := range reg.JobMetrics(jobID) {
+			assert.Equal(t, metrics.KindGauge, v.Kind)
+			out[v.Name] = v.Int
+		}
+		return out
+	}
+	assert.Equal(t, map[string]int64{"a": 10, "c": 12}, read())
+	err := g.Err()
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, metrics.ErrInvalidName))
+	assert.Contains(t, err.Error(), `"bad name"`)
+
+	next := reg.JobGroup(jobID, "j")
+	next.Gauge("c", func() int64 { return 7 })
+	assert.Equal(t, map[string]int64{"a": 10, "c": 7}, read())
+	g.Close()
+	assert.Equal(t, map[string]int64{"c": 7}, read())
+	next.Close()
+	assert.Empty(t, reg.Snapshot())
+	assert.Equal(t, 0, metrics.ScopesHeld(reg))
+	assert.Equal(t, 0, metrics.JobsIndexed(reg))
+
+	g.Gauges([]string{"late"}, func(int) int64 { return 1 }) // after Close: not registered
+	assert.Empty(t, reg.Snapshot())
+
+	nilFn := reg.JobManagerGroup()
+	nilFn.Gauges([]string{"x", "y"}, nil)
+	assert.Empty(t, reg.Snapshot())
+	assert.True(t, errors.Is(nilFn.Err(), metrics.ErrNilGauge))
+	assert.Contains(t, nilFn.Err().Error(), `"y"`)
+
+	var none *metrics.Group
+	none.Gauges([]string{"x"}, func(int) int64 { return 1 })
+}
+
 func TestBadNamesAreReportedNotRegistered(t *testing.T) {
 	reg := metrics.NewRegistry()
 	g := reg.JobManagerGroup()

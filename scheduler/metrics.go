@@ -27,14 +27,29 @@ type statusView struct {
 	down    time.Time // the latest entry into FAILING or RESTARTING; zero if none
 }
 
-// statusTimeNames are the names of the <status>Time gauges (runningTime…), by status, made
-// once rather than for every job.
-var statusTimeNames = func() (names [jobgraph.NumJobStatuses]string) {
+// jobGaugeNames are the names of the job's gauges, registered as one set (metrics.Group.Gauges):
+// uptime, downtime, numRestarts, then the <status>Time gauges (runningTime…) of every status
+// that is neither terminal nor RECONCILING, in JobStatus order; gaugeStatus[i] is the status of
+// the <status>Time gauge jobGaugeNames[i]. Made once rather than for every job.
+var jobGaugeNames, gaugeStatus = func() (names []string, status []jobgraph.JobStatus) {
+	names = []string{"uptime", "downtime", "numRestarts"}
+	status = make([]jobgraph.JobStatus, len(names))
 	for st := range jobgraph.JobStatus(jobgraph.NumJobStatuses) {
-		names[st] = strings.ToLower(st.String()) + "Time"
+		if st.IsTerminal() || st == jobgraph.JobStatusReconciling {
+			continue
+		}
+		names = append(names, strings.ToLower(st.String())+"Time")
+		status = append(status, st)
 	}
-	return names
+	return names, status
 }()
+
+// The indexes of the first gauges of jobGaugeNames.
+const (
+	gaugeUptime = iota
+	gaugeDowntime
+	gaugeNumRestarts
+)
 
 // registerJobMetrics registers the job's metrics on g under Flink's names (SchedulerBase's
 // registerJobMetrics with JobStatusMetrics at its default, CURRENT_TIME, and
@@ -46,19 +61,24 @@ func (s *DefaultScheduler) registerJobMetrics(g *metrics.Group) {
 	m := &jobMetrics{clock: s.cfg.Clock}
 	m.status.Store(&statusView{status: s.graph.State(), entered: s.graph.StatusTimestamp(s.graph.State())})
 	s.metrics = m
-	g.Gauge("uptime", m.uptime)
-	g.Gauge("downtime", m.downtime)
-	g.Gauge("numRestarts", m.restarts.Load)
-	for st := range jobgraph.JobStatus(jobgraph.NumJobStatuses) {
-		if st.IsTerminal() || st == jobgraph.JobStatusReconciling {
-			continue
-		}
-		g.Gauge(statusTimeNames[st], m.timeIn(st))
-	}
+	g.Gauges(jobGaugeNames, m.gauge)
 	if s.ck == nil {
 		// A job without checkpoints shows Flink's values of a tracker that saw none.
 		checkpoint.RegisterNoCheckpointMetrics(g)
 	}
+}
+
+// gauge reads the gauge jobGaugeNames[i]. On any goroutine.
+func (m *jobMetrics) gauge(i int) int64 {
+	switch i {
+	case gaugeUptime:
+		return m.uptime()
+	case gaugeDowntime:
+		return m.downtime()
+	case gaugeNumRestarts:
+		return m.restarts.Load()
+	}
+	return m.timeIn(gaugeStatus[i])
 }
 
 // publishStatus records that the job entered st at at. On the owner's loop.
@@ -114,12 +134,10 @@ func (m *jobMetrics) downtime() int64 {
 
 // timeIn is JobStatusMetrics' current-time gauge of st ("<status>Time"): ms since the job entered
 // st while it is in st, else 0.
-func (m *jobMetrics) timeIn(st jobgraph.JobStatus) func() int64 {
-	return func() int64 {
-		v := m.status.Load()
-		if v.status != st {
-			return 0
-		}
-		return sinceMillis(m.clock(), v.entered)
+func (m *jobMetrics) timeIn(st jobgraph.JobStatus) int64 {
+	v := m.status.Load()
+	if v.status != st {
+		return 0
 	}
+	return sinceMillis(m.clock(), v.entered)
 }
