@@ -123,8 +123,13 @@ type Config struct {
 	// ResourceManagerServiceImpl.handleError and the RpcEndpoint's FatalErrorHandler.
 	FatalErrorHandler func(err error)
 	// RequestTimeout bounds one RequestSlot call to a TaskExecutor; the slot is free again when
-	// it expires. Flink: pekko.ask.timeout (slot manager's taskManagerRequestTimeout), default 10 s;
-	// zero means the default.
+	// it expires. It bounds the heartbeat requests and the disconnect notices the
+	// ResourceManager sends too. Flink: pekko.ask.timeout (slot manager's
+	// taskManagerRequestTimeout), default 10 s; zero means the default. Where we differ: over the
+	// in-process *rpc.LocalService these calls carry no deadline (only Close ends them), since
+	// the TaskExecutors and JobMasters there answer from main loops that never wait (a closed
+	// one at once, with its ErrClosed), so a timer per call would bound nothing; a host's own
+	// endpoint registered on a LocalService must answer the same way.
 	RequestTimeout time.Duration
 	// SlotRequestRetryDelay is how long after a failed RequestSlot the ResourceManager matches
 	// requirements again (other events — a slot report, a freed slot, a new declaration — match
@@ -195,6 +200,9 @@ type ResourceManager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// inProcess: Config.RPC is the in-process *rpc.LocalService, so requestContext arms no
+	// timer (see Config.RequestTimeout).
+	inProcess bool
 	// workers run what spawn starts, kept for the next call (a slot request and a job leader's
 	// retrieval to stop come with every job); closed after wg in Close.
 	workers gopool.Pool
@@ -267,6 +275,7 @@ func New(cfg Config) (*ResourceManager, error) {
 		taskExecutors: make(map[jobgraph.ResourceID]*taskExecutorRegistration),
 		jobMasters:    make(map[jobgraph.ResourceID]*jobMasterRegistration),
 	}
+	_, rm.inProcess = cfg.RPC.(*rpc.LocalService)
 	rm.loop.SetPanicHandler(rm.onPanic)
 	var err error
 	rm.teHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
@@ -909,7 +918,7 @@ func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID) 
 	reg.heartbeating = true
 	gw, from := reg.gateway, rm.cfg.ResourceID
 	rm.spawn(func() {
-		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		ctx, cancel := rm.requestContext()
 		err := gw.HeartbeatFromResourceManager(ctx, from)
 		cancel()
 		rm.loop.Execute(func() {
@@ -958,6 +967,16 @@ func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID) {
 	})
 }
 
+// requestContext bounds one outgoing call by Config.RequestTimeout and Close; over the
+// in-process LocalService by Close only, with no timer (see Config.RequestTimeout). On any
+// goroutine.
+func (rm *ResourceManager) requestContext() (context.Context, context.CancelFunc) {
+	if rm.inProcess {
+		return rm.ctx, func() {}
+	}
+	return context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+}
+
 // spawn runs fn on a goroutine the ResourceManager owns (an idle one of workers, or a new one),
 // which Close waits for. On the loop.
 func (rm *ResourceManager) spawn(fn func()) {
@@ -974,7 +993,7 @@ func (rm *ResourceManager) spawn(fn func()) {
 func (rm *ResourceManager) callJobMaster(reg *jobMasterRegistration, call func(context.Context, rpc.JobMasterGateway) error, done func(rpc.JobMasterGateway, error)) {
 	gw, address := reg.gateway, reg.address
 	rm.spawn(func() {
-		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		ctx, cancel := rm.requestContext()
 		defer cancel()
 		var err error
 		if gw == nil {
@@ -1025,7 +1044,7 @@ func (rm *ResourceManager) requestSlot(req SlotRequest) {
 	}
 	gw, rmID := te.gateway, rm.id
 	rm.spawn(func() {
-		ctx, cancel := context.WithTimeout(rm.ctx, rm.cfg.RequestTimeout)
+		ctx, cancel := rm.requestContext()
 		err := gw.RequestSlot(ctx, req.Slot, req.Job, req.Allocation, req.Profile, req.JobMasterAddress, req.JobMasterID, rmID)
 		cancel()
 		rm.loop.Execute(func() { rm.slotRequestDone(req, rmID, err) })

@@ -377,9 +377,19 @@ func TestFailedSlotRequestSlotServesAnotherJob(t *testing.T) {
 	})
 }
 
+// otherService is an rpc.Service that is not the in-process *rpc.LocalService (as a network
+// transport is not), over one.
+type otherService struct{ *rpc.LocalService }
+
+// overAnotherService makes the ResourceManager's Service an otherService over the env's
+// LocalService.
+func overAnotherService(c *Config) { c.RPC = otherService{c.RPC.(*rpc.LocalService)} }
+
+// Over a Service other than the in-process LocalService a RequestSlot that gets no answer ends
+// at RequestTimeout, and the slot is requested again.
 func TestSlotRequestTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, func(c *Config) { c.SlotRequestRetryDelay = -1 })
+		e := newEnv(t, func(c *Config) { c.SlotRequestRetryDelay = -1 }, overAnotherService)
 		te := e.addTaskExecutor("te-1", cpu(1))
 		te.respond = func(ctx context.Context, _ slotCall, n int) error {
 			if n == 1 {
@@ -406,6 +416,41 @@ func TestSlotRequestTimesOut(t *testing.T) {
 		assert.Len(t, te.Calls(), 2)
 		assert.Equal(t, 1, e.rm.NumAllocatedSlots())
 	})
+}
+
+// The ResourceManager's RequestSlot carries RequestTimeout as its deadline over any Service but
+// the in-process LocalService, where it carries none (no timer per call; Close still ends it).
+func TestSlotRequestDeadlineOnlyOffTheLocalService(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		configure func(*Config)
+		want      time.Duration
+	}{
+		{"LocalService", func(*Config) {}, -1},
+		{"another Service", overAnotherService, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, func(c *Config) { c.RequestTimeout = 3 * time.Second }, tc.configure)
+				te := e.addTaskExecutor("te-1", cpu(1))
+				left := make(chan time.Duration, 1)
+				te.respond = func(ctx context.Context, _ slotCall, _ int) error {
+					d, ok := ctx.Deadline()
+					if !ok {
+						left <- -1
+					} else {
+						left <- time.Until(d)
+					}
+					return nil
+				}
+				job, token := e.addJob("jm")
+				require.NoError(t, e.declare(job, token, req(unknown, 1)))
+				synctest.Wait()
+				assert.Equal(t, tc.want, <-left, "time left of the request's deadline (-1: none)")
+				assert.Equal(t, 1, e.rm.NumAllocatedSlots())
+			})
+		})
+	}
 }
 
 func TestDisconnectTaskExecutorRemovesItsSlots(t *testing.T) {

@@ -257,3 +257,46 @@ func TestResourceManagerRetrievalErrorFailsTheTaskExecutorFatally(t *testing.T) 
 		assert.Len(t, heard, 1)
 	})
 }
+
+// deadlineRM records whether each RegisterTaskExecutor it gets carries a deadline.
+type deadlineRM struct {
+	*fakeResourceManager
+	deadlines chan bool
+}
+
+func (r *deadlineRM) RegisterTaskExecutor(ctx context.Context, reg rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
+	_, ok := ctx.Deadline()
+	r.deadlines <- ok
+	return r.fakeResourceManager.RegisterTaskExecutor(ctx, reg)
+}
+
+// otherService is an rpc.Service that is not the in-process *rpc.LocalService (as a network
+// transport is not), over one.
+type otherService struct{ *rpc.LocalService }
+
+// A registration attempt with the retrieved ResourceManager leader carries a deadline
+// (cluster.registration.initial-timeout) over any Service but the in-process LocalService, where
+// it carries none (no timer per attempt).
+func TestRegistrationDeadlineOnlyOffTheLocalService(t *testing.T) {
+	for _, local := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newCluster(t)
+			var svc rpc.Service = c.svc
+			if !local {
+				svc = otherService{c.svc}
+			}
+			rm := &deadlineRM{fakeResourceManager: &fakeResourceManager{id: rmToken(1)}, deadlines: make(chan bool, 1)}
+			require.NoError(t, c.svc.Register("rm-a", rm))
+			retrieval := &handRetrieval{}
+			te, err := New(Config{ResourceID: "te-1", NumSlots: 1, Registry: c.reg, RPC: svc,
+				ResourceManagerRetrieval: retrieval, Shuffle: c.shuffle, Logger: discard})
+			require.NoError(t, err)
+			require.NoError(t, te.Start(context.Background()))
+			retrieval.announce("rm-a", ha.SessionID(rmToken(1)))
+			_, err = te.WaitRegistered(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, !local, <-rm.deadlines, "deadline over the LocalService: %v", local)
+			require.NoError(t, te.Close())
+		})
+	}
+}

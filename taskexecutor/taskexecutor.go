@@ -125,7 +125,9 @@ type Config struct {
 	// connection to the earlier one and registers with the new one, off its main loop, retrying
 	// until registered or the leader changes again (cluster.registration.initial-timeout 100 ms
 	// doubling to cluster.registration.max-timeout 30 s per attempt, cluster.registration.error-delay
-	// 10 s after a failure; see internal/registration). Each registration carries the full slot
+	// 10 s after a failure; see internal/registration; over the in-process *rpc.LocalService an
+	// attempt has no timeout, as the ResourceManager there answers from a loop that never
+	// waits). Each registration carries the full slot
 	// report, so a new leader learns the slots the TaskExecutor holds for running jobs, whose
 	// tasks go on undisturbed (Flink sends the report right after registering). The answer to a registration made for an earlier leader is
 	// dropped. The ResourceManager must run under that election, its ResourceManagerID being the
@@ -386,9 +388,11 @@ func New(cfg Config) (*TaskExecutor, error) {
 		return nil, fmt.Errorf("taskexecutor: %w", err)
 	}
 	if te.rmRetrieval != nil {
+		_, inProcess := te.rpc.(*rpc.LocalService)
 		te.rmConn = registration.New(registration.Config[rpc.ResourceManagerGateway]{
 			Loop:       te.loop,
 			Context:    te.ctx,
+			Unbounded:  inProcess, // no timer per attempt over the LocalService
 			Go:         te.spawn,
 			Attempt:    te.registrationAttempt,
 			Registered: te.registeredWithResourceManager,

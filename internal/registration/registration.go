@@ -15,7 +15,10 @@
 // answer's ResourceManagerID is taken as it comes.
 // Where we differ: Flink also waits cluster.registration.refused-registration-delay after a
 // declined registration; our ResourceManager declines nothing, it fails (an error wrapping
-// ha.ErrNotLeader, say), so the error delay applies.
+// ha.ErrNotLeader, say), so the error delay applies. An owner whose rpc.Service is the
+// in-process *rpc.LocalService sets Config.Unbounded: its attempts have no timeout, since the
+// ResourceManager there answers from a main loop that never waits, so a timer per attempt would
+// bound nothing.
 //
 // Like the other cores, a Connection is a plain struct: no locks; every method runs on the
 // owner's loop, and so do the callbacks.
@@ -55,6 +58,11 @@ type Config[G any] struct {
 	Loop                                   Loop
 	// Context bounds every attempt (the owner cancels it when it closes); nil means Background.
 	Context context.Context
+	// Unbounded: attempts run bounded by Context only, with no timeout and so no timer each;
+	// InitialTimeout and MaxTimeout are not used. For an owner whose rpc.Service is the
+	// in-process *rpc.LocalService, whose ResourceManager answers from a main loop that never
+	// waits (a closed one at once, with its ErrClosed); over any other Service leave it false.
+	Unbounded bool
 	// Go runs fn on a goroutine the owner waits for when it closes. Called on the loop.
 	Go func(fn func())
 	// Attempt builds, on the loop, one registration attempt with the leader at address (what to
@@ -155,10 +163,18 @@ func (c *Connection[G]) restart() {
 	}
 }
 
-// attempt starts one registration attempt of generation gen, bounded by timeout. On the loop.
+// attempt starts one registration attempt of generation gen, bounded by timeout (by Context
+// only when Unbounded). On the loop.
 func (c *Connection[G]) attempt(gen uint64, timeout time.Duration) {
 	call := c.cfg.Attempt(c.address)
 	base := c.cfg.Context
+	if c.cfg.Unbounded {
+		c.cfg.Go(func() {
+			gw, id, err := call(base)
+			c.cfg.Loop.Execute(func() { c.done(gen, timeout, gw, id, err, false) })
+		})
+		return
+	}
 	c.cfg.Go(func() {
 		ctx, cancel := context.WithTimeout(base, timeout)
 		gw, id, err := call(ctx)

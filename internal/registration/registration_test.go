@@ -43,9 +43,9 @@ type attempt struct {
 	answer  chan answer
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, configure ...func(*Config[string])) *harness {
 	h := &harness{t: t, loop: mainloop.New("registration-test"), begin: time.Now()}
-	h.conn = New(Config[string]{
+	cfg := Config[string]{
 		Loop: h.loop,
 		Go:   func(fn func()) { h.wg.Go(fn) },
 		Attempt: func(address string) func(context.Context) (string, jobgraph.ResourceManagerID, error) {
@@ -72,7 +72,11 @@ func newHarness(t *testing.T) *harness {
 			h.failures = append(h.failures, err)
 			h.mu.Unlock()
 		},
-	})
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	h.conn = New(cfg)
 	t.Cleanup(func() {
 		h.on(h.conn.Close)
 		h.loop.Close()
@@ -164,6 +168,45 @@ func TestRetryTiming(t *testing.T) {
 		last.answer <- answer{id: jobgraph.ResourceManagerID(s2)}
 		_, registers, _ := h.snapshot()
 		assert.Equal(t, []string{"gw@rm2 " + jobgraph.ResourceManagerID(s2).String()}, registers)
+	})
+}
+
+// An Unbounded Connection (an owner over the in-process LocalService) gives its attempts no
+// deadline: an attempt not answered after a minute is still the only one, and is taken when it
+// is answered; one that fails is repeated after the error delay, as always.
+func TestUnboundedAttemptsHaveNoDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		deadlines := make(chan bool, 4)
+		h := newHarness(t, func(c *Config[string]) {
+			c.Unbounded = true
+			attempt := c.Attempt
+			c.Attempt = func(address string) func(context.Context) (string, jobgraph.ResourceManagerID, error) {
+				call := attempt(address)
+				return func(ctx context.Context) (string, jobgraph.ResourceManagerID, error) {
+					_, ok := ctx.Deadline()
+					deadlines <- ok
+					return call(ctx)
+				}
+			}
+		})
+		s := ha.NewSessionID()
+		h.on(func() { h.conn.NewLeader("rm", s) })
+		time.Sleep(60 * time.Second)
+		attempts, _, failures := h.snapshot()
+		require.Len(t, attempts, 1)
+		assert.Empty(t, failures)
+		assert.False(t, <-deadlines, "the attempt has no deadline")
+
+		attempts[0].answer <- answer{err: errors.New("refused")}
+		time.Sleep(DefaultErrorDelay)
+		attempts, _, failures = h.snapshot()
+		require.Len(t, failures, 1)
+		require.Len(t, attempts, 2)
+		assert.Equal(t, 60*time.Second+DefaultErrorDelay, attempts[1].at)
+		assert.False(t, <-deadlines)
+		attempts[1].answer <- answer{id: jobgraph.ResourceManagerID(s)}
+		_, registers, _ := h.snapshot()
+		assert.Equal(t, []string{"gw@rm " + jobgraph.ResourceManagerID(s).String()}, registers)
 	})
 }
 
