@@ -16,6 +16,7 @@ import (
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/metrics"
@@ -27,6 +28,12 @@ import (
 // DefaultResourceManagerAddress is JobManagerConfig.ResourceManagerAddress's default: the name
 // the ResourceManager is registered under on the rpc.Service and confirms to its leader election.
 const DefaultResourceManagerAddress = "resourcemanager"
+
+// jobGoroutinesIdle is how many finished goroutines of its jobs a JobManager keeps for the next
+// job: one job's runner and JobMaster use about six at once (the runner's loop and its
+// operation, the ServiceProcess, the JobMaster's loop, outbox and registration attempt), and the
+// next job starts while the last one's close is still under way.
+const jobGoroutinesIdle = 16
 
 // DefaultDispatcherAddress is JobManagerConfig.DispatcherAddress's default (dispatcher.DefaultAddress).
 const DefaultDispatcherAddress = dispatcher.DefaultAddress
@@ -212,6 +219,11 @@ type JobManager struct {
 	ownMetrics bool
 	rm         *resourcemanager.ResourceManager
 	dispatcher *dispatcher.Runner
+	// jobGoroutines runs the long-lived goroutines of every job — its runner's loop, leadership
+	// operations and ServiceProcess, its JobMaster's loops and calls off them — on goroutines
+	// reused from job to job (they keep the stacks they grew); closed once the Dispatcher
+	// Runner, and so every job, has closed.
+	jobGoroutines gopool.Pool
 
 	started atomic.Bool
 	// failed is canceled with the first fatal error as its cause (onFatal, through fail).
@@ -234,7 +246,8 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 		return nil, err
 	}
 	jm := &JobManager{cfg: cfg, log: cfg.Logger, rpc: cfg.RPC, ha: cfg.HA, metrics: cfg.Metrics,
-		jobMasters: make(map[jobgraph.JobID]*trackedJobMaster), closed: make(chan struct{})}
+		jobMasters: make(map[jobgraph.JobID]*trackedJobMaster), closed: make(chan struct{}),
+		jobGoroutines: gopool.Pool{Idle: jobGoroutinesIdle}}
 	jm.failed, jm.fail = context.WithCancelCause(context.Background())
 	if jm.log == nil {
 		jm.log = slog.New(slog.DiscardHandler)
@@ -291,6 +304,7 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 		// fatal for the JobManager, as Flink's Dispatcher.jobMasterFailed makes it.
 		FatalErrorHandler: jm.onFatal,
 		SchedulerFactory:  cfg.SchedulerFactory,
+		Goroutines:        jm.jobGoroutines.Go,
 	}
 	var blocklist dispatcher.BlocklistOperations
 	if cfg.ResourceBlocklistEnabled {
@@ -317,7 +331,7 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 					return nil, err
 				}
 				return trackingFactory{f, jm}, nil
-			}),
+			}, jobmaster.WithGoroutines(jm.jobGoroutines.Go)),
 		},
 		Address:           cfg.DispatcherAddress,
 		RPC:               jm.rpc,
@@ -610,6 +624,7 @@ func (jm *JobManager) Close() error {
 		stop()
 	}
 	err := jm.dispatcher.Close()
+	jm.jobGoroutines.Close() // every job's runner and JobMaster has closed with the Dispatcher
 	err = errors.Join(err, jm.rm.Close())
 	if jm.ownHA {
 		err = errors.Join(err, jm.ha.Close())

@@ -99,9 +99,9 @@ type JobManagerRunnerFactory func(g *jobgraph.JobGraph, services ha.Services) (j
 
 // LeadershipRunnerFactory returns the default JobManagerRunnerFactory: a
 // jobmaster.LeadershipRunner in the job's JobMaster leader election, whose JobMasters come from
-// the JobMasterServiceFactory jobMasters returns for the graph (jobmaster.NewFactory, say).
-// Flink: JobMasterServiceLeadershipRunnerFactory.
-func LeadershipRunnerFactory(jobMasters func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error)) JobManagerRunnerFactory {
+// the JobMasterServiceFactory jobMasters returns for the graph (jobmaster.NewFactory, say), made
+// with opts (jobmaster.WithGoroutines, say). Flink: JobMasterServiceLeadershipRunnerFactory.
+func LeadershipRunnerFactory(jobMasters func(g *jobgraph.JobGraph) (jobmaster.JobMasterServiceFactory, error), opts ...jobmaster.RunnerOption) JobManagerRunnerFactory {
 	return func(g *jobgraph.JobGraph, services ha.Services) (jobmaster.JobManagerRunner, error) {
 		f, err := jobMasters(g)
 		if err != nil {
@@ -110,7 +110,7 @@ func LeadershipRunnerFactory(jobMasters func(g *jobgraph.JobGraph) (jobmaster.Jo
 		if f == nil {
 			return nil, errors.New("no JobMasterServiceFactory and no error")
 		}
-		return jobmaster.NewLeadershipRunner(f, services.JobMasterLeaderElection(g.JobID), services.JobResultStore()), nil
+		return jobmaster.NewLeadershipRunner(f, services.JobMasterLeaderElection(g.JobID), services.JobResultStore(), opts...), nil
 	}
 }
 

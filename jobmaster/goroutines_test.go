@@ -2,11 +2,13 @@ package jobmaster_test
 
 import (
 	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/jobmaster"
 )
 
@@ -24,5 +26,26 @@ func TestBatchJobMasterStartsNoCheckpointIOLoop(t *testing.T) {
 		e := newHBEnv(t, jobmaster.Config{}) // a batch job, nothing registered yet
 		assert.Equal(t, uint64(2), goroutinesCreated()-before)
 		e.jm.Close()
+	})
+}
+
+// With Config.Goroutines a JobMaster starts no goroutine itself: its loop and outbox are the
+// two functions it gives, and a second JobMaster on the same pool after the first closed runs on
+// the first one's goroutines.
+func TestJobMasterGoroutinesComeFromConfigGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pool gopool.Pool
+		var given atomic.Int32
+		cfg := jobmaster.Config{Goroutines: func(fn func()) { given.Add(1); pool.Go(fn) }}
+		first := newHBEnv(t, cfg)
+		assert.Equal(t, int32(2), given.Load(), "functions given for the first JobMaster")
+		first.jm.Close()
+		synctest.Wait()
+		before := goroutinesCreated()
+		second := newHBEnv(t, cfg)
+		assert.Equal(t, uint64(0), goroutinesCreated()-before, "goroutines created for the second JobMaster")
+		assert.Equal(t, int32(4), given.Load())
+		second.jm.Close()
+		pool.Close()
 	})
 }

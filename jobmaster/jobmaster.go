@@ -194,6 +194,17 @@ type Config struct {
 	// cluster.JobManager's (and so a MiniCluster's) closes the cluster, as Flink's Dispatcher
 	// ends the JobManager process on a failed JobMaster.
 	FatalErrorHandler func(err error)
+	// Goroutines, if set, starts the goroutines of every JobMaster the Config makes: its main
+	// loop, its outbox, its I/O loop and lanes, and its calls off the loop (heartbeat requests,
+	// ResourceManager registration attempts). Goroutines(fn) must run fn on a goroutine at once,
+	// never waiting for another fn to return, as a go statement does; a host passes a pool whose
+	// goroutines are reused (cluster.JobManager does), so one job after another does not start
+	// fresh goroutines and grow their stacks anew through the JobMaster's deep first calls. It
+	// must keep accepting functions until every JobMaster of the Config has been closed (Close
+	// returned: then none of its functions runs any more). nil: a go statement each. Flink: the
+	// executors of JobManagerSharedServices that every JobMaster shares; where we differ, each
+	// function gets its own goroutine, never a queue.
+	Goroutines func(fn func())
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -424,8 +435,8 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		done:          make(chan struct{}),
 		coordinated:   coordinatedVertices(g),
 	}
-	jm.loop = mainloop.NewNamed(&jm.loopNames[0], closedErr)
-	jm.outbox = mainloop.NewNamed(&jm.loopNames[1], closedErr)
+	jm.loop = mainloop.NewNamedOn(cfg.Goroutines, &jm.loopNames[0], closedErr)
+	jm.outbox = mainloop.NewNamedOn(cfg.Goroutines, &jm.loopNames[1], closedErr)
 	_, jm.inProcess = cfg.RPC.(*rpc.LocalService)
 	jm.loop.SetPanicHandler(jm.onPanic)
 	jm.outbox.SetPanicHandler(jm.onPanic)
@@ -442,7 +453,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		jm.rmConn = registration.New(registration.Config[rpc.ResourceManagerGateway]{
 			Loop:       jm.loop,
 			Context:    jm.rmCtx,
-			Go:         func(fn func()) { jm.aside.Go(fn) },
+			Go:         jm.goAside,
 			Attempt:    jm.registrationAttempt,
 			Registered: jm.registeredWithResourceManager,
 			Failed: func(err error, retryIn time.Duration) {
@@ -674,6 +685,11 @@ type loopName struct {
 
 func (n *loopName) String() string { return n.prefix + n.job.String() }
 
+// textName is a loop's name formatted already (the I/O loop's, the lanes').
+type textName string
+
+func (n textName) String() string { return string(n) }
+
 // closedError is ErrClosed naming the job ("jobmaster: job <id>: …", "jobmaster: runner of job
 // <id>: …"). Every JobMaster and runner makes one, and most never return it: the message is
 // formatted only when asked for.
@@ -712,13 +728,27 @@ func (jm *DefaultJobMaster) rpcContext() (context.Context, context.CancelFunc) {
 // not answer (over a remote transport, until the RPC timeout) holds up neither deployments nor
 // the heartbeats of the others. Close waits for these goroutines.
 func (jm *DefaultJobMaster) sendAside(call func(ctx context.Context) error, onError func(err error)) {
-	jm.aside.Go(func() {
+	jm.goAside(func() {
 		ctx, cancel := jm.rpcContext()
 		defer cancel()
 		if err := call(ctx); err != nil && onError != nil {
 			jm.loop.Execute(func() { onError(err) })
 		}
 	})
+}
+
+// goAside runs fn on a goroutine of Config.Goroutines (or its own) that shutDown waits for.
+func (jm *DefaultJobMaster) goAside(fn func()) {
+	jm.aside.Add(1)
+	run := func() {
+		defer jm.aside.Done()
+		fn()
+	}
+	if g := jm.cfg.Goroutines; g != nil {
+		g(run)
+	} else {
+		go run()
+	}
 }
 
 // send runs call in the outbox, in order with every other outgoing call.
@@ -1343,7 +1373,7 @@ func (jm *DefaultJobMaster) ioLoop() *mainloop.Loop {
 	jm.ioMu.Lock()
 	defer jm.ioMu.Unlock()
 	if jm.io == nil && !jm.ioClosed {
-		jm.io = mainloop.NewWithClosedError("jobmaster-io-"+jm.job.String(), jm.closedErr)
+		jm.io = mainloop.NewNamedOn(jm.cfg.Goroutines, textName("jobmaster-io-"+jm.job.String()), jm.closedErr)
 		jm.io.SetPanicHandler(jm.onPanic)
 	}
 	return jm.io

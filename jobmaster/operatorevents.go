@@ -139,7 +139,7 @@ func newTELanes() *teLanes {
 func (l *teLanes) lane(jm *DefaultJobMaster, te jobgraph.ResourceID) *mainloop.Loop {
 	lane := l.byTE[te]
 	if lane == nil {
-		lane = mainloop.NewWithClosedError("jobmaster-lane-"+jm.job.String()+"-"+string(te), jm.closedErr)
+		lane = mainloop.NewNamedOn(jm.cfg.Goroutines, textName("jobmaster-lane-"+jm.job.String()+"-"+string(te)), jm.closedErr)
 		lane.SetPanicHandler(jm.onPanic)
 		l.byTE[te] = lane
 	}

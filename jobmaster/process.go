@@ -33,11 +33,17 @@ type ServiceProcess struct {
 	svc JobMaster
 }
 
-func startServiceProcess(factory JobMasterServiceFactory, token jobgraph.JobMasterID, callbacks processCallbacks, now time.Time) *ServiceProcess {
+// startServiceProcess starts the process on a goroutine of run (its runner's; nil: a go
+// statement).
+func startServiceProcess(run func(fn func()), factory JobMasterServiceFactory, token jobgraph.JobMasterID, callbacks processCallbacks, now time.Time) *ServiceProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &ServiceProcess{token: token, factory: factory, callbacks: callbacks, started: now,
 		ctx: ctx, cancel: cancel, exited: make(chan struct{})}
-	go p.run()
+	if run != nil {
+		run(p.run)
+	} else {
+		go p.run()
+	}
 	return p
 }
 

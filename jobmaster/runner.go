@@ -31,7 +31,8 @@ type LeadershipRunner struct {
 	results  ha.JobResultStore
 	clock    func() time.Time
 	loop     *mainloop.Loop
-	loopName loopName // loop's, formatted only when asked for
+	loopName loopName        // loop's, formatted only when asked for
+	run      func(fn func()) // starts the runner's goroutines (WithGoroutines); nil: go statements
 	created  time.Time
 	// ctx bounds the runner's store calls; Close cancels it.
 	ctx    context.Context
@@ -56,8 +57,21 @@ type LeadershipRunner struct {
 	background sync.WaitGroup // calls the runner makes off its loop; Close waits for them
 }
 
+// RunnerOption configures a LeadershipRunner (NewLeadershipRunner).
+type RunnerOption func(*LeadershipRunner)
+
+// WithGoroutines has the runner's goroutines — its main loop, its leadership operations, each
+// session's ServiceProcess — started by run, as Config.Goroutines does for a JobMaster's: run(fn)
+// runs fn on a goroutine at once, never waiting for another fn to return, and must keep
+// accepting functions until the runner's Close has returned. The Dispatcher's default runner
+// factory passes it through (dispatcher.LeadershipRunnerFactory); cluster.JobManager gives its
+// pool. nil (the default): go statements.
+func WithGoroutines(run func(fn func())) RunnerOption {
+	return func(r *LeadershipRunner) { r.run = run }
+}
+
 // NewLeadershipRunner returns a runner for the factory's job. Start it once; Close it once.
-func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElection, results ha.JobResultStore) *LeadershipRunner {
+func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElection, results ha.JobResultStore, opts ...RunnerOption) *LeadershipRunner {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &LeadershipRunner{
 		factory:  factory,
@@ -70,7 +84,10 @@ func NewLeadershipRunner(factory JobMasterServiceFactory, election ha.LeaderElec
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
-	r.loop = mainloop.NewNamed(&r.loopName, &closedError{what: "runner of job", job: factory.JobID()})
+	for _, o := range opts {
+		o(r)
+	}
+	r.loop = mainloop.NewNamedOn(r.run, &r.loopName, &closedError{what: "runner of job", job: factory.JobID()})
 	r.loop.SetPanicHandler(r.onPanic)
 	return r
 }
@@ -118,7 +135,7 @@ func (r *LeadershipRunner) HandleError(err error) {
 
 // sequence runs op off the loop once every operation sequenced before it has finished. On the
 // loop.
-func (r *LeadershipRunner) sequence(op func()) { r.ops.Then(&r.background, op) }
+func (r *LeadershipRunner) sequence(op func()) { r.ops.ThenOn(r.run, &r.background, op) }
 
 // onGrant starts a session: after the previous session's process is closed, the JobResultStore
 // is asked whether the job is already done, off the loop; granted applies the answer.
@@ -152,7 +169,7 @@ func (r *LeadershipRunner) granted(gen uint64, session ha.SessionID, err error) 
 		// the runner's result future completes exceptionally, and the Dispatcher fails fatally.
 		r.complete(r.sparseResult(jobgraph.JobStatusSuspended, fmt.Errorf("%w: job %s: reading the JobResultStore: %w", ErrRunnerFailed, r.JobID(), err)))
 	default:
-		r.process = startServiceProcess(r.factory, jobgraph.JobMasterID(session), r, r.clock())
+		r.process = startServiceProcess(r.run, r.factory, jobgraph.JobMasterID(session), r, r.clock())
 	}
 }
 

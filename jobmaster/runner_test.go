@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -528,5 +530,38 @@ func TestElectionErrorFailsTheRunner(t *testing.T) {
 		f.runner.Close()
 		assert.Equal(t, fakeState{status: jobgraph.JobStatusSuspended, closed: 1}, jm.state(), "Close still closes the JobMaster")
 		assert.Same(t, res.Archived, f.runner.Result().Archived)
+	})
+}
+
+// With WithGoroutines the runner starts no goroutine itself: a grant that creates the JobMaster
+// runs the runner's loop, the JobResultStore read, the ServiceProcess and the confirmation on
+// the functions it gives, and a second runner on the same pool after the first closed runs on
+// the first one's goroutines.
+func TestRunnerGoroutinesComeFromWithGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pool gopool.Pool
+		var given atomic.Int32
+		services := embedded.New()
+		run := func() {
+			f := &fixture{ha: services, factory: newFakeFactory()}
+			f.runner = jobmaster.NewLeadershipRunner(f.factory, f.ha.JobMasterLeaderElection(f.factory.JobID()), f.ha.JobResultStore(),
+				jobmaster.WithGoroutines(func(fn func()) { given.Add(1); pool.Go(fn) }))
+			require.NoError(t, f.runner.Start())
+			jm := <-f.factory.created
+			synctest.Wait()
+			assert.True(t, f.ha.JobMasterElection(f.factory.JobID()).HasLeadership(ha.SessionID(jm.token)))
+			jm.end(jobgraph.JobStatusFinished)
+			<-f.runner.Done()
+			f.runner.Close()
+			synctest.Wait()
+		}
+		run()
+		assert.Equal(t, int32(4), given.Load(), "functions given for one job")
+		before := goroutinesCreated()
+		run()
+		assert.Equal(t, uint64(0), goroutinesCreated()-before, "goroutines created for the second runner")
+		assert.Equal(t, int32(8), given.Load())
+		require.NoError(t, services.Close())
+		pool.Close()
 	})
 }

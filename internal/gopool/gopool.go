@@ -14,12 +14,18 @@ package gopool
 
 import "sync"
 
-// MaxIdle is how many finished goroutines a Pool keeps waiting for work; more exit.
+// MaxIdle is how many finished goroutines a Pool keeps waiting for work by default (Pool.Idle);
+// more exit.
 const MaxIdle = 4
 
 // Pool is a set of reusable goroutines. The zero value is ready; it must not be copied after
 // first use. Safe for concurrent use.
 type Pool struct {
+	// Idle is how many finished goroutines the Pool keeps waiting for work; 0 means MaxIdle. An
+	// owner whose functions run long and several at once (the main loops of a job, which end
+	// together) keeps more, so the next job finds them. Set it before the first Go.
+	Idle int
+
 	mu      sync.Mutex
 	idle    []chan func() // each an idle goroutine's own channel (capacity 1)
 	closed  bool
@@ -50,7 +56,7 @@ func (p *Pool) work(fn func()) {
 		fn()
 		fn = nil // not kept alive while idle
 		p.mu.Lock()
-		if p.closed || len(p.idle) >= MaxIdle {
+		if p.closed || len(p.idle) >= p.maxIdle() {
 			p.mu.Unlock()
 			return
 		}
@@ -63,6 +69,13 @@ func (p *Pool) work(fn func()) {
 			return
 		}
 	}
+}
+
+func (p *Pool) maxIdle() int {
+	if p.Idle > 0 {
+		return p.Idle
+	}
+	return MaxIdle
 }
 
 // Close ends the idle goroutines and waits until every goroutine of the Pool has exited, so the

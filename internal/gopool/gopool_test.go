@@ -84,3 +84,33 @@ func TestCloseEndsIdleGoroutines(t *testing.T) {
 		assert.Equal(t, 0, p.numIdle(), "a goroutine started after Close is not kept")
 	})
 }
+
+// Idle raises how many finished goroutines stay: ten that ran at once all stay with Idle 10,
+// and the next ten functions, again all at once, create no goroutine.
+func TestIdleKeepsThatManyGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := Pool{Idle: 10}
+		runTogether := func(n int) {
+			var started sync.WaitGroup
+			started.Add(n)
+			release := make(chan struct{})
+			for range n {
+				p.Go(func() {
+					started.Done()
+					<-release
+				})
+			}
+			started.Wait()
+			close(release)
+			synctest.Wait()
+		}
+		runTogether(12)
+		assert.Equal(t, 10, p.numIdle(), "Idle goroutines stay, the others exit")
+		before := goroutinesCreated()
+		runTogether(10)
+		assert.Equal(t, uint64(0), goroutinesCreated()-before, "goroutines created for 10 functions at once")
+		assert.Equal(t, 10, p.numIdle())
+		p.Close()
+		assert.Equal(t, 0, p.numIdle())
+	})
+}

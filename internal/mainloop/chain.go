@@ -12,16 +12,27 @@ type Chain struct {
 }
 
 // Then runs op on a goroutine of wg once every operation added before it has finished.
-func (c *Chain) Then(wg *sync.WaitGroup, op func()) {
+func (c *Chain) Then(wg *sync.WaitGroup, op func()) { c.ThenOn(nil, wg, op) }
+
+// ThenOn is Then with op's goroutine started by run (a gopool.Pool's Go, as for NewNamedOn; nil
+// means a go statement); wg counts it as Then's does, so the owner's wait also covers it.
+func (c *Chain) ThenOn(run func(fn func()), wg *sync.WaitGroup, op func()) {
 	prev, next := c.tail, make(chan struct{})
 	c.tail = next
-	wg.Go(func() {
+	wg.Add(1)
+	fn := func() {
+		defer wg.Done()
 		defer close(next)
 		if prev != nil {
 			<-prev
 		}
 		op()
-	})
+	}
+	if run != nil {
+		run(fn)
+	} else {
+		go fn()
+	}
 }
 
 // Tail returns a channel closed once every operation added so far has finished (already closed

@@ -1,11 +1,14 @@
 package mainloop
 
 import (
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/jobgraph/jobgraph/internal/gopool"
 )
 
 // Operations run one after another in the order added, each only once the one before ended,
@@ -36,4 +39,35 @@ func TestChainRunsOperationsInOrderOneAtATime(t *testing.T) {
 		assert.Equal(t, []int{1, 2}, order)
 		wg.Wait()
 	})
+}
+
+// ThenOn runs the operations on the goroutines run gives (a gopool.Pool: one after another on
+// one goroutine), in order, counted by wg.
+func TestChainThenOnRunsOnTheGivenGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c Chain
+		var wg sync.WaitGroup
+		var pool gopool.Pool
+		var order []int
+		c.ThenOn(pool.Go, &wg, func() { order = append(order, 1) })
+		<-c.Tail()
+		synctest.Wait()
+		before := goroutinesCreated()
+		release := make(chan struct{})
+		c.ThenOn(pool.Go, &wg, func() { <-release; order = append(order, 2) })
+		c.ThenOn(pool.Go, &wg, func() { order = append(order, 3) })
+		synctest.Wait()
+		assert.Equal(t, []int{1}, order, "the third waits for the second, which is held")
+		close(release)
+		wg.Wait()
+		assert.Equal(t, []int{1, 2, 3}, order)
+		assert.Equal(t, uint64(1), goroutinesCreated()-before, "the second reuses the first's goroutine; the third, added while the second ran, needs one")
+		pool.Close()
+	})
+}
+
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -55,14 +55,25 @@ func New(name string) *Loop { return NewWithClosedError(name, ErrClosed) }
 // is closed. An endpoint passes its exported closed error (taskexecutor.ErrClosed, say), so the
 // internal ErrClosed never reaches its callers: this is the one place a closed loop is mapped to
 // the endpoint's public error.
-func NewWithClosedError(name string, closed error) *Loop { return start(name, nil, closed) }
+func NewWithClosedError(name string, closed error) *Loop { return start(name, nil, closed, nil) }
 
 // NewNamed is NewWithClosedError with a name formatted only when asked for (Name, a panic's
 // PanicError.Endpoint): an endpoint made for every job names its loop after the job's ID without
 // formatting that ID for every job. name.String may be called on any goroutine.
-func NewNamed(name fmt.Stringer, closed error) *Loop { return start("", name, closed) }
+func NewNamed(name fmt.Stringer, closed error) *Loop { return start("", name, closed, nil) }
 
-func start(name string, namer fmt.Stringer, closed error) *Loop {
+// NewNamedOn is NewNamed with the loop's goroutine started by run instead of a go statement:
+// run(fn) must run fn on a goroutine at once, never waiting for another function to return
+// (internal/gopool's Pool.Go; nil means a go statement). A goroutine that ran another loop before
+// keeps the stack it grew there, so an endpoint made for every job does not grow a fresh stack
+// through its deep first calls. The loop behaves exactly as one of NewNamed: Close and Done mean
+// that the loop's function has returned on that goroutine, which run's owner may then reuse; run
+// must accept fn until every loop made with it has been closed.
+func NewNamedOn(run func(fn func()), name fmt.Stringer, closed error) *Loop {
+	return start("", name, closed, run)
+}
+
+func start(name string, namer fmt.Stringer, closed error, run func(fn func())) *Loop {
 	l := &Loop{
 		name:      name,
 		namer:     namer,
@@ -72,11 +83,15 @@ func start(name string, namer fmt.Stringer, closed error) *Loop {
 		stopped:   make(chan struct{}),
 		failed:    make(chan struct{}),
 	}
-	go l.run()
+	if run != nil {
+		run(l.run)
+	} else {
+		go l.run()
+	}
 	return l
 }
 
-// Name returns the name given to New, NewWithClosedError or NewNamed.
+// Name returns the name given to New, NewWithClosedError, NewNamed or NewNamedOn.
 func (l *Loop) Name() string {
 	if l.namer != nil {
 		return l.namer.String()
@@ -386,5 +401,6 @@ func (l *Loop) closeLocked() {
 	clear(l.timers)
 }
 
-// Done is closed once the loop's goroutine has returned.
+// Done is closed once the loop's goroutine has returned (for NewNamedOn: once the loop's
+// function has returned on it).
 func (l *Loop) Done() <-chan struct{} { return l.stopped }

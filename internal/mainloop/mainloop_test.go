@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 )
 
@@ -589,4 +591,81 @@ func TestNewNamedFormatsTheNameOnlyWhenAsked(t *testing.T) {
 	assert.Equal(t, "jobmaster-0123", (<-handled).Endpoint)
 	<-l.Done()
 	l.Close()
+}
+
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// A loop of NewNamedOn runs on the goroutine its run function gives: loops made one after
+// another on a gopool.Pool reuse one goroutine (none created after the first), and each behaves
+// as a loop of NewNamed — closures in posted order, Call and Submit answered, Close running what
+// was queued and waiting for it, then ErrClosed — and once closed its goroutine is free for the
+// next loop, so the Pool's Close returns.
+func TestNewNamedOnRunsTheLoopOnTheGivenGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pool gopool.Pool
+		closed := errors.New("closed endpoint")
+		runLoop := func() {
+			l := mainloop.NewNamedOn(pool.Go, &countingName{}, closed)
+			var got []int
+			for i := range 3 {
+				l.Execute(func() { got = append(got, i) })
+			}
+			v, err := mainloop.Submit(context.Background(), l, func() (int, error) { return len(got), nil })
+			require.NoError(t, err)
+			assert.Equal(t, 3, v, "a Submit runs after the closures posted before it")
+			release := make(chan struct{})
+			l.Execute(func() { <-release })
+			l.Execute(func() { got = append(got, 3) })
+			closing := make(chan struct{})
+			go func() { l.Close(); close(closing) }()
+			synctest.Wait()
+			select {
+			case <-closing:
+				t.Fatal("Close returned while a closure was running")
+			default:
+			}
+			close(release)
+			<-closing
+			<-l.Done()
+			assert.Equal(t, []int{0, 1, 2, 3}, got, "Close ran what was queued")
+			assert.ErrorIs(t, l.Call(context.Background(), func() error { return nil }), closed)
+			assert.False(t, l.Execute(func() {}))
+			assert.Equal(t, "jobmaster-0123", l.Name())
+		}
+		runLoop()
+		synctest.Wait()
+		before := goroutinesCreated()
+		runLoop()
+		runLoop()
+		// Each runLoop starts one goroutine of its own for Close; the loops start none.
+		assert.Equal(t, uint64(2), goroutinesCreated()-before, "goroutines created for two more loops")
+		pool.Close()
+	})
+}
+
+// A pooled loop that dies of a panic (with a handler) hands its goroutine back too: the handler
+// runs on it, and the next loop reuses it.
+func TestNewNamedOnAfterAPanicTheGoroutineIsReused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pool gopool.Pool
+		l := mainloop.NewNamedOn(pool.Go, &countingName{}, mainloop.ErrClosed)
+		handled := make(chan *jobgraph.PanicError, 1)
+		l.SetPanicHandler(func(err *jobgraph.PanicError) { handled <- err })
+		l.Execute(func() { panic("boom") })
+		assert.Equal(t, "boom", (<-handled).Value)
+		<-l.Done()
+		require.ErrorIs(t, l.Err(), mainloop.ErrClosed)
+		l.Close()
+		synctest.Wait()
+		before := goroutinesCreated()
+		next := mainloop.NewNamedOn(pool.Go, &countingName{}, mainloop.ErrClosed)
+		require.NoError(t, next.Call(context.Background(), func() error { return nil }))
+		assert.Equal(t, uint64(0), goroutinesCreated()-before, "the next loop reuses the dead loop's goroutine")
+		next.Close()
+		pool.Close()
+	})
 }
