@@ -174,7 +174,14 @@ func (e *ErrorInfo) Err() error {
 	if e == nil {
 		return nil
 	}
-	ie := &infoError{msg: e.Message, codes: slices.Clone(e.Codes)}
+	ie := &infoError{msg: e.Message}
+	if len(e.Codes) == 1 {
+		// The usual case, one code: kept in the error itself, one allocation in all.
+		ie.one[0] = e.Codes[0]
+		ie.codes = ie.one[:]
+	} else {
+		ie.codes = slices.Clone(e.Codes)
+	}
 	if e.UnavailablePartition != nil {
 		return &partitionInfoError{infoError: ie, partition: *e.UnavailablePartition}
 	}
@@ -193,7 +200,8 @@ func (e *partitionInfoError) UnavailablePartition() IntermediateResultPartitionI
 // infoError is an ErrorInfo back as an error.
 type infoError struct {
 	msg   string
-	codes []string
+	codes []string  // a copy: the ErrorInfo may change later
+	one   [1]string // codes' storage when there is one code
 }
 
 func (e *infoError) Error() string { return e.msg }

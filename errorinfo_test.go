@@ -169,3 +169,22 @@ func BenchmarkErrorCodes(b *testing.B) {
 		jobgraph.ErrorCodes(err)
 	}
 }
+
+// An ErrorInfo with one code (a gateway message's usual failure) turns back into an error in one
+// allocation, holding its own copy of the code: changing the ErrorInfo afterwards changes
+// nothing the error matches. With two codes it matches both, and keeps its own copy too.
+func TestErrorInfoErrWithOneCodeAllocatesOnce(t *testing.T) {
+	info := jobgraph.NewErrorInfo(fmt.Errorf("job: %w", jobgraph.ErrInvalidJobGraph), time.Time{})
+	require.Len(t, info.Codes, 1)
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _ = info.Err() }))
+	err := info.Err()
+	info.Codes[0] = "something.else"
+	assert.ErrorIs(t, err, jobgraph.ErrInvalidJobGraph)
+	assert.Equal(t, "job: "+jobgraph.ErrInvalidJobGraph.Error(), err.Error())
+
+	two := &jobgraph.ErrorInfo{Message: "m", Codes: []string{"jobgraph.invalid-job-graph", "jobgraph.invalid-job-graph"}}
+	err = two.Err()
+	two.Codes[0], two.Codes[1] = "x", "y"
+	assert.ErrorIs(t, err, jobgraph.ErrInvalidJobGraph)
+	assert.NotErrorIs(t, (&jobgraph.ErrorInfo{Message: "m"}).Err(), jobgraph.ErrInvalidJobGraph)
+}

@@ -711,6 +711,17 @@ func (s *DefaultScheduler) checkAllTerminal() {
 	s.onGloballyTerminal()
 }
 
+// jobTerminalError is why a globally terminal job gives its slots back ("scheduler: job <id> is
+// <status>"): made for every job, rarely read, so formatted only when asked for.
+type jobTerminalError struct {
+	job    jobgraph.JobID
+	status jobgraph.JobStatus
+}
+
+func (e *jobTerminalError) Error() string {
+	return "scheduler: job " + e.job.String() + " is " + e.status.String()
+}
+
 // onGloballyTerminal gives back every slot, releases the partitions left (keeping
 // BLOCKING_PERSISTENT ones of a FINISHED job, which Flink promotes to cluster partitions) and
 // calls OnTerminal.
@@ -720,7 +731,7 @@ func (s *DefaultScheduler) onGloballyTerminal() {
 	}
 	s.terminated = true
 	st := s.graph.State()
-	s.slots.releaseAll(fmt.Errorf("scheduler: job %s is %s", s.graph.JobID(), st))
+	s.slots.releaseAll(&jobTerminalError{job: s.graph.JobID(), status: st})
 	s.releasePartitions(s.partitions.releaseAll(st == jobgraph.JobStatusFinished))
 	s.checkpointsOnTerminal(st)
 	if f := s.cfg.OnTerminal; f != nil {

@@ -18,6 +18,9 @@ var (
 	// ErrPoolClosed is returned by a closed pool, and matched by the error its pending requests and
 	// payloads get from Close.
 	ErrPoolClosed = errors.New("slot pool closed")
+	// errPoolClosed is what a closed pool returns and releases its slots with: ErrPoolClosed
+	// with the package's prefix, made once (it names nothing of one pool).
+	errPoolClosed = fmt.Errorf("slotpool: %w", ErrPoolClosed)
 	// ErrIdleSlot is matched by the cause given to OnReturnSlot for a slot returned because it
 	// stayed free longer than slot.idle.timeout.
 	ErrIdleSlot = errors.New("slot idle for longer than slot.idle.timeout")

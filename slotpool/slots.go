@@ -151,7 +151,7 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	cause := fmt.Errorf("slotpool: %w", ErrPoolClosed)
+	cause := errPoolClosed
 	var queued []*SlotRequest
 	for _, l := range p.pending {
 		for e := l.Front(); e != nil; e = e.Next() {
@@ -172,7 +172,7 @@ func (p *Pool) Close() {
 
 func (p *Pool) checkOpen() error {
 	if p.closed {
-		return fmt.Errorf("slotpool: %w", ErrPoolClosed)
+		return errPoolClosed
 	}
 	return nil
 }

@@ -169,7 +169,8 @@ func (te *TaskExecutor) SendOperatorEventToTask(ctx context.Context, token jobgr
 	}
 }
 
-// taskEndedError answers the operator events a task did not handle before it ended.
-func taskEndedError(t *task) error {
+// endedError answers the operator events a task did not handle before it ended: made only when
+// there is one (the mailbox's close asks for it then).
+func (t *task) endedError() error {
 	return fmt.Errorf("%s ended before it handled the operator event: %w (%w)", t.tdd.TaskName, ErrTaskNotFound, rpc.ErrTaskNotRunning)
 }

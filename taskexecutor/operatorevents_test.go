@@ -256,3 +256,26 @@ func TestOperatorEventsOfAnEndingTaskAreAnswered(t *testing.T) {
 		assert.ErrorContains(t, last.State.Failure.Err(), "v1 (1/2): operator event handler: panicked: boom")
 	})
 }
+
+// The mailbox's close makes the error it answers operator events with only when it holds one:
+// a task that ended with checkpoint mail only, or none, never formats it; one with an event
+// queued and one held answers both with the same error.
+func TestMailboxCloseMakesItsErrorOnlyForAnEvent(t *testing.T) {
+	asked := 0
+	endedErr := errors.New("ended")
+	ended := func() error { asked++; return endedErr }
+	m := newMailbox(make(chan struct{}, 1))
+	require.True(t, m.post(mail{kind: mailConfirm}))
+	m.close(ended)
+	assert.Equal(t, 0, asked, "no event: no error made")
+	assert.False(t, m.post(mail{kind: mailConfirm}), "closed")
+
+	var answers []error
+	answer := func(err error) { answers = append(answers, err) }
+	m = newMailbox(make(chan struct{}, 1))
+	m.held = []mail{{kind: mailEvent, done: answer}}
+	require.True(t, m.post(mail{kind: mailEvent, done: answer}))
+	m.close(ended)
+	assert.Equal(t, 1, asked)
+	assert.Equal(t, []error{endedErr, endedErr}, answers)
+}

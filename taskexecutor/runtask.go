@@ -122,7 +122,7 @@ func (t *task) stopped() *stopReason {
 // run is the task's goroutine: Flink's Task.doRun.
 func (t *task) run() {
 	final, err := t.execute()
-	t.mail.close(taskEndedError(t)) // the operator events it did not handle are answered
+	t.mail.close(t.endedError) // the operator events it did not handle are answered
 	t.metrics.Close()
 	t.reporter.waitSent() // its acks reach the JobMaster before its final state
 	t.cancel(nil)         // release the context's resources

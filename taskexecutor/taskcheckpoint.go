@@ -97,18 +97,32 @@ func (m *mailbox) requeueFront(xs []mail) {
 	m.pending.Store(true)
 }
 
-// close refuses every later post and answers the operator events queued or held with err: the
-// task ended before it handled them. On the task's goroutine, once its code returned.
-func (m *mailbox) close(err error) {
+// close refuses every later post and answers the operator events queued or held with err() (made
+// only if there is one): the task ended before it handled them. On the task's goroutine, once
+// its code returned.
+func (m *mailbox) close(err func() error) {
 	m.mu.Lock()
 	m.closed = true
 	items := m.items
 	m.items = nil
 	m.pending.Store(false)
 	m.mu.Unlock()
-	answerEvents(m.held, err)
+	if hasEvent(m.held) || hasEvent(items) {
+		e := err()
+		answerEvents(m.held, e)
+		answerEvents(items, e)
+	}
 	m.held = nil
-	answerEvents(items, err)
+}
+
+// hasEvent reports whether xs holds an operator event.
+func hasEvent(xs []mail) bool {
+	for _, x := range xs {
+		if x.kind == mailEvent {
+			return true
+		}
+	}
+	return false
 }
 
 // answerEvents answers the operator events among xs with err.

@@ -1155,9 +1155,12 @@ func (te *TaskExecutor) disconnectJobMaster(job jobgraph.JobID, cause error) {
 	if cause == nil {
 		cause = errors.New("no cause given")
 	}
-	why := &stopReason{kind: stopFail, err: fmt.Errorf("JobMaster of job %s disconnected from TaskExecutor %s: %w", job, te.id, cause)}
+	var why *stopReason // made for the first slot of the job still held (usually none is)
 	for n := range te.slots {
 		if s := &te.slots[n]; s.state != slotFree && s.job == job {
+			if why == nil {
+				why = &stopReason{kind: stopFail, err: fmt.Errorf("JobMaster of job %s disconnected from TaskExecutor %s: %w", job, te.id, cause)}
+			}
 			te.freeSlot(n, why)
 		}
 	}
