@@ -90,6 +90,14 @@ type JobManagerConfig struct {
 	// on it fail and fail over; not shorter than HeartbeatInterval. The TaskExecutors should be
 	// given the same two values (TaskExecutorConfig.HeartbeatInterval and HeartbeatTimeout).
 	HeartbeatTimeout time.Duration
+	// HeartbeatRPCFailureThreshold: heartbeat.rpc-failure-threshold, default 2: a TaskExecutor
+	// (or JobMaster) whose last this many heartbeat requests failed because it could not be
+	// reached (rpc.IsUnreachable: killed, its process gone, never a timeout) is dropped at once,
+	// as on its heartbeat.timeout, by the ResourceManager and every JobMaster: a killed
+	// TaskExecutor after about this many heartbeat.interval, not heartbeat.timeout. -1 turns it
+	// off; 0 means the default (Flink refuses 0); below -1 is an error. Give the TaskExecutors
+	// the same value.
+	HeartbeatRPCFailureThreshold int
 	// RequirementCheckDelay: slotmanager.requirement-check.delay, default 50 ms; negative: never
 	// held back. See resourcemanager.Config.RequirementCheckDelay.
 	RequirementCheckDelay time.Duration
@@ -262,16 +270,17 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 		jm.metrics, jm.ownMetrics = metrics.NewRegistry(), true
 	}
 	rm, err := resourcemanager.New(resourcemanager.Config{
-		Metrics:               jm.metrics,
-		Address:               cfg.ResourceManagerAddress,
-		RPC:                   jm.rpc,
-		Logger:                jm.log,
-		HeartbeatInterval:     cfg.HeartbeatInterval,
-		HeartbeatTimeout:      cfg.HeartbeatTimeout,
-		RequirementCheckDelay: cfg.RequirementCheckDelay,
-		HA:                    jm.ha, // the ResourceManager refuses JobMasters of stale sessions
-		LeaderElection:        jm.ha.ResourceManagerLeaderElection(),
-		FatalErrorHandler:     jm.onFatal,
+		Metrics:                      jm.metrics,
+		Address:                      cfg.ResourceManagerAddress,
+		RPC:                          jm.rpc,
+		Logger:                       jm.log,
+		HeartbeatInterval:            cfg.HeartbeatInterval,
+		HeartbeatTimeout:             cfg.HeartbeatTimeout,
+		RequirementCheckDelay:        cfg.RequirementCheckDelay,
+		HeartbeatRPCFailureThreshold: cfg.HeartbeatRPCFailureThreshold,
+		HA:                           jm.ha, // the ResourceManager refuses JobMasters of stale sessions
+		LeaderElection:               jm.ha.ResourceManagerLeaderElection(),
+		FatalErrorHandler:            jm.onFatal,
 	})
 	if err != nil {
 		return nil, jm.abandon(err)
@@ -291,6 +300,7 @@ func NewJobManager(cfg JobManagerConfig) (*JobManager, error) {
 		Logger:                              jm.log,
 		HeartbeatInterval:                   cfg.HeartbeatInterval,
 		HeartbeatTimeout:                    cfg.HeartbeatTimeout,
+		HeartbeatRPCFailureThreshold:        cfg.HeartbeatRPCFailureThreshold,
 		SavepointDirectory:                  cfg.SavepointDirectory,
 		ShuffleMaster:                       cfg.ShuffleMaster,
 		BlocklistItemTimeout:                cfg.BlocklistItemTimeout,
@@ -390,6 +400,9 @@ func validateJobManager(cfg *JobManagerConfig) error {
 	}
 	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
 		return &ConfigError{err}
+	}
+	if _, err := heartbeat.ResolveRPCFailureThreshold(cfg.HeartbeatRPCFailureThreshold); err != nil {
+		return invalid("HeartbeatRPCFailureThreshold (heartbeat.rpc-failure-threshold) is %d; want a positive number of failed heartbeat RPCs, or -1 to turn the detection off", cfg.HeartbeatRPCFailureThreshold)
 	}
 	if cfg.ResourceManagerAddress == "" {
 		cfg.ResourceManagerAddress = addressOf(cfg.RPC, DefaultResourceManagerAddress)

@@ -34,6 +34,7 @@ func TestNewJobManagerRefusesBadConfiguration(t *testing.T) {
 		{"slot request timeout", cluster.JobManagerConfig{SlotRequestTimeout: -time.Second}, "cluster: invalid configuration: SlotRequestTimeout (slot.request.timeout) is -1s, negative"},
 		{"strategy", cluster.JobManagerConfig{SchedulingStrategy: "bogus"}, `cluster: invalid configuration: SchedulingStrategy (jobmanager.scheduler.scheduling-strategy) "bogus": unknown scheduling strategy; want "region" or "vertexwise"`},
 		{"heartbeat", cluster.JobManagerConfig{HeartbeatInterval: time.Minute}, "cluster: invalid configuration: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s"},
+		{"heartbeat.rpc-failure-threshold", cluster.JobManagerConfig{HeartbeatRPCFailureThreshold: -2}, "cluster: invalid configuration: HeartbeatRPCFailureThreshold (heartbeat.rpc-failure-threshold) is -2; want a positive number of failed heartbeat RPCs, or -1 to turn the detection off"},
 		{"addresses", cluster.JobManagerConfig{ResourceManagerAddress: "jm", DispatcherAddress: "jm"}, `cluster: invalid configuration: ResourceManagerAddress and DispatcherAddress are both "jm"`},
 		{"blocklist rule", cluster.JobManagerConfig{BlocklistMaxTaskFailuresPerInterval: 2}, "cluster: invalid configuration: BlocklistMaxTaskFailuresPerInterval (cluster.resource-blocklist.task-failure.max-failures-per-interval) needs ResourceBlocklistEnabled (cluster.resource-blocklist.enabled)"},
 	} {

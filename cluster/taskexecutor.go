@@ -18,8 +18,9 @@ type TaskExecutorConfig struct {
 	// (taskmanager.resource-id) and Address on TaskExecutor.RPC (required: the transport it is
 	// reached on and reaches the JobManager through), NumSlots (taskmanager.numberOfTaskSlots),
 	// SlotProfile, Registry (the task code: every TaskExecutor of a cluster registers the same
-	// names), Shuffle, Metrics, Logger, HeartbeatInterval and HeartbeatTimeout (heartbeat.interval
-	// and heartbeat.timeout: give it the JobManager's) and the task.cancellation.* options. Its
+	// names), Shuffle, Metrics, Logger, HeartbeatInterval, HeartbeatTimeout and
+	// HeartbeatRPCFailureThreshold (heartbeat.interval, heartbeat.timeout and
+	// heartbeat.rpc-failure-threshold: give it the JobManager's) and the task.cancellation.* options. Its
 	// ResourceManagerAddress and ResourceManagerRetrieval must stay empty: RunTaskExecutor sets
 	// the one that HA or ResourceManagerAddress below says.
 	//

@@ -44,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 			`jobmaster: invalid configuration: SchedulingStrategy (jobmanager.scheduler.scheduling-strategy) "bogus": unknown scheduling strategy; want "region" or "vertexwise"`},
 		{"heartbeat.timeout below heartbeat.interval", with(func(c *jobmaster.Config) { c.HeartbeatInterval, c.HeartbeatTimeout = time.Minute, time.Second }),
 			"jobmaster: invalid configuration: heartbeat: heartbeat.timeout 1s is shorter than heartbeat.interval 1m0s"},
+		{"heartbeat.rpc-failure-threshold below -1", with(func(c *jobmaster.Config) { c.HeartbeatRPCFailureThreshold = -2 }),
+			"jobmaster: invalid configuration: heartbeat: heartbeat.rpc-failure-threshold -2: want a positive number of failed heartbeat RPCs, or -1 to turn the detection off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

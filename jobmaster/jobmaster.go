@@ -35,6 +35,15 @@ var ErrClosed = fmt.Errorf("jobmaster: %w", rpc.ErrClosed)
 // JobMaster.TaskManagerHeartbeatListener.
 var ErrHeartbeatTimeout = heartbeat.ErrTimeout
 
+// ErrTaskExecutorUnreachable is matched (errors.Is) by the cause a TaskExecutor is disconnected
+// with when heartbeat.rpc-failure-threshold heartbeat requests to it in a row failed because it
+// could not be reached (rpc.IsUnreachable: killed, its process gone), before its
+// heartbeat.timeout ran out; it is handled as ErrHeartbeatTimeout is. The cause is an
+// *rpc.HeartbeatTargetUnreachableError: "TaskExecutor taskexecutor-1 is no longer reachable: 2
+// consecutive heartbeat RPCs failed, the last with: …". Flink: the JobMasterException of
+// JobMaster.TaskManagerHeartbeatListener.notifyTargetUnreachable.
+var ErrTaskExecutorUnreachable = heartbeat.ErrUnreachable
+
 // ErrUnknownTaskExecutor is returned by HeartbeatFromTaskExecutor for a TaskExecutor that is not
 // registered with the JobMaster (never was, or was disconnected).
 var ErrUnknownTaskExecutor = errors.New("TaskExecutor not registered with the JobMaster")
@@ -96,6 +105,11 @@ type Config struct {
 	// disconnected, its slots fail and so do the tasks in them (ErrHeartbeatTimeout). Option
 	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
+	// HeartbeatRPCFailureThreshold is how many heartbeat requests to a TaskExecutor in a row
+	// may fail as unreachable (rpc.IsUnreachable) before it is disconnected at once, as on a
+	// timeout (ErrTaskExecutorUnreachable). Option heartbeat.rpc-failure-threshold, default 2
+	// (0 means the default); -1 turns it off; below -1 is an error.
+	HeartbeatRPCFailureThreshold int
 	// JobStatusListener, if set, hears every job status the job enters, in order, on the
 	// JobMaster's loop (it must not block): INITIALIZING when the JobMaster of a leader session
 	// starts building the job, CREATED once its ExecutionGraph is built, then what the scheduler
@@ -233,7 +247,7 @@ var ErrInvalidConfig = errors.New("jobmaster: invalid configuration")
 // Validate reports the first thing wrong with c that would otherwise fail every job it runs:
 // a missing RPC or ResourceManagerAddress (with no ResourceManagerRetrieval), both of those, a negative duration or size, an unknown scheduling
 // strategy (also matching scheduler.ErrUnknownStrategy), heartbeat.timeout shorter than
-// heartbeat.interval. Errors match ErrInvalidConfig. A host calls it at construction (the
+// heartbeat.interval, heartbeat.rpc-failure-threshold below -1. Errors match ErrInvalidConfig. A host calls it at construction (the
 // MiniCluster does); NewFactory calls it for every job.
 func (c Config) Validate() error {
 	invalid := func(format string, args ...any) error {
@@ -267,6 +281,9 @@ func (c Config) Validate() error {
 			ErrInvalidConfig, c.SchedulingStrategy, scheduler.ErrUnknownStrategy, scheduler.StrategyRegion, scheduler.StrategyVertexwise)
 	}
 	if _, _, err := heartbeat.Resolve(c.HeartbeatInterval, c.HeartbeatTimeout); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if _, err := heartbeat.ResolveRPCFailureThreshold(c.HeartbeatRPCFailureThreshold); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
@@ -575,11 +592,13 @@ func (jm *DefaultJobMaster) registeredWithResourceManager(gw rpc.ResourceManager
 func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGateway, recovery *recovered) error {
 	jm.rm = rm
 	hb, err := heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
-		Timers:           jm.loop,
-		Interval:         jm.cfg.HeartbeatInterval,
-		Timeout:          jm.cfg.HeartbeatTimeout,
-		RequestHeartbeat: jm.requestHeartbeat,
-		OnTimeout:        jm.taskExecutorHeartbeatTimedOut,
+		Timers:              jm.loop,
+		Interval:            jm.cfg.HeartbeatInterval,
+		Timeout:             jm.cfg.HeartbeatTimeout,
+		RPCFailureThreshold: jm.cfg.HeartbeatRPCFailureThreshold,
+		RequestHeartbeat:    jm.requestHeartbeat,
+		OnTimeout:           jm.taskExecutorHeartbeatTimedOut,
+		OnUnreachable:       jm.taskExecutorUnreachable,
 	})
 	if err != nil {
 		return err
@@ -1124,18 +1143,39 @@ func (jm *DefaultJobMaster) disconnectTaskExecutor(id jobgraph.ResourceID, cause
 }
 
 // requestHeartbeat asks a registered TaskExecutor for a heartbeat; it answers with
-// HeartbeatFromTaskExecutor. Flink: JobMaster's TaskManager HeartbeatSender. On the loop.
-func (jm *DefaultJobMaster) requestHeartbeat(id jobgraph.ResourceID) {
+// HeartbeatFromTaskExecutor. The request's result goes to report on the loop (unreachable
+// failures count toward heartbeat.rpc-failure-threshold). Flink: JobMaster's TaskManager
+// HeartbeatSender. On the loop.
+func (jm *DefaultJobMaster) requestHeartbeat(id jobgraph.ResourceID, report func(error)) {
 	te, ok := jm.taskExecutors[id]
 	if !ok {
 		jm.teHeartbeats.Unmonitor(id)
 		return
 	}
 	from := jm.resourceID
-	jm.sendAside(func(ctx context.Context) error { return te.HeartbeatFromJobMaster(ctx, from) },
-		func(err error) {
-			jm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
+	jm.aside.Go(func() {
+		ctx, cancel := jm.rpcContext()
+		err := te.HeartbeatFromJobMaster(ctx, from)
+		cancel()
+		jm.loop.Execute(func() {
+			if err != nil {
+				jm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
+			}
+			report(err)
 		})
+	})
+}
+
+// taskExecutorUnreachable disconnects a TaskExecutor whose last heartbeat.rpc-failure-threshold
+// heartbeat requests failed as unreachable, as a timeout does. Flink:
+// JobMaster.TaskManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
+func (jm *DefaultJobMaster) taskExecutorUnreachable(id jobgraph.ResourceID, last error) {
+	if jm.closed {
+		return
+	}
+	cause := &heartbeat.UnreachableError{Target: "TaskExecutor " + string(id), Failures: jm.teHeartbeats.RPCFailureThreshold(), LastFailure: last.Error()}
+	jm.log.Warn("TaskExecutor unreachable; disconnecting it", "taskExecutor", id, "cause", cause)
+	jm.disconnectTaskExecutor(id, cause, true)
 }
 
 // taskExecutorHeartbeatTimedOut disconnects a TaskExecutor silent for heartbeat.timeout.

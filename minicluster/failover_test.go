@@ -229,7 +229,7 @@ func TestFailoverFixedDelayRestartsOnlyTheFailedRegion(t *testing.T) {
 // Scenario: v1(4) –ALL_TO_ALL PIPELINED→ v2(4) (one region) under exponential-delay (initial
 // 1 s, multiplier 2, 3 attempts, jitter 0), on TaskExecutors with 4 slots each. The TaskExecutor
 // holding four of the eight tasks is killed at 2.5 s; with heartbeats every 1 s and a 5 s timeout
-// it is lost at exactly 7 s, and its four tasks fail at that instant (the other four are
+// (heartbeat.rpc-failure-threshold -1: only the timeout loses it) it is lost at exactly 7 s, and its four tasks fail at that instant (the other four are
 // canceled). That is one restart attempt: the region restarts exactly 1 s later, at 8 s, every
 // execution as attempt 1, and the exception history has one entry with the three other failures
 // as its concurrent exceptions. The cluster has a third, idle TaskExecutor: the region needs 8
@@ -244,13 +244,14 @@ func TestFailoverTaskExecutorLossIsOneRestartWithConcurrentFailures(t *testing.T
 		reg := registry()
 		reg.Register("run", untilCanceledOrReleased(release))
 		mc := start(t, minicluster.Config{
-			TaskExecutors:          3,
-			SlotsPerTaskExecutor:   4,
-			Registry:               reg,
-			HeartbeatInterval:      time.Second,
-			HeartbeatTimeout:       5 * time.Second,
-			JobStatusListener:      statuses.listen,
-			ExecutionStateListener: deploys.listen,
+			TaskExecutors:                3,
+			SlotsPerTaskExecutor:         4,
+			Registry:                     reg,
+			HeartbeatInterval:            time.Second,
+			HeartbeatTimeout:             5 * time.Second,
+			HeartbeatRPCFailureThreshold: -1,
+			JobStatusListener:            statuses.listen,
+			ExecutionStateListener:       deploys.listen,
 		})
 		g := jobgraph.New("concurrent", jobgraph.Streaming)
 		// Every subtask in a slot of its own (no slot sharing): the slot counts below are per subtask.

@@ -3,6 +3,7 @@ package minicluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -48,17 +49,20 @@ func (l *statusLog) get() []string {
 	return append([]string(nil), l.seen...)
 }
 
+// With heartbeat.rpc-failure-threshold -1 only heartbeat.timeout loses a killed TaskExecutor (the
+// default, 2 failed heartbeat requests, is TestKilledTaskExecutorIsLostAtTheRPCFailureThreshold).
 func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		started := make(chan jobgraph.ExecutionAttemptID, 2)
 		statuses := &statusLog{begin: time.Now()}
 		mc := start(t, minicluster.Config{
-			TaskExecutors:     2,
-			Registry:          blockingRegistry(started),
-			HeartbeatInterval: time.Second,
-			HeartbeatTimeout:  5 * time.Second,
-			JobStatusListener: statuses.listen,
+			TaskExecutors:                2,
+			Registry:                     blockingRegistry(started),
+			HeartbeatInterval:            time.Second,
+			HeartbeatTimeout:             5 * time.Second,
+			HeartbeatRPCFailureThreshold: -1,
+			JobStatusListener:            statuses.listen,
 		})
 		g := jobgraph.New("blocking", jobgraph.Streaming)
 		g.AddVertex("v", "block", 2)
@@ -121,12 +125,13 @@ func TestTaskExecutorLossRestartsTheTasksUnderTheRestartStrategy(t *testing.T) {
 		begin := time.Now()
 		statuses := &statusLog{begin: begin}
 		mc := start(t, minicluster.Config{
-			TaskExecutors:        2,
-			SlotsPerTaskExecutor: 2,
-			Registry:             blockingRegistry(started),
-			HeartbeatInterval:    time.Second,
-			HeartbeatTimeout:     5 * time.Second,
-			JobStatusListener:    statuses.listen,
+			TaskExecutors:                2,
+			SlotsPerTaskExecutor:         2,
+			Registry:                     blockingRegistry(started),
+			HeartbeatInterval:            time.Second,
+			HeartbeatTimeout:             5 * time.Second,
+			HeartbeatRPCFailureThreshold: -1, // the loss at heartbeat.timeout, as in the test above
+			JobStatusListener:            statuses.listen,
 		})
 		g := jobgraph.New("restarting", jobgraph.Streaming)
 		g.AddVertex("v", "block", 2)
@@ -226,4 +231,92 @@ func TestHeartbeatConfigurationIsChecked(t *testing.T) {
 	assert.EqualError(t, err, "minicluster: invalid configuration: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
 	_, err = minicluster.New(minicluster.Config{Registry: registry(), HeartbeatTimeout: -time.Second})
 	assert.EqualError(t, err, "minicluster: invalid configuration: heartbeat: heartbeat.interval 0s and heartbeat.timeout -1s must not be negative")
+}
+
+// heartbeat.rpc-failure-threshold (FLINK-23209): the TaskExecutor killed at 2.5 s answers no
+// heartbeat request from then on; its gateway fails with an unreachable error
+// (taskexecutor.ErrKilled), so the JobMaster and the ResourceManager, which both ask every second
+// from 0 s, lose it at the threshold's failed request — 3 s, 4 s (the default, 2) or 5 s — long
+// before its heartbeat.timeout at 7 s, with the unreachable cause instead of the timeout.
+func TestKilledTaskExecutorIsLostAtTheRPCFailureThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		threshold, failures int
+		lost                time.Duration
+	}{
+		{0, 2, 4 * time.Second},
+		{1, 1, 3 * time.Second},
+		{3, 3, 5 * time.Second},
+	} {
+		t.Run(fmt.Sprintf("threshold-%d", tc.threshold), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				started := make(chan jobgraph.ExecutionAttemptID, 2)
+				statuses := &statusLog{begin: time.Now()}
+				mc := start(t, minicluster.Config{
+					TaskExecutors:                2,
+					Registry:                     blockingRegistry(started),
+					HeartbeatInterval:            time.Second,
+					HeartbeatTimeout:             5 * time.Second,
+					HeartbeatRPCFailureThreshold: tc.threshold,
+					JobStatusListener:            statuses.listen,
+				})
+				g := jobgraph.New("blocking", jobgraph.Streaming)
+				g.AddVertex("v", "block", 2)
+				require.NoError(t, mc.SubmitJob(ctx, g))
+				synctest.Wait()
+				require.Len(t, started, 2)
+				archived, err := mc.RequestJob(ctx, g.JobID)
+				require.NoError(t, err)
+				locations := map[jobgraph.ResourceID]int{}
+				for _, st := range archived.JobVertices[0].Subtasks {
+					locations[st.Location] = st.Subtask
+				}
+				require.Len(t, locations, 2)
+				lost, kept := locations["taskexecutor-1"], locations["taskexecutor-0"]
+
+				time.Sleep(2500 * time.Millisecond)
+				synctest.Wait()
+				mc.TaskExecutors()[1].Kill()
+				time.Sleep(tc.lost - 2500*time.Millisecond - time.Nanosecond)
+				synctest.Wait()
+				st, err := mc.RequestJobStatus(ctx, g.JobID)
+				require.NoError(t, err)
+				assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before the last failed request")
+				assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
+
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it at the same request")
+				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
+				res, err := mc.RequestJobResult(ctx, g.JobID)
+				require.NoError(t, err)
+				assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
+				want := fmt.Sprintf("TaskExecutor taskexecutor-1 is no longer reachable: %d consecutive heartbeat RPCs failed, the last with: TaskExecutor taskexecutor-1: taskexecutor: killed", tc.failures)
+				require.Error(t, res.RootCause)
+				assert.ErrorIs(t, res.RootCause, jobmaster.ErrTaskExecutorUnreachable)
+				assert.NotErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
+				assert.Contains(t, res.RootCause.Error(), want)
+				secs := fmt.Sprintf("%gs", tc.lost.Seconds())
+				assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at " + secs, "FAILED at " + secs}, statuses.get())
+
+				archived, err = mc.RequestJob(ctx, g.JobID)
+				require.NoError(t, err)
+				subtasks := archived.JobVertices[0].Subtasks
+				assert.Equal(t, jobgraph.ExecutionStateFailed, subtasks[lost].State)
+				assert.Contains(t, subtasks[lost].FailureMessage, want)
+				assert.Equal(t, tc.lost, subtasks[lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(statuses.begin))
+				assert.Equal(t, jobgraph.ExecutionStateCanceled, subtasks[kept].State)
+			})
+		})
+	}
+}
+
+func TestHeartbeatRPCFailureThresholdIsChecked(t *testing.T) {
+	_, err := minicluster.New(minicluster.Config{Registry: registry(), HeartbeatRPCFailureThreshold: -2})
+	assert.EqualError(t, err, "minicluster: invalid configuration: HeartbeatRPCFailureThreshold (heartbeat.rpc-failure-threshold) is -2; want a positive number of failed heartbeat RPCs, or -1 to turn the detection off")
+	for _, n := range []int{-1, 0, 1, 5} {
+		mc, err := minicluster.New(minicluster.Config{Registry: registry(), HeartbeatRPCFailureThreshold: n})
+		require.NoError(t, err, n)
+		require.NoError(t, mc.Close())
+	}
 }

@@ -91,6 +91,13 @@ type Config struct {
 	// say) is dropped by the ResourceManager and by every JobMaster, whose tasks on it fail; it
 	// must not be shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
+	// HeartbeatRPCFailureThreshold: heartbeat.rpc-failure-threshold, default 2: a TaskExecutor
+	// whose last this many heartbeat requests failed because it could not be reached (killed:
+	// rpc.IsUnreachable) is dropped at once, as on its heartbeat.timeout, by the
+	// ResourceManager and every JobMaster; -1 turns it off (then only heartbeat.timeout drops
+	// it); 0 means the default; below -1 is an error. See
+	// cluster.JobManagerConfig.HeartbeatRPCFailureThreshold.
+	HeartbeatRPCFailureThreshold int
 	// RequirementCheckDelay: slotmanager.requirement-check.delay, default 50 ms: the least time
 	// between two rounds of slot requests for a job that loses a slot it was just sent (a
 	// declined offer, a lost TaskExecutor); negative: never held back (Flink's 0). See
@@ -299,6 +306,7 @@ func New(cfg Config) (*MiniCluster, error) {
 		SchedulingStrategy:                    cfg.SchedulingStrategy,
 		HeartbeatInterval:                     cfg.HeartbeatInterval,
 		HeartbeatTimeout:                      cfg.HeartbeatTimeout,
+		HeartbeatRPCFailureThreshold:          cfg.HeartbeatRPCFailureThreshold,
 		RequirementCheckDelay:                 cfg.RequirementCheckDelay,
 		JobStatusListener:                     cfg.JobStatusListener,
 		ExecutionStateListener:                cfg.ExecutionStateListener,
@@ -431,20 +439,21 @@ func (mc *MiniCluster) startTaskExecutor(ctx context.Context) (*taskexecutor.Tas
 	n := mc.nextTE
 	mc.nextTE++
 	te, err := taskexecutor.New(taskexecutor.Config{
-		ResourceID:               jobgraph.ResourceID(fmt.Sprintf("taskexecutor-%d", n)),
-		Address:                  fmt.Sprintf("taskexecutor-%d", n),
-		NumSlots:                 mc.cfg.SlotsPerTaskExecutor,
-		SlotProfile:              mc.cfg.SlotProfile,
-		Registry:                 mc.cfg.Registry,
-		RPC:                      mc.rpc,
-		ResourceManagerRetrieval: mc.ha.ResourceManagerLeaderRetrieval(),
-		Shuffle:                  mc.shuffle,
-		Metrics:                  mc.metrics,
-		Logger:                   mc.log,
-		HeartbeatInterval:        mc.cfg.HeartbeatInterval,
-		HeartbeatTimeout:         mc.cfg.HeartbeatTimeout,
-		TaskCancellationInterval: mc.cfg.TaskCancellationInterval,
-		TaskCancellationTimeout:  mc.cfg.TaskCancellationTimeout,
+		ResourceID:                   jobgraph.ResourceID(fmt.Sprintf("taskexecutor-%d", n)),
+		Address:                      fmt.Sprintf("taskexecutor-%d", n),
+		NumSlots:                     mc.cfg.SlotsPerTaskExecutor,
+		SlotProfile:                  mc.cfg.SlotProfile,
+		Registry:                     mc.cfg.Registry,
+		RPC:                          mc.rpc,
+		ResourceManagerRetrieval:     mc.ha.ResourceManagerLeaderRetrieval(),
+		Shuffle:                      mc.shuffle,
+		Metrics:                      mc.metrics,
+		Logger:                       mc.log,
+		HeartbeatInterval:            mc.cfg.HeartbeatInterval,
+		HeartbeatTimeout:             mc.cfg.HeartbeatTimeout,
+		HeartbeatRPCFailureThreshold: mc.cfg.HeartbeatRPCFailureThreshold,
+		TaskCancellationInterval:     mc.cfg.TaskCancellationInterval,
+		TaskCancellationTimeout:      mc.cfg.TaskCancellationTimeout,
 	})
 	if err != nil {
 		mc.mu.Unlock()

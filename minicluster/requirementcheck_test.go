@@ -82,7 +82,9 @@ func (c *countingTaskExecutor) RequestSlot(ctx context.Context, slot rpc.SlotID,
 // once (nothing was requested for the job for a second): the task is deployed on taskexecutor-1
 // at 8.52 s. Config.RequirementCheckDelay reaches the ResourceManager: with 200 ms the rounds are
 // at 7.3 s and 7.5 s. (The ResourceManager's own heartbeats run at whole seconds; the timeout at
-// 7.3 s keeps the first round off them, where taskexecutor-1's answer would race the offer.)
+// 7.3 s keeps the first round off them, where taskexecutor-1's answer would race the offer. So
+// heartbeat.rpc-failure-threshold is -1: with it the ResourceManager would lose taskexecutor-0
+// at its second failed request, at 4 s, on a whole second.)
 func TestTaskExecutorLossWithAFreeTaskExecutorRequestsSlotsOncePerRequirementCheckDelay(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -105,13 +107,15 @@ func taskExecutorLossWithAFreeTaskExecutor(t *testing.T, configured time.Duratio
 		started := make(chan jobgraph.ExecutionAttemptID, 2)
 		t.Cleanup(func() { _ = requests.Close() }) // after the cluster's Close, which start registers
 		mc := start(t, minicluster.Config{
-			TaskExecutors:          2,
-			Registry:               blockingRegistry(started),
-			RPC:                    requests,
-			HeartbeatInterval:      time.Second,
-			HeartbeatTimeout:       5 * time.Second,
-			RequirementCheckDelay:  configured,
-			ExecutionStateListener: deploys.listen,
+			TaskExecutors:     2,
+			Registry:          blockingRegistry(started),
+			RPC:               requests,
+			HeartbeatInterval: time.Second,
+			HeartbeatTimeout:  5 * time.Second,
+			// Only heartbeat.timeout loses a TaskExecutor (see above).
+			HeartbeatRPCFailureThreshold: -1,
+			RequirementCheckDelay:        configured,
+			ExecutionStateListener:       deploys.listen,
 		})
 
 		g := jobgraph.New("one-task", jobgraph.Streaming)

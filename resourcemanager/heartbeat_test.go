@@ -335,4 +335,6 @@ func jobMasterOf(e *env, job jobgraph.JobID) (JobMasterInfo, bool) { return e.rm
 func TestHeartbeatConfigurationIsChecked(t *testing.T) {
 	_, err := New(Config{Address: "rm", RPC: rpc.NewLocalService(), HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 9 * time.Second})
 	assert.EqualError(t, err, "resourcemanager: heartbeat: heartbeat.timeout 9s is shorter than heartbeat.interval 10s")
+	_, err = New(Config{Address: "rm", RPC: rpc.NewLocalService(), HeartbeatRPCFailureThreshold: -2})
+	assert.EqualError(t, err, "resourcemanager: heartbeat: heartbeat.rpc-failure-threshold -2: want a positive number of failed heartbeat RPCs, or -1 to turn the detection off")
 }

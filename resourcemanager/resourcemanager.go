@@ -158,6 +158,12 @@ type Config struct {
 	// (JobMasterGateway.DisconnectResourceManager) in case it is still there. Option
 	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
+	// HeartbeatRPCFailureThreshold is how many heartbeat requests to a TaskExecutor or JobMaster
+	// in a row may fail as unreachable (rpc.IsUnreachable: killed, its process gone) before it
+	// is dropped at once, as on a timeout, with an *rpc.HeartbeatTargetUnreachableError. Option
+	// heartbeat.rpc-failure-threshold, default 2 (0 means the default); -1 turns it off; below
+	// -1 is an error.
+	HeartbeatRPCFailureThreshold int
 	// Metrics, if not nil, is where the ResourceManager registers the cluster's metrics, in a
 	// group of the jobmanager scope (metrics.Registry.JobManagerGroup) it closes on Close, all
 	// int64 gauges under Flink's names: numRegisteredTaskManagers (TaskExecutors registered),
@@ -268,6 +274,9 @@ func New(cfg Config) (*ResourceManager, error) {
 	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
 		return nil, fmt.Errorf("resourcemanager: %w", err)
 	}
+	if _, err := heartbeat.ResolveRPCFailureThreshold(cfg.HeartbeatRPCFailureThreshold); err != nil {
+		return nil, fmt.Errorf("resourcemanager: %w", err)
+	}
 	rm := &ResourceManager{
 		cfg:           cfg,
 		log:           cfg.Logger.With("component", "resourcemanager", "address", cfg.Address),
@@ -280,14 +289,18 @@ func New(cfg Config) (*ResourceManager, error) {
 	var err error
 	rm.teHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
 		Timers: rm.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
-		RequestHeartbeat: rm.requestTaskExecutorHeartbeat,
-		OnTimeout:        rm.taskExecutorHeartbeatTimedOut,
+		RPCFailureThreshold: cfg.HeartbeatRPCFailureThreshold,
+		RequestHeartbeat:    rm.requestTaskExecutorHeartbeat,
+		OnTimeout:           rm.taskExecutorHeartbeatTimedOut,
+		OnUnreachable:       rm.taskExecutorUnreachable,
 	})
 	if err == nil {
 		rm.jmHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.ResourceID]{
 			Timers: rm.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
-			RequestHeartbeat: rm.requestJobMasterHeartbeat,
-			OnTimeout:        rm.jobMasterHeartbeatTimedOut,
+			RPCFailureThreshold: cfg.HeartbeatRPCFailureThreshold,
+			RequestHeartbeat:    rm.requestJobMasterHeartbeat,
+			OnTimeout:           rm.jobMasterHeartbeatTimedOut,
+			OnUnreachable:       rm.jobMasterUnreachable,
 		})
 	}
 	if err != nil {
@@ -909,8 +922,8 @@ func heartbeatErr(err error) error {
 }
 
 // requestTaskExecutorHeartbeat asks a registered TaskExecutor for a heartbeat, off the loop; at
-// most one request per TaskExecutor is in flight. On the loop.
-func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID) {
+// most one request per TaskExecutor is in flight. Its result goes to report. On the loop.
+func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID, report func(error)) {
 	reg := rm.taskExecutors[id]
 	if reg == nil || reg.heartbeating {
 		return
@@ -926,6 +939,7 @@ func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID) 
 			if err != nil && rm.ctx.Err() == nil {
 				rm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
 			}
+			report(err)
 		})
 	})
 }
@@ -942,10 +956,22 @@ func (rm *ResourceManager) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID)
 	rm.unregisterTaskExecutor(id)
 }
 
+// taskExecutorUnreachable unregisters a TaskExecutor whose last heartbeat.rpc-failure-threshold
+// heartbeat requests failed as unreachable, as a timeout does. Flink:
+// ResourceManager.TaskManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
+func (rm *ResourceManager) taskExecutorUnreachable(id jobgraph.ResourceID, last error) {
+	if _, ok := rm.taskExecutors[id]; !ok || !rm.leading {
+		return
+	}
+	cause := &heartbeat.UnreachableError{Target: "TaskExecutor " + string(id), Failures: rm.teHeartbeats.RPCFailureThreshold(), LastFailure: last.Error()}
+	rm.log.Warn("TaskExecutor unreachable; unregistering it", "taskExecutor", id, "cause", cause)
+	rm.unregisterTaskExecutor(id)
+}
+
 // requestJobMasterHeartbeat asks a registered JobMaster for a heartbeat, off the loop,
 // connecting to its address first if need be; at most one request per JobMaster is in flight. On
-// the loop.
-func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID) {
+// the loop. Its result goes to report.
+func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID, report func(error)) {
 	reg := rm.jobMasters[id]
 	if reg == nil || reg.heartbeating {
 		return
@@ -963,6 +989,7 @@ func (rm *ResourceManager) requestJobMasterHeartbeat(id jobgraph.ResourceID) {
 			if err != nil && rm.ctx.Err() == nil {
 				rm.log.Debug("heartbeat request to a JobMaster failed", "jobMaster", id, "job", reg.job, "err", err)
 			}
+			report(err)
 		})
 	})
 }
@@ -1015,9 +1042,28 @@ func (rm *ResourceManager) jobMasterHeartbeatTimedOut(id jobgraph.ResourceID) {
 	if reg == nil || !rm.leading {
 		return
 	}
-	delete(rm.jobMasters, id)
 	cause := &heartbeat.TimeoutError{Target: fmt.Sprintf("JobMaster %s of job %s", id, reg.job), Timeout: rm.jmHeartbeats.Timeout()}
 	rm.log.Warn("JobMaster heartbeat timed out; disconnecting it", "jobMaster", id, "job", reg.job, "cause", cause)
+	rm.dropJobMaster(id, reg, cause)
+}
+
+// jobMasterUnreachable disconnects a JobMaster whose last heartbeat.rpc-failure-threshold
+// heartbeat requests failed as unreachable, as a timeout does. Flink:
+// ResourceManager.JobManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
+func (rm *ResourceManager) jobMasterUnreachable(id jobgraph.ResourceID, last error) {
+	reg := rm.jobMasters[id]
+	if reg == nil || !rm.leading {
+		return
+	}
+	cause := &heartbeat.UnreachableError{Target: fmt.Sprintf("JobMaster %s of job %s", id, reg.job), Failures: rm.jmHeartbeats.RPCFailureThreshold(), LastFailure: last.Error()}
+	rm.log.Warn("JobMaster unreachable; disconnecting it", "jobMaster", id, "job", reg.job, "cause", cause)
+	rm.dropJobMaster(id, reg, cause)
+}
+
+// dropJobMaster disconnects the registered JobMaster id (reg) the heartbeats lost: its job's
+// requirements are cleared and the JobMaster is told, with cause. On the loop.
+func (rm *ResourceManager) dropJobMaster(id jobgraph.ResourceID, reg *jobMasterRegistration, cause error) {
+	delete(rm.jobMasters, id)
 	if jm, ok := rm.sm.JobMaster(reg.job); ok && jm.ResourceID == id {
 		rm.sm.UnregisterJob(reg.job)
 		rm.forgetJobLeader(reg.job)
@@ -1027,7 +1073,7 @@ func (rm *ResourceManager) jobMasterHeartbeatTimedOut(id jobgraph.ResourceID) {
 		return gw.DisconnectResourceManager(ctx, token, rmID, rpc.Failure(cause))
 	}, func(_ rpc.JobMasterGateway, err error) {
 		if err != nil && rm.ctx.Err() == nil {
-			rm.log.Debug("telling a timed-out JobMaster failed", "jobMaster", id, "err", err)
+			rm.log.Debug("telling a lost JobMaster failed", "jobMaster", id, "err", err)
 		}
 	})
 }

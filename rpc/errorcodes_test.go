@@ -29,7 +29,7 @@ import (
 func TestLibrarySentinelsMatchAfterCrossingAsJSON(t *testing.T) {
 	for _, sentinel := range []error{
 		jobgraph.ErrInvalidJobGraph, jobgraph.ErrAccumulatorTypeMismatch,
-		rpc.ErrFencingTokenMismatch, rpc.ErrUnknownAddress, rpc.ErrClosed, rpc.ErrHeartbeatTimeout,
+		rpc.ErrFencingTokenMismatch, rpc.ErrUnknownAddress, rpc.ErrClosed, rpc.ErrHeartbeatTimeout, rpc.ErrHeartbeatTargetUnreachable,
 		rpc.ErrNoOperatorCoordinator, rpc.ErrTaskNotRunning,
 		ha.ErrNotFound, ha.ErrAlreadyExists,
 		executiongraph.ErrIllegalTransition,

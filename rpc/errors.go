@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -55,12 +56,77 @@ func (e *HeartbeatTimeoutError) Error() string {
 // Is reports whether target is ErrHeartbeatTimeout.
 func (e *HeartbeatTimeoutError) Is(target error) bool { return target == ErrHeartbeatTimeout }
 
+// ErrHeartbeatTargetUnreachable is matched (errors.Is) by every *HeartbeatTargetUnreachableError,
+// in this process and, through the ErrorInfo a gateway message carries, in another.
+var ErrHeartbeatTargetUnreachable = errors.New("heartbeat target unreachable")
+
+// HeartbeatTargetUnreachableError is the cause endpoints give when a peer was dropped because
+// heartbeat.rpc-failure-threshold consecutive heartbeat RPCs to it failed as unreachable (see
+// UnreachableError) before its heartbeat.timeout ran out: a killed TaskExecutor's slots failed
+// by its JobMaster, say. It is handled as a heartbeat timeout is, and does not match
+// ErrHeartbeatTimeout. errors.Is(err, ErrHeartbeatTargetUnreachable); errors.As finds it in the
+// process that dropped the peer (and over transport/grpc, which carries its fields). Flink:
+// HeartbeatListener.notifyTargetUnreachable ("TaskManager with id … is no longer reachable.").
+type HeartbeatTargetUnreachableError struct {
+	// Target names the peer, e.g. "TaskExecutor taskexecutor-1".
+	Target string `json:"target"`
+	// Failures is how many heartbeat RPCs in a row failed (the threshold).
+	Failures int `json:"failures"`
+	// LastFailure is the text of the last of them.
+	LastFailure string `json:"lastFailure,omitempty"`
+}
+
+func (e *HeartbeatTargetUnreachableError) Error() string {
+	msg := fmt.Sprintf("%s is no longer reachable: %d consecutive heartbeat RPCs failed", e.Target, e.Failures)
+	if e.LastFailure != "" {
+		msg += ", the last with: " + e.LastFailure
+	}
+	return msg
+}
+
+// Is reports whether target is ErrHeartbeatTargetUnreachable.
+func (e *HeartbeatTargetUnreachableError) Is(target error) bool {
+	return target == ErrHeartbeatTargetUnreachable
+}
+
+// UnreachableError is implemented by the error of a call whose recipient could not be reached at
+// all — it is gone: a killed TaskExecutor, a process that no longer listens — as opposed to one
+// that answered with an error, or did not answer in time. errors.As finds it in a call's error
+// and Unreachable reports true. Heartbeat senders count such failures toward
+// heartbeat.rpc-failure-threshold (IsUnreachable). taskexecutor (the calls of a killed
+// TaskExecutor) and transport/grpc (a peer that answers with codes.Unavailable, or not at all
+// because the connection cannot be made) implement it; a host's transport should for its own.
+// Flink: RecipientUnreachableException.
+type UnreachableError interface {
+	error
+	Unreachable() bool
+}
+
+// IsUnreachable reports whether err is the error of a call whose recipient could not be reached:
+// the first UnreachableError in its tree (errors.As) reports Unreachable true, and err is not a
+// timeout — neither context.DeadlineExceeded nor an error with a Timeout() bool method answering
+// true — since a recipient that is slow to answer is not gone. False for nil.
+func IsUnreachable(err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if t, ok := errors.AsType[interface {
+		error
+		Timeout() bool
+	}](err); ok && t.Timeout() {
+		return false
+	}
+	u, ok := errors.AsType[UnreachableError](err)
+	return ok && u.Unreachable()
+}
+
 func init() {
 	jobgraph.RegisterErrorCode("rpc.fencing-token-mismatch", ErrFencingTokenMismatch)
 	jobgraph.RegisterErrorCode("rpc.unknown-address", ErrUnknownAddress)
 	jobgraph.RegisterErrorCode("rpc.closed", ErrClosed)
 	jobgraph.RegisterErrorCode("rpc.service-closed", ErrServiceClosed)
 	jobgraph.RegisterErrorCode("heartbeat.timeout", ErrHeartbeatTimeout)
+	jobgraph.RegisterErrorCode("heartbeat.target-unreachable", ErrHeartbeatTargetUnreachable)
 	jobgraph.RegisterErrorCode("rpc.no-operator-coordinator", ErrNoOperatorCoordinator)
 	jobgraph.RegisterErrorCode("rpc.task-not-running", ErrTaskNotRunning)
 }

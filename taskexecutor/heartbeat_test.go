@@ -24,13 +24,15 @@ type hbBeat struct {
 	Report any // rpc.AllocatedSlotReport or rpc.SlotReport
 }
 
-// hbJobMaster is the fake JobMaster with heartbeats recorded; it refuses them once gone is set.
+// hbJobMaster is the fake JobMaster with heartbeats recorded; it refuses them once gone is set,
+// and fails them as a transport does for a peer it cannot reach once unreachable is set.
 type hbJobMaster struct {
 	*fakeJobMaster
-	start time.Time
-	hmu   sync.Mutex
-	gone  bool
-	beats []hbBeat
+	start       time.Time
+	hmu         sync.Mutex
+	gone        bool
+	unreachable bool
+	beats       []hbBeat
 	// hold, when set, keeps each heartbeat in flight (recorded, not answered) until it is closed.
 	hold chan struct{}
 }
@@ -41,6 +43,10 @@ func (f *hbJobMaster) HeartbeatFromTaskExecutor(_ context.Context, te jobgraph.R
 		f.hmu.Unlock()
 		return errors.New("JobMaster gone")
 	}
+	if f.unreachable {
+		f.hmu.Unlock()
+		return unreachableErr{}
+	}
 	f.beats = append(f.beats, hbBeat{At: time.Since(f.start), From: te, Report: report})
 	hold := f.hold
 	f.hmu.Unlock()
@@ -49,6 +55,12 @@ func (f *hbJobMaster) HeartbeatFromTaskExecutor(_ context.Context, te jobgraph.R
 	}
 	return nil
 }
+
+// unreachableErr is a transport's error for a peer it cannot reach (rpc.UnreachableError).
+type unreachableErr struct{}
+
+func (unreachableErr) Error() string     { return "JobMaster unreachable" }
+func (unreachableErr) Unreachable() bool { return true }
 
 func (f *hbJobMaster) take() []hbBeat {
 	f.hmu.Lock()
@@ -197,6 +209,62 @@ func TestSilentJobMasterIsDisconnectedAfterExactlyTheHeartbeatTimeout(t *testing
 	})
 }
 
+// heartbeat.rpc-failure-threshold on the receiving side (Flink's HeartbeatManagerImpl counts the
+// failures of its answers too): job 1's JobMaster keeps asking every second, but from 2 s on the
+// answers cannot reach it; at the second failed answer, 3 s, 3 s before its heartbeat.timeout,
+// job 1 is disconnected with the unreachable cause. An answer that failed otherwise ("JobMaster
+// gone", an error it answered with) does not count: job 2's JobMaster is found silent only at
+// its timeout.
+func TestUnreachableJobMasterIsDisconnectedAtTheSecondFailedAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newHBCluster(t)
+		c.reg.Register("wait", func(ctx context.Context, _ Environment) error { <-ctx.Done(); return ctx.Err() })
+		c.allocate(1, 0, allocID(1))
+		c.allocate(2, 1, allocID(2))
+		d := tdd(1, 0, "wait", allocID(1))
+		require.NoError(t, c.te.SubmitTask(ctx, jmToken(1), d))
+		synctest.Wait()
+
+		for range 2 {
+			sleep(time.Second)
+			if time.Since(c.start) == 2*time.Second {
+				c.jms[1].hmu.Lock()
+				c.jms[1].unreachable = true
+				c.jms[1].hmu.Unlock()
+				c.jms[2].hmu.Lock()
+				c.jms[2].gone = true
+				c.jms[2].hmu.Unlock()
+			}
+			require.NoError(t, c.te.HeartbeatFromJobMaster(ctx, "jobmaster-1"))
+			synctest.Wait()
+		}
+		sleep(time.Second - time.Nanosecond)
+		r, err := c.te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, jobID(1), r.Slots[0].JobID, "one failed answer")
+		sleep(time.Nanosecond) // 3 s
+		require.NoError(t, c.te.HeartbeatFromJobMaster(ctx, "jobmaster-1"))
+		synctest.Wait()
+		last := c.jms[1].lastState(t, d.ExecutionAttemptID)
+		assert.Equal(t, jobgraph.ExecutionStateFailed, last.State.State)
+		assert.ErrorIs(t, last.State.Failure.Err(), heartbeat.ErrUnreachable)
+		assert.Equal(t, "JobMaster of job "+jobID(1).String()+" disconnected from TaskExecutor te-1: the JobMaster of job "+jobID(1).String()+
+			" is no longer reachable: 2 consecutive heartbeat RPCs failed, the last with: JobMaster unreachable", last.State.Failure.Message)
+		r, err = c.te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.True(t, r.Slots[0].JobID.IsZero(), "job 1's slot is free")
+		assert.Equal(t, jobID(2), r.Slots[1].JobID, "job 2's refused answers do not count")
+
+		// Job 2's JobMaster last took a heartbeat at 1 s: it is lost at 6 s, by the timeout.
+		sleep(3*time.Second - time.Nanosecond)
+		r, _ = c.te.SlotReport(ctx)
+		assert.Equal(t, jobID(2), r.Slots[1].JobID)
+		sleep(time.Nanosecond)
+		r, _ = c.te.SlotReport(ctx)
+		assert.True(t, r.Slots[1].JobID.IsZero())
+	})
+}
+
 func TestTaskExecutorAnswersTheResourceManagerAndRegistersAgainWhenItFallsSilent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newHBCluster(t)
@@ -271,4 +339,6 @@ func TestKilledTaskExecutorAnswersNoHeartbeatAndNeverTimesOut(t *testing.T) {
 func TestNewChecksTheHeartbeatTimeout(t *testing.T) {
 	_, err := New(Config{RPC: rpc.NewLocalService(), HeartbeatTimeout: time.Second})
 	assert.EqualError(t, err, "taskexecutor: heartbeat: heartbeat.timeout 1s is shorter than heartbeat.interval 10s")
+	_, err = New(Config{RPC: rpc.NewLocalService(), HeartbeatRPCFailureThreshold: -2})
+	assert.EqualError(t, err, "taskexecutor: heartbeat: heartbeat.rpc-failure-threshold -2: want a positive number of failed heartbeat RPCs, or -1 to turn the detection off")
 }

@@ -34,7 +34,10 @@ var (
 	// ErrClosed: the TaskExecutor was closed. Every error-returning method returns it (wrapped
 	// with the TaskExecutor's ResourceID) after Close; it matches rpc.ErrClosed.
 	ErrClosed = fmt.Errorf("taskexecutor: %w", rpc.ErrClosed)
-	// ErrKilled: the TaskExecutor was killed (Kill) and no longer answers.
+	// ErrKilled: the TaskExecutor was killed (Kill) and no longer answers. Its gateway methods
+	// return it wrapped in an rpc.UnreachableError (rpc.IsUnreachable), as a transport does for
+	// a peer whose process is gone, so heartbeat senders count it toward
+	// heartbeat.rpc-failure-threshold.
 	ErrKilled = errors.New("taskexecutor: killed")
 	// ErrTaskNotFound: no task runs under the execution attempt named. Flink: TaskException
 	// "Cannot find task to stop for execution".
@@ -166,6 +169,12 @@ type Config struct {
 	// freed. A silent ResourceManager is registered with again. Option heartbeat.timeout, default
 	// 50 s (0 means the default).
 	HeartbeatTimeout time.Duration
+	// HeartbeatRPCFailureThreshold is how many heartbeats in a row to a JobMaster (or to the
+	// ResourceManager) may fail as unreachable (rpc.IsUnreachable) before it is taken as lost at
+	// once, as on a timeout. Option heartbeat.rpc-failure-threshold, default 2 (0 means the
+	// default); -1 turns it off; below -1 is an error. The TaskExecutor only sends heartbeats in
+	// answer to requests, so this notices a peer that still asks but cannot be answered.
+	HeartbeatRPCFailureThreshold int
 	// TaskCancellationInterval is option task.cancellation.interval (default 30 s; 0 means the
 	// default, negative is an error): while a task that was canceled or failed from outside has
 	// not returned, the TaskExecutor logs a warning naming it every interval, the first one
@@ -338,6 +347,9 @@ func New(cfg Config) (*TaskExecutor, error) {
 	if _, _, err := heartbeat.Resolve(cfg.HeartbeatInterval, cfg.HeartbeatTimeout); err != nil {
 		return nil, fmt.Errorf("taskexecutor: %w", err)
 	}
+	if _, err := heartbeat.ResolveRPCFailureThreshold(cfg.HeartbeatRPCFailureThreshold); err != nil {
+		return nil, fmt.Errorf("taskexecutor: %w", err)
+	}
 	cancelInterval, cancelTimeout, err := resolveCancellation(cfg.TaskCancellationInterval, cfg.TaskCancellationTimeout)
 	if err != nil {
 		return nil, err
@@ -374,12 +386,16 @@ func New(cfg Config) (*TaskExecutor, error) {
 	// Receivers only: the JobMasters and the ResourceManager send the requests.
 	te.jmHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.JobID]{
 		Timers: te.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
-		OnTimeout: te.jobMasterHeartbeatTimedOut,
+		RPCFailureThreshold: cfg.HeartbeatRPCFailureThreshold,
+		OnTimeout:           te.jobMasterHeartbeatTimedOut,
+		OnUnreachable:       te.jobMasterUnreachable,
 	})
 	if err == nil {
 		te.rmHeartbeats, err = heartbeat.New(heartbeat.Config[string]{
 			Timers: te.loop, Interval: cfg.HeartbeatInterval, Timeout: cfg.HeartbeatTimeout,
-			OnTimeout: te.resourceManagerHeartbeatTimedOut,
+			RPCFailureThreshold: cfg.HeartbeatRPCFailureThreshold,
+			OnTimeout:           te.resourceManagerHeartbeatTimedOut,
+			OnUnreachable:       te.resourceManagerUnreachable,
 		})
 	}
 	if err != nil {
@@ -692,9 +708,9 @@ func (te *TaskExecutor) slotReport() rpc.SlotReport {
 func (te *TaskExecutor) alive() error {
 	if te.killed.Load() {
 		if err := te.fatal.Load(); err != nil {
-			return fmt.Errorf("TaskExecutor %s: %w: %w", te.id, ErrFailed, *err)
+			return &goneError{fmt.Errorf("TaskExecutor %s: %w: %w", te.id, ErrFailed, *err)}
 		}
-		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrKilled)
+		return &goneError{fmt.Errorf("TaskExecutor %s: %w", te.id, ErrKilled)}
 	}
 	select {
 	case <-te.loop.Done():
@@ -717,6 +733,15 @@ func (te *TaskExecutor) call(ctx context.Context, fn func() error) error {
 		return fn()
 	})
 }
+
+// goneError is what every gateway method of a killed TaskExecutor returns (one that failed
+// fatally dies the same way): it no longer answers, as if its process were gone, so the error
+// is an rpc.UnreachableError, and it wraps ErrKilled (or ErrFailed with the fatal cause).
+type goneError struct{ err error }
+
+func (e *goneError) Error() string   { return e.err.Error() }
+func (e *goneError) Unwrap() error   { return e.err }
+func (*goneError) Unreachable() bool { return true }
 
 // spawn runs fn on a goroutine the TaskExecutor owns (an idle one of workers, or a new one).
 // Only on the loop.
@@ -1219,6 +1244,7 @@ func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
 	// SubmitTask's answers wait for this (see SubmitTask); a killed TaskExecutor never calls.
 	closeAnswered := sync.OnceFunc(func() { close(answered) })
 	gw, token, timeout := jc.gateway, jc.token, te.jmHeartbeats.Timeout()
+	result := te.jmHeartbeats.TrackRPC(jc.job)
 	te.callAside(timeout, func(ctx context.Context) error {
 		defer closeAnswered()
 		// The accumulators are encoded here, off the loop: that is the task's own code.
@@ -1227,10 +1253,14 @@ func (te *TaskExecutor) heartbeatJobMaster(jc *jobConnection) {
 	}, func(err error) {
 		closeAnswered()
 		jc.answering = false
-		if err == nil && te.jobs[jc.job] == jc && jc.token == token && !te.killed.Load() {
+		current := te.jobs[jc.job] == jc && jc.token == token && !te.killed.Load()
+		if err == nil && current {
 			te.jmHeartbeats.ReceiveHeartbeat(jc.job)
 		} else if err != nil && te.ctx.Err() == nil {
 			te.log.Debug("heartbeat to a JobMaster failed", "job", jc.job.String(), "error", err)
+		}
+		if current {
+			result(err) // an unreachable JobMaster counts toward heartbeat.rpc-failure-threshold
 		}
 	})
 }
@@ -1274,6 +1304,18 @@ func (te *TaskExecutor) jobMasterHeartbeatTimedOut(job jobgraph.JobID) {
 	te.disconnectJobMaster(job, cause)
 }
 
+// jobMasterUnreachable disconnects the job whose last heartbeat.rpc-failure-threshold heartbeats
+// to its JobMaster failed as unreachable, as a timeout does. Flink: TaskExecutor's
+// JobManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
+func (te *TaskExecutor) jobMasterUnreachable(job jobgraph.JobID, last error) {
+	if te.killed.Load() {
+		return
+	}
+	cause := &heartbeat.UnreachableError{Target: "the JobMaster of job " + job.String(), Failures: te.jmHeartbeats.RPCFailureThreshold(), LastFailure: last.Error()}
+	te.log.Warn("JobMaster unreachable; disconnecting the job", "job", job.String(), "cause", cause)
+	te.disconnectJobMaster(job, cause)
+}
+
 // HeartbeatFromResourceManager answers the ResourceManager's heartbeat request: the
 // ResourceManager's heartbeat timeout starts over, and the TaskExecutor sends its slot report with
 // ResourceManagerGateway.HeartbeatFromTaskExecutor (one at a time).
@@ -1286,12 +1328,16 @@ func (te *TaskExecutor) HeartbeatFromResourceManager(ctx context.Context, rm job
 		}
 		te.rmAnswering = true
 		report, timeout, rmID := te.slotReport(), te.rmHeartbeats.Timeout(), te.rmID
+		result := te.rmHeartbeats.TrackRPC(te.rmAddr)
 		te.callAside(timeout, func(ctx context.Context) error {
 			return gw.HeartbeatFromTaskExecutor(ctx, rmID, te.id, report)
 		}, func(err error) {
 			te.rmAnswering = false
 			if err != nil && te.ctx.Err() == nil {
 				te.log.Debug("heartbeat to the ResourceManager failed", "error", err)
+			}
+			if te.rm == gw && !te.killed.Load() {
+				result(err) // an unreachable ResourceManager counts toward heartbeat.rpc-failure-threshold
 			}
 		})
 		return nil
@@ -1303,17 +1349,30 @@ func (te *TaskExecutor) HeartbeatFromResourceManager(ctx context.Context, rm job
 // the outcome, the ResourceManager is monitored again, so a failed attempt is repeated after
 // another heartbeat.timeout. Flink: TaskExecutor.reconnectToResourceManager. On the loop.
 func (te *TaskExecutor) resourceManagerHeartbeatTimedOut(string) {
+	te.reconnectResourceManager("ResourceManager heartbeat timed out; registering again", "timeout", te.rmHeartbeats.Timeout())
+}
+
+// resourceManagerUnreachable registers with the ResourceManager again, as a timeout does, once
+// the last heartbeat.rpc-failure-threshold heartbeats to it failed as unreachable. Flink:
+// TaskExecutor's ResourceManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
+func (te *TaskExecutor) resourceManagerUnreachable(_ string, last error) {
+	te.reconnectResourceManager("ResourceManager unreachable; registering again", "failures", te.rmHeartbeats.RPCFailureThreshold(), "last", last)
+}
+
+// reconnectResourceManager registers with the ResourceManager again, after logging msg with
+// args (see resourceManagerHeartbeatTimedOut). On the loop.
+func (te *TaskExecutor) reconnectResourceManager(msg string, args ...any) {
 	rm := te.rm
 	if te.killed.Load() || rm == nil {
 		return
 	}
 	if te.rmConn != nil {
-		te.log.Warn("ResourceManager heartbeat timed out; registering again", "timeout", te.rmHeartbeats.Timeout(), "address", te.rmAddr)
+		te.log.Warn(msg, append(args, "address", te.rmAddr)...)
 		te.rm, te.rmID = nil, jobgraph.ResourceManagerID{}
 		te.rmConn.Reconnect()
 		return
 	}
-	te.log.Warn("ResourceManager heartbeat timed out; registering again", "timeout", te.rmHeartbeats.Timeout())
+	te.log.Warn(msg, args...)
 	reg, timeout := te.registration(), te.rmHeartbeats.Timeout()
 	te.spawn(func() {
 		ctx, cancel := context.WithTimeout(te.ctx, timeout)

@@ -94,6 +94,7 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 			assert.ErrorIs(t, err, ErrClosed, name)
 			assert.ErrorIs(t, err, rpc.ErrClosed, name)
 			assert.EqualError(t, err, "TaskExecutor te-1: taskexecutor: closed", name)
+			assert.False(t, rpc.IsUnreachable(err), "closed is an answer, not a TaskExecutor gone: %s", name)
 		}
 	})
 }
@@ -590,9 +591,13 @@ func TestKillStopsAnsweringAndCancelsTasksSilently(t *testing.T) {
 		} {
 			assert.ErrorIs(t, err, ErrKilled, name)
 			assert.EqualError(t, err, "TaskExecutor te-1: taskexecutor: killed", name)
+			// As a transport's error for a peer whose process is gone: heartbeat senders count it
+			// toward heartbeat.rpc-failure-threshold.
+			assert.True(t, rpc.IsUnreachable(err), name)
 		}
 		_, err := te.SlotReport(ctx)
 		assert.ErrorIs(t, err, ErrKilled)
+		assert.True(t, rpc.IsUnreachable(err))
 		te.Close()
 		assert.Equal(t, reported, c.jm.numStates())
 	})

@@ -233,6 +233,7 @@ func TestTaskStuckAfterItsCancellationFailsTheTaskExecutorAtTheTimeout(t *testin
 				_, err = c.te.SlotReport(ctx)
 				assert.ErrorIs(t, err, ErrFailed)
 				assert.ErrorIs(t, err, ErrTaskCancellationTimeout)
+				assert.True(t, rpc.IsUnreachable(err), "it died as a killed one does")
 				assert.ErrorIs(t, c.te.CancelTask(ctx, a), ErrFailed)
 				assert.Equal(t, []jobgraph.ExecutionState{jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning}, c.jm.statesOf(a), "no final state: the TaskExecutor is gone")
 

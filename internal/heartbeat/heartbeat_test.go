@@ -18,40 +18,64 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// event is a callback of the Manager: a heartbeat request or a timeout, with its virtual time
-// since the test began.
+// event is a callback of the Manager: a heartbeat request, a timeout or a target found
+// unreachable (with the last failure), with its virtual time since the test began.
 type event struct {
 	At     time.Duration
-	Kind   string // "request" or "timeout"
+	Kind   string // "request", "timeout" or "unreachable"
 	Target string
+	Cause  error // "unreachable" only
 }
 
 // fixture is a Manager on a real main loop, inside a synctest bubble. Its callbacks record
-// events; answer, when set, makes a requested target answer at once (on the loop).
+// events; answer, when set, makes a requested target answer at once (on the loop); results, when
+// set for a target, gives the result of the nth request RPC to it (from 1), reported at once,
+// unless it is errHold: then the report is kept in held.
 type fixture struct {
-	t      *testing.T
-	loop   *mainloop.Loop
-	m      *heartbeat.Manager[string]
-	start  time.Time
-	events []event // touched only on the loop
-	answer map[string]bool
+	t        *testing.T
+	loop     *mainloop.Loop
+	m        *heartbeat.Manager[string]
+	start    time.Time
+	events   []event // touched only on the loop, as the fields below
+	answer   map[string]bool
+	results  map[string]func(n int) error
+	requests map[string]int
+	held     []func(error)
 }
+
+// errHold as a result keeps the request's report in fixture.held.
+var errHold = errors.New("held")
 
 func newFixture(t *testing.T, sender bool, interval, timeout time.Duration) *fixture {
 	t.Helper()
-	f := &fixture{t: t, loop: mainloop.New("heartbeat-test"), start: time.Now(), answer: map[string]bool{}}
+	return newFixtureWith(t, sender, heartbeat.Config[string]{Interval: interval, Timeout: timeout})
+}
+
+// newFixtureWith is newFixture with cfg's Interval, Timeout and RPCFailureThreshold.
+func newFixtureWith(t *testing.T, sender bool, cfg heartbeat.Config[string]) *fixture {
+	t.Helper()
+	f := &fixture{t: t, loop: mainloop.New("heartbeat-test"), start: time.Now(), answer: map[string]bool{},
+		results: map[string]func(int) error{}, requests: map[string]int{}}
 	t.Cleanup(f.loop.Close)
-	cfg := heartbeat.Config[string]{
-		Timers:    f.loop,
-		Interval:  interval,
-		Timeout:   timeout,
-		OnTimeout: func(k string) { f.record("timeout", k) },
+	cfg.Timers = f.loop
+	cfg.OnTimeout = func(k string) { f.record("timeout", k) }
+	cfg.OnUnreachable = func(k string, last error) {
+		f.events = append(f.events, event{At: time.Since(f.start), Kind: "unreachable", Target: k, Cause: last})
 	}
 	if sender {
-		cfg.RequestHeartbeat = func(k string) {
+		cfg.RequestHeartbeat = func(k string, report func(error)) {
 			f.record("request", k)
-			if f.answer[k] {
+			f.requests[k]++
+			switch {
+			case f.answer[k]:
+				report(nil)
 				f.m.ReceiveHeartbeat(k)
+			case f.results[k] != nil:
+				if err := f.results[k](f.requests[k]); err == errHold {
+					f.held = append(f.held, report)
+				} else {
+					report(err)
+				}
 			}
 		}
 	}
@@ -255,9 +279,10 @@ func TestTimeoutCallbackMayMonitorAgain(t *testing.T) {
 		var at []time.Duration
 		var m *heartbeat.Manager[string]
 		m, err := heartbeat.New(heartbeat.Config[string]{
-			Timers:   loop,
-			Timeout:  5 * time.Second,
-			Interval: time.Second,
+			Timers:              loop,
+			Timeout:             5 * time.Second,
+			Interval:            time.Second,
+			RPCFailureThreshold: heartbeat.RPCFailureDetectionDisabled,
 			OnTimeout: func(k string) {
 				at = append(at, time.Since(start))
 				if len(at) < 3 {
@@ -298,22 +323,32 @@ func TestNewValidatesAndDefaults(t *testing.T) {
 	loop := mainloop.New("validate")
 	defer loop.Close()
 	noop := func(string) {}
-	m, err := heartbeat.New(heartbeat.Config[string]{Timers: loop, OnTimeout: noop})
+	noop2 := func(string, error) {}
+	m, err := heartbeat.New(heartbeat.Config[string]{Timers: loop, OnTimeout: noop, OnUnreachable: noop2})
 	require.NoError(t, err)
 	assert.Equal(t, 10*time.Second, m.Interval())
 	assert.Equal(t, 50*time.Second, m.Timeout())
+	assert.Equal(t, 2, m.RPCFailureThreshold())
 	assert.Equal(t, heartbeat.DefaultHeartbeatInterval, m.Interval())
 	assert.Equal(t, heartbeat.DefaultHeartbeatTimeout, m.Timeout())
+	assert.Equal(t, heartbeat.DefaultRPCFailureThreshold, m.RPCFailureThreshold())
+	// Without the detection OnUnreachable may be nil.
+	m, err = heartbeat.New(heartbeat.Config[string]{Timers: loop, OnTimeout: noop, RPCFailureThreshold: -1})
+	require.NoError(t, err)
+	assert.Equal(t, heartbeat.RPCFailureDetectionDisabled, m.RPCFailureThreshold())
 
 	for _, tc := range []struct {
 		cfg  heartbeat.Config[string]
 		want string
 	}{
-		{heartbeat.Config[string]{OnTimeout: noop}, "heartbeat: Config.Timers is nil"},
-		{heartbeat.Config[string]{Timers: loop}, "heartbeat: Config.OnTimeout is nil"},
-		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, Interval: -time.Second}, "heartbeat: heartbeat.interval -1s and heartbeat.timeout 0s must not be negative"},
-		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, Timeout: 5 * time.Second}, "heartbeat: heartbeat.timeout 5s is shorter than heartbeat.interval 10s"},
-		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, Interval: time.Minute}, "heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s"},
+		{heartbeat.Config[string]{OnTimeout: noop, OnUnreachable: noop2}, "heartbeat: Config.Timers is nil"},
+		{heartbeat.Config[string]{Timers: loop, OnUnreachable: noop2}, "heartbeat: Config.OnTimeout is nil"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop}, "heartbeat: Config.OnUnreachable is nil and heartbeat.rpc-failure-threshold is not -1"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, RPCFailureThreshold: 3}, "heartbeat: Config.OnUnreachable is nil and heartbeat.rpc-failure-threshold is not -1"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, OnUnreachable: noop2, RPCFailureThreshold: -2}, "heartbeat: heartbeat.rpc-failure-threshold -2: want a positive number of failed heartbeat RPCs, or -1 to turn the detection off"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, OnUnreachable: noop2, Interval: -time.Second}, "heartbeat: heartbeat.interval -1s and heartbeat.timeout 0s must not be negative"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, OnUnreachable: noop2, Timeout: 5 * time.Second}, "heartbeat: heartbeat.timeout 5s is shorter than heartbeat.interval 10s"},
+		{heartbeat.Config[string]{Timers: loop, OnTimeout: noop, OnUnreachable: noop2, Interval: time.Minute}, "heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s"},
 	} {
 		_, err := heartbeat.New(tc.cfg)
 		assert.EqualError(t, err, tc.want)
@@ -373,7 +408,7 @@ func TestTargetsKeepTheirOrderAcrossRemovals(t *testing.T) {
 func BenchmarkUnmonitor(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("targets-%d", n), func(b *testing.B) {
-			m, err := heartbeat.New(heartbeat.Config[int]{Timers: nopTimers{}, OnTimeout: func(int) {}})
+			m, err := heartbeat.New(heartbeat.Config[int]{Timers: nopTimers{}, OnTimeout: func(int) {}, OnUnreachable: func(int, error) {}})
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {
