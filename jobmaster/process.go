@@ -9,21 +9,22 @@ import (
 	"github.com/jobgraph/jobgraph/executiongraph"
 )
 
-// processCallbacks receive a process's events; the runner posts them to its main loop.
+// processCallbacks receive a process's events, on its goroutine; the runner posts them to its main
+// loop (and confirms leadership once the JobMaster is created).
 type processCallbacks interface {
 	processCreated(p *ServiceProcess, svc JobMaster)
 	processDone(p *ServiceProcess, res Result)
 }
 
 // ServiceProcess runs the JobMaster of one leader session: it creates it through the factory (off
-// every main loop), reports it once created, and reports the job's result once the JobMaster is
-// done. Closing the process closes the JobMaster, which suspends the job.
-// Flink: DefaultJobMasterServiceProcess.
+// every main loop, on its runner's session operation after the JobResultStore read), reports it
+// once created, and reports the job's result once the JobMaster is done. Closing the process
+// closes the JobMaster, which suspends the job. Flink: DefaultJobMasterServiceProcess.
 type ServiceProcess struct {
 	token     jobgraph.JobMasterID
 	factory   JobMasterServiceFactory
 	callbacks processCallbacks
-	started   time.Time
+	started   time.Time // when the creation began; written before run
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -33,18 +34,12 @@ type ServiceProcess struct {
 	svc JobMaster
 }
 
-// startServiceProcess starts the process on a goroutine of run (its runner's; nil: a go
-// statement).
-func startServiceProcess(run func(fn func()), factory JobMasterServiceFactory, token jobgraph.JobMasterID, callbacks processCallbacks, now time.Time) *ServiceProcess {
+// newServiceProcess returns the process of one leader session; its runner's session operation
+// calls run (and sets started) once the JobResultStore said the job is not done.
+func newServiceProcess(factory JobMasterServiceFactory, token jobgraph.JobMasterID, callbacks processCallbacks) *ServiceProcess {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &ServiceProcess{token: token, factory: factory, callbacks: callbacks, started: now,
+	return &ServiceProcess{token: token, factory: factory, callbacks: callbacks,
 		ctx: ctx, cancel: cancel, exited: make(chan struct{})}
-	if run != nil {
-		run(p.run)
-	} else {
-		go p.run()
-	}
-	return p
 }
 
 // Token is the JobMasterID of the process's session.

@@ -19,10 +19,13 @@ import (
 // waits for the next grant. Flink: JobMasterServiceLeadershipRunner.
 //
 // Leadership events are handled on the runner's own main loop, which never waits on I/O or on
-// the JobMaster: what they start off the loop — reading the JobResultStore on a grant, closing
-// the previous session's process, confirming leadership — runs strictly one after another (the
-// operation chain, Flink's sequentialOperation), and each result is posted back and applied only
-// if it still belongs to the current session (the session generation).
+// the JobMaster: what they start off the loop runs strictly one after another (the operation
+// chain, Flink's sequentialOperation) — a grant's session operation, which reads the
+// JobResultStore, creates the session's JobMaster (its ServiceProcess) and confirms leadership
+// with its address, in that order on one goroutine, and the close of a revoked session's
+// process — and each result is posted back and applied only if it still belongs to the current
+// session (its process is still the runner's current one); a session that ended meanwhile stops
+// at the next step (its process's context is canceled when it ends).
 //
 // Methods are safe for concurrent use.
 type LeadershipRunner struct {
@@ -39,11 +42,12 @@ type LeadershipRunner struct {
 	cancel context.CancelFunc
 
 	// Owned by loop.
-	process    *ServiceProcess
-	service    JobMaster      // the current process's JobMaster once created
-	generation uint64         // bumped by every grant, revocation and Close: results of older sessions are dropped
-	ops        mainloop.Chain // the leadership operations, one after another
-	leading    bool           // granted and not revoked since: a grant then replaces the session
+	// process is the current session's, from its grant until its revocation (or Close): results
+	// of any other are dropped.
+	process *ServiceProcess
+	service JobMaster      // the current process's JobMaster once created
+	ops     mainloop.Chain // the leadership operations, one after another
+	leading bool           // granted and not revoked since: a grant then replaces the session
 	// cancelRequested: Cancel came while the current leader session had no JobMaster (or before
 	// any grant); the JobMaster is canceled as soon as it exists. Losing leadership clears it.
 	// Flink: hasCurrentLeaderBeenCancelled.
@@ -60,8 +64,8 @@ type LeadershipRunner struct {
 // RunnerOption configures a LeadershipRunner (NewLeadershipRunner).
 type RunnerOption func(*LeadershipRunner)
 
-// WithGoroutines has the runner's goroutines — its main loop, its leadership operations, each
-// session's ServiceProcess — started by run, as Config.Goroutines does for a JobMaster's: run(fn)
+// WithGoroutines has the runner's goroutines — its main loop and its leadership operations (each
+// session's, which runs its ServiceProcess, and each close) — started by run, as Config.Goroutines does for a JobMaster's: run(fn)
 // runs fn on a goroutine at once, never waiting for another fn to return, and must keep
 // accepting functions until the runner's Close has returned. The Dispatcher's default runner
 // factory passes it through (dispatcher.LeadershipRunnerFactory); cluster.JobManager gives its
@@ -137,8 +141,9 @@ func (r *LeadershipRunner) HandleError(err error) {
 // loop.
 func (r *LeadershipRunner) sequence(op func()) { r.ops.ThenOn(r.run, &r.background, op) }
 
-// onGrant starts a session: after the previous session's process is closed, the JobResultStore
-// is asked whether the job is already done, off the loop; granted applies the answer.
+// onGrant starts a session: once the operations before it (the previous session's close) have
+// finished, its session operation reads the JobResultStore and, if the job is not there, creates
+// the session's JobMaster and confirms leadership (runSession). On the loop.
 func (r *LeadershipRunner) onGrant(session ha.SessionID) {
 	if r.finished || r.closed {
 		return
@@ -147,50 +152,88 @@ func (r *LeadershipRunner) onGrant(session ha.SessionID) {
 		r.onRevoke()
 	}
 	r.leading = true
-	r.generation++
-	gen := r.generation
-	r.sequence(func() {
-		_, err := r.results.Get(r.ctx, r.JobID())
-		r.loop.Execute(func() { r.granted(gen, session, err) })
-	})
+	p := newServiceProcess(r.factory, jobgraph.JobMasterID(session), r)
+	r.process = p
+	r.sequence(func() { r.runSession(p) })
 }
 
-// granted starts the session's process, unless the session is gone (revoked, replaced, closed)
-// or the JobResultStore has the job. On the loop.
-func (r *LeadershipRunner) granted(gen uint64, session ha.SessionID, err error) {
-	if gen != r.generation || r.finished || r.closed {
+// runSession is a session's leadership operation, in the chain: the JobResultStore read, then
+// the JobMaster's creation by p (whose processCreated confirms leadership), then p's wait for
+// the job's end. Each step runs only while the session is current (sessionCurrent); the read's
+// answer, when it is not "not found", is applied on the loop (sessionNotStarted). Flink:
+// JobMasterServiceLeadershipRunner's grant: the JobResultStore check, then
+// startJobMasterServiceProcessAsync and confirmLeadership, in one sequential operation.
+func (r *LeadershipRunner) runSession(p *ServiceProcess) {
+	if !r.sessionCurrent(p) { // revoked, replaced or closed while earlier operations ran
+		close(p.exited)
 		return
 	}
-	switch {
-	case err == nil:
-		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("%w: job %s is in the JobResultStore", ErrJobAlreadyDone, r.JobID())))
-	case !errors.Is(err, ha.ErrNotFound):
-		// Whether the job is done is unknown: not a failure of the job, the runner's. Flink:
-		// the runner's result future completes exceptionally, and the Dispatcher fails fatally.
-		r.complete(r.sparseResult(jobgraph.JobStatusSuspended, fmt.Errorf("%w: job %s: reading the JobResultStore: %w", ErrRunnerFailed, r.JobID(), err)))
+	_, err := r.results.Get(r.ctx, r.JobID())
+	if !errors.Is(err, ha.ErrNotFound) {
+		close(p.exited)
+		r.loop.Execute(func() { r.sessionNotStarted(p, err) })
+		return
+	}
+	if !r.sessionCurrent(p) { // the answer of a session that ended meanwhile is dropped
+		close(p.exited)
+		return
+	}
+	p.started = r.clock()
+	p.run()
+}
+
+// sessionCurrent reports, off the loop, whether p's session has not ended: its process was not
+// stopped (revocation, a replacing grant, Close: each cancels p's context on the loop) and the
+// runner has no result yet. A session that ends right after the check is stopped by what ended
+// it, as it would be had the check come a moment earlier.
+func (r *LeadershipRunner) sessionCurrent(p *ServiceProcess) bool {
+	if p.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		return false
 	default:
-		r.process = startServiceProcess(r.run, r.factory, jobgraph.JobMasterID(session), r, r.clock())
+		return true
 	}
 }
 
-// onRevoke ends the session: its process is closed, results still on their way are dropped, and
-// a cancel that had not reached a JobMaster yet is forgotten (the status is INITIALIZING again),
-// as Flink's stopJobMasterServiceProcess clears hasCurrentLeaderBeenCancelled. On the loop.
+// sessionNotStarted applies a JobResultStore answer that starts no JobMaster, unless p's session
+// is gone (revoked, replaced, closed): the job is in the store (another leader finished it), or
+// whether it is there is unknown. On the loop.
+func (r *LeadershipRunner) sessionNotStarted(p *ServiceProcess, err error) {
+	if p != r.process || r.finished || r.closed {
+		return
+	}
+	if err == nil {
+		r.complete(r.sparseResult(jobgraph.JobStatusFailed, fmt.Errorf("%w: job %s is in the JobResultStore", ErrJobAlreadyDone, r.JobID())))
+		return
+	}
+	// Whether the job is done is unknown: not a failure of the job, the runner's. Flink: the
+	// runner's result future completes exceptionally, and the Dispatcher fails fatally.
+	r.complete(r.sparseResult(jobgraph.JobStatusSuspended, fmt.Errorf("%w: job %s: reading the JobResultStore: %w", ErrRunnerFailed, r.JobID(), err)))
+}
+
+// onRevoke ends the session: its process is stopped, results still on their way are dropped,
+// and a cancel that had not reached a JobMaster yet is forgotten (the status is INITIALIZING
+// again), as Flink's stopJobMasterServiceProcess clears hasCurrentLeaderBeenCancelled. On the
+// loop.
 func (r *LeadershipRunner) onRevoke() {
-	r.generation++
 	r.leading = false
 	r.cancelRequested = false
 	r.stopProcess()
 }
 
-// stopProcess detaches the current process and closes it off the loop, in the operation chain.
-// On the loop.
+// stopProcess detaches the current process, cancels its context at once (a JobMaster being
+// created stops, and its session operation, which the close waits for, ends) and closes it off
+// the loop, in the operation chain. On the loop.
 func (r *LeadershipRunner) stopProcess() {
 	p := r.process
 	if p == nil {
 		return
 	}
 	r.process, r.service = nil, nil
+	p.cancel()
 	r.sequence(func() { p.Close() })
 }
 
@@ -205,20 +248,24 @@ func (r *LeadershipRunner) currentJobMaster() JobMaster {
 	return r.process.JobMaster()
 }
 
-// processCreated is called by the process's goroutine.
+// processCreated is called by the process's goroutine, the session operation (runSession),
+// once its JobMaster exists and schedules: the loop learns of the JobMaster, and leadership is
+// confirmed with its address right here, next in the session operation, unless the session
+// ended meanwhile (the election ignores a confirmation for a session that is no longer current
+// anyway).
 func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc JobMaster) {
 	r.loop.Execute(func() {
 		if p != r.process || r.finished {
 			return
 		}
 		r.service = svc
-		session, address := ha.SessionID(p.Token()), svc.Address()
-		// The election ignores a confirmation for a session that is no longer current.
-		r.sequence(func() { r.election.ConfirmLeadership(session, address) })
 		if r.cancelRequested {
 			r.background.Go(func() { _ = svc.Cancel(context.Background()) })
 		}
 	})
+	if r.sessionCurrent(p) {
+		r.election.ConfirmLeadership(ha.SessionID(p.Token()), svc.Address())
+	}
 }
 
 // processDone is called by the process's goroutine.
@@ -349,7 +396,6 @@ func (r *LeadershipRunner) Close() {
 			return
 		}
 		r.closed, closing = true, true
-		r.generation++
 		p = r.process
 		r.process, r.service = nil, nil
 	})

@@ -2,6 +2,7 @@ package jobmaster_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -76,5 +77,62 @@ func TestGrantReadsTheJobResultStoreOffTheLoopAndDropsAStaleAnswer(t *testing.T)
 		runner.Close()
 		assert.Equal(t, jobgraph.JobStatusSuspended, runner.Result().Archived.Status)
 		require.NoError(t, services.Close())
+	})
+}
+
+// An election error while the grant's JobResultStore read is pending ends the runner, and the
+// read's answer, coming later, creates no JobMaster and confirms nothing.
+func TestElectionErrorDuringTheJobResultStoreReadCreatesNoJobMaster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		services := embedded.New()
+		factory := newFakeFactory()
+		results := &heldResults{JobResultStore: services.JobResultStore(), gets: make(chan chan struct{})}
+		leaders := &leaders{}
+		retrieval := services.JobMasterLeaderRetrieval(factory.JobID())
+		require.NoError(t, retrieval.Start(leaders))
+		runner := jobmaster.NewLeadershipRunner(factory, services.JobMasterLeaderElection(factory.JobID()), results)
+		require.NoError(t, runner.Start())
+		read := <-results.gets
+		runner.HandleError(errors.New("lost the HA store"))
+		<-runner.Done()
+		close(read)
+		synctest.Wait()
+		tokens, _ := factory.calls()
+		assert.Empty(t, tokens, "no JobMaster after the runner ended")
+		assert.Empty(t, leaders.take(), "no leader confirmed")
+		assert.ErrorIs(t, runner.Result().Err, jobmaster.ErrRunnerFailed)
+		runner.Close()
+		require.NoError(t, retrieval.Stop())
+		require.NoError(t, services.Close())
+	})
+}
+
+// A session revoked while its operation still waits in the chain (behind the previous session's
+// slow close) creates no JobMaster when its turn comes and confirms nothing; only the newest
+// session gets one.
+func TestSessionRevokedWhileQueuedDoesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, m := newManualFixture(t)
+		s1 := m.grant()
+		first := <-f.factory.created
+		synctest.Wait()
+		gate := make(chan struct{})
+		first.mu.Lock()
+		first.closeGate = gate
+		first.mu.Unlock()
+		m.revoke() // the first session's close waits for gate
+		m.grant()  // the second session's operation waits behind it
+		m.revoke() // and ends before its turn
+		s3 := m.grant()
+		synctest.Wait()
+		close(gate)
+		third := <-f.factory.created
+		synctest.Wait()
+		tokens, canceled := f.factory.calls()
+		assert.Equal(t, []jobgraph.JobMasterID{jobgraph.JobMasterID(s1), jobgraph.JobMasterID(s3)}, tokens, "JobMasters created, by session")
+		assert.Equal(t, 0, canceled)
+		assert.Equal(t, jobgraph.JobMasterID(s3), third.token)
+		assert.Equal(t, []leader{{"jobmaster/1", s1}, {"jobmaster/2", s3}}, m.confirmations())
+		assert.Equal(t, jobgraph.JobStatusRunning, status(t, f.runner))
 	})
 }

@@ -14,8 +14,8 @@ import (
 
 // One no-op job after another (BenchmarkSubmitJob's op) starts 1 goroutine per job: the task's.
 // Every other goroutine of a job runs on goroutines its owner keeps for reuse (internal/gopool):
-// the JobManager's for the job's runner (its loop, its leadership operations, the
-// ServiceProcess) and JobMaster (its loop and outbox, its ResourceManager registration attempt),
+// the JobManager's for the job's runner (its loop, and its session's leadership operation, which
+// runs the ServiceProcess) and JobMaster (its loop and outbox, its ResourceManager registration attempt),
 // the Dispatcher's for its watch of the job, the ResourceManager's for the slot request and the
 // job-leader stop, the TaskExecutor's for the slot offer and the freed-slot notice — 13 per job
 // before internal/gopool, 8 before the JobManager's pool. A reused goroutine that was still
