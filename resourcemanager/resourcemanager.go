@@ -749,9 +749,13 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 			}
 		}
 		if ok && old.ID != token {
-			rm.log.Info("replacing the JobMaster of job", "job", job, "oldJobMasterID", old.ID, "jobMasterID", token)
+			if rm.log.Enabled(context.Background(), slog.LevelInfo) { // no arguments made unless logged
+				rm.log.Info("replacing the JobMaster of job", "job", job, "oldJobMasterID", old.ID, "jobMasterID", token)
+			}
 		} else if !ok {
-			rm.log.Info("registered JobMaster", "job", job, "jobMasterID", token, "address", address)
+			if rm.log.Enabled(context.Background(), slog.LevelInfo) { // no arguments made unless logged
+				rm.log.Info("registered JobMaster", "job", job, "jobMasterID", token, "address", address)
+			}
 		}
 		if ok && old.ResourceID != jobMaster {
 			rm.forgetJobMaster(old.ResourceID)
@@ -820,7 +824,9 @@ func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, rmToken jobg
 		}
 		rm.forgetJobMaster(jm.ResourceID)
 		if rm.sm.UnregisterJob(job) {
-			rm.log.Info("disconnected JobMaster", "job", job, "cause", cause.Err())
+			if rm.log.Enabled(context.Background(), slog.LevelInfo) { // no arguments made unless logged
+				rm.log.Info("disconnected JobMaster", "job", job, "cause", cause.Err())
+			}
 		}
 		rm.forgetJobLeader(job)
 		return nil

@@ -1,6 +1,7 @@
 package resourcemanager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -349,7 +350,9 @@ func (m *SlotManager) FreeSlot(id rpc.SlotID, allocation jobgraph.AllocationID) 
 		m.log.Debug("ignoring stale slot-available notice", "slot", id, "allocation", allocation, "current", s.Allocation)
 		return false
 	}
-	m.log.Debug("slot freed", "slot", id, "job", s.Job, "allocation", s.Allocation)
+	if m.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
+		m.log.Debug("slot freed", "slot", id, "job", s.Job, "allocation", s.Allocation)
+	}
 	m.release(s)
 	m.CheckResourceRequirements()
 	return true
@@ -372,7 +375,9 @@ func (m *SlotManager) CompleteAllocation(id rpc.SlotID, allocation jobgraph.Allo
 		s.State = SlotAllocated
 		m.numPending--
 		m.numAllocated++
-		m.log.Debug("slot allocated", "slot", id, "job", s.Job, "allocation", allocation)
+		if m.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
+			m.log.Debug("slot allocated", "slot", id, "job", s.Job, "allocation", allocation)
+		}
 		return false
 	}
 	m.log.Warn("slot request failed", "slot", id, "job", s.Job, "allocation", allocation, "error", err)
@@ -457,7 +462,9 @@ func (m *SlotManager) DeclareRequirements(id jobgraph.JobID, reqs []rpc.Resource
 	} else {
 		j.target = j.jobMaster.Address
 	}
-	m.log.Debug("resource requirements declared", "job", id, "requirements", norm)
+	if m.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
+		m.log.Debug("resource requirements declared", "job", id, "requirements", norm)
+	}
 	m.CheckResourceRequirements()
 	return nil
 }
@@ -765,7 +772,9 @@ func (m *SlotManager) allocate(s *slot, j *job, required jobgraph.ResourceProfil
 	alloc := jobgraph.NewAllocationID()
 	m.occupy(s, SlotPending, j.id, alloc)
 	s.round = j.servedSeq
-	m.log.Debug("requesting slot", "slot", s.SlotID, "job", j.id, "allocation", alloc, "profile", required)
+	if m.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
+		m.log.Debug("requesting slot", "slot", s.SlotID, "job", j.id, "allocation", alloc, "profile", required)
+	}
 	m.allocator.RequestSlot(SlotRequest{
 		Slot:             s.SlotID,
 		Job:              j.id,

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -644,7 +645,9 @@ func (s *DefaultScheduler) transitionJob(to jobgraph.JobStatus) {
 	if err := s.graph.TransitionState(from, to); err != nil {
 		panic("scheduler: broken invariant: " + err.Error())
 	}
-	s.log.Info("job status changed", "from", from.String(), "to", to.String())
+	if s.log.Enabled(context.Background(), slog.LevelInfo) { // no arguments made unless logged
+		s.log.Info("job status changed", "from", from.String(), "to", to.String())
+	}
 	s.checkpointsOnJobStatus(from, to)
 	s.stopWithSavepointOnJobStatus(to)
 	s.notifyJobStatus(to)
@@ -799,7 +802,9 @@ func (s *DefaultScheduler) allocateSlotsAndDeploy(vertices []*executiongraph.Exe
 	for _, e := range execs {
 		s.transition(e, jobgraph.ExecutionStateScheduled)
 	}
-	s.log.Debug("scheduling bulk", "executions", len(execs))
+	if s.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
+		s.log.Debug("scheduling bulk", "executions", len(execs))
+	}
 	s.slots.allocate(execs)
 }
 

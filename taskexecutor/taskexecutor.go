@@ -1142,7 +1142,9 @@ func (te *TaskExecutor) FreeSlot(ctx context.Context, allocation jobgraph.Alloca
 		if !ok {
 			return nil
 		}
-		te.log.Debug("freeing slot", "slot", n, "allocation", allocation.String(), "cause", cause.Err())
+		if te.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
+			te.log.Debug("freeing slot", "slot", n, "allocation", allocation.String(), "cause", cause.Err())
+		}
 		te.freeSlot(n, nil)
 		return nil
 	})
