@@ -547,10 +547,9 @@ func (rm *ResourceManager) ResourceID() jobgraph.ResourceID { return rm.cfg.Reso
 // Address returns the address the ResourceManager registers under.
 func (rm *ResourceManager) Address() string { return rm.cfg.Address }
 
-// call runs fn on the loop once the ResourceManager runs; see submit.
+// call runs fn on the loop; a closed loop answers ErrClosed (see New).
 func (rm *ResourceManager) call(ctx context.Context, fn func() error) error {
-	_, err := submit(ctx, rm, func() (struct{}, error) { return struct{}{}, fn() })
-	return err
+	return rm.loop.Call(ctx, fn)
 }
 
 // submit runs fn on rm's loop; a closed loop answers ErrClosed (see New).

@@ -203,6 +203,9 @@ type SlotManager struct {
 	events     uint64    // counts rounds and declarations, for job.servedSeq and declaredSeq
 	releaseAt  time.Time // when the release timer fires; zero when none is scheduled
 	cancelTime func() bool
+	// spare is the free pool of the last matching round, kept for the next one with its map
+	// and slices; nil while a round uses it.
+	spare *freePool
 
 	taskExecutors []*taskExecutor // registration order
 	teByID        map[jobgraph.ResourceID]*taskExecutor
@@ -517,6 +520,7 @@ func (m *SlotManager) CheckResourceRequirements() {
 		return
 	}
 	pool := m.freePool()
+	defer func() { m.spare = pool }()
 	for {
 		j := m.nextServable(pool)
 		if j == nil {
@@ -693,9 +697,10 @@ func (m *SlotManager) refreshJob(id jobgraph.JobID) {
 }
 
 // freePool holds the free slots of one matching round, grouped by profile, each group in
-// matching order (TaskExecutor registration order, then SlotNumber).
+// matching order (TaskExecutor registration order, then SlotNumber). Reused from round to round
+// (SlotManager.spare): groups may hold empty groups of profiles no free slot has now.
 type freePool struct {
-	profiles []jobgraph.ResourceProfile // distinct, in compareProfiles order
+	profiles []jobgraph.ResourceProfile // distinct, with free slots, in compareProfiles order
 	groups   map[jobgraph.ResourceProfile][]freeSlot
 }
 
@@ -704,8 +709,20 @@ type freeSlot struct {
 	order int
 }
 
+// freePool returns the free pool of a new round: the spare one emptied (its slices kept), or a
+// new one when a round is under way.
 func (m *SlotManager) freePool() *freePool {
-	p := &freePool{groups: make(map[jobgraph.ResourceProfile][]freeSlot)}
+	p := m.spare
+	m.spare = nil
+	if p == nil {
+		p = &freePool{groups: make(map[jobgraph.ResourceProfile][]freeSlot)}
+	} else {
+		for prof, g := range p.groups {
+			clear(g) // drop the slot pointers
+			p.groups[prof] = g[:0]
+		}
+		p.profiles = p.profiles[:0]
+	}
 	order := 0
 	for _, te := range m.taskExecutors {
 		if m.isBlocked != nil && m.isBlocked(te.id) {
@@ -717,7 +734,7 @@ func (m *SlotManager) freePool() *freePool {
 			if s.State != SlotFree {
 				continue
 			}
-			if _, ok := p.groups[s.Profile]; !ok {
+			if len(p.groups[s.Profile]) == 0 {
 				p.profiles = append(p.profiles, s.Profile)
 			}
 			p.groups[s.Profile] = append(p.groups[s.Profile], freeSlot{s, order})

@@ -128,19 +128,19 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 		}
 		return nil, fmt.Errorf("scheduler: cannot build the execution graph of job %s: %w", name, err)
 	}
-	jobName := fmt.Sprintf("%q (%s)", jobgraph.Truncate(g.Name), g.JobID)
+	jobName := func() string { return fmt.Sprintf("%q (%s)", jobgraph.Truncate(g.Name), g.JobID) } // for errors only
 	restart, err := NewRestartBackoffTimeStrategy(g.RestartStrategy, g.Checkpointing, cfg.Clock, cfg.Random)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+		return nil, fmt.Errorf("scheduler: job %s: %w", jobName(), err)
 	}
 	resolved := g.RestartStrategy.Resolve(g.Checkpointing).Type
 	mayRestart := resolved != jobgraph.RestartStrategyNone
 	if mayRestart && cfg.Timers == nil {
-		return nil, fmt.Errorf("scheduler: job %s: restart strategy %s: %w", jobName, resolved, ErrNoTimers)
+		return nil, fmt.Errorf("scheduler: job %s: restart strategy %s: %w", jobName(), resolved, ErrNoTimers)
 	}
 	s := &DefaultScheduler{
 		cfg:         cfg,
-		log:         logger.With("job", eg.JobID().String(), "jobName", jobgraph.Truncate(eg.JobName())),
+		log:         withJob(logger, eg),
 		graph:       eg,
 		pool:        pool,
 		deployer:    deployer,
@@ -164,15 +164,15 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 	}
 	failover, err := NewFailoverStrategy(g.FailoverStrategy, eg.Topology(), checker)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+		return nil, fmt.Errorf("scheduler: job %s: %w", jobName(), err)
 	}
 	s.failures = &failureHandler{restart: restart, failover: failover, mayRestart: mayRestart, graph: eg}
 	if s.coords, err = newOperatorCoordinators(eg, cfg.OperatorCoordinators); err != nil {
-		return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+		return nil, fmt.Errorf("scheduler: job %s: %w", jobName(), err)
 	}
 	if HasCheckpointCoordinator(g) {
 		if err := s.setUpCheckpointing(g, cfg); err != nil {
-			return nil, fmt.Errorf("scheduler: job %s: %w", jobName, err)
+			return nil, fmt.Errorf("scheduler: job %s: %w", jobName(), err)
 		}
 	}
 	ops := schedulerOps{s}
@@ -184,6 +184,15 @@ func New(g *jobgraph.JobGraph, pool SlotPool, deployer Deployer, cfg Config) (*D
 	s.registerJobMetrics(cfg.Metrics)
 	s.notifyJobStatus(jobgraph.JobStatusCreated)
 	return s, nil
+}
+
+// withJob is logger with the job's ID and name as attributes; a logger that discards everything
+// (slog.DiscardHandler, the MiniCluster's default) as it is, since it never shows them.
+func withJob(logger *slog.Logger, eg *executiongraph.ExecutionGraph) *slog.Logger {
+	if logger.Handler() == slog.DiscardHandler {
+		return logger
+	}
+	return logger.With("job", eg.JobID().String(), "jobName", jobgraph.Truncate(eg.JobName()))
 }
 
 // schedulerOps is the SchedulerOperations face of the scheduler, kept off its exported API.

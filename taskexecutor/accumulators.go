@@ -28,12 +28,20 @@ import (
 // NewAccumulatorRegistry and reads it back with Get or Snapshot.
 type AccumulatorRegistry struct {
 	mu   sync.Mutex
-	accs map[string]jobgraph.Accumulator
+	accs map[string]jobgraph.Accumulator // made by the first add: most tasks add none
 }
 
 // NewAccumulatorRegistry returns an empty registry.
 func NewAccumulatorRegistry() *AccumulatorRegistry {
-	return &AccumulatorRegistry{accs: make(map[string]jobgraph.Accumulator)}
+	return &AccumulatorRegistry{}
+}
+
+// putLocked adds acc under name. Called with r.mu held.
+func (r *AccumulatorRegistry) putLocked(name string, acc jobgraph.Accumulator) {
+	if r.accs == nil {
+		r.accs = make(map[string]jobgraph.Accumulator)
+	}
+	r.accs[name] = acc
 }
 
 // ErrAccumulatorExists: Add was given a name the task already has an accumulator under.
@@ -55,7 +63,7 @@ func (r *AccumulatorRegistry) Add(name string, acc jobgraph.Accumulator) error {
 	if _, dup := r.accs[name]; dup {
 		return fmt.Errorf("accumulator %q: %w", name, ErrAccumulatorExists)
 	}
-	r.accs[name] = acc
+	r.putLocked(name, acc)
 	return nil
 }
 
@@ -109,7 +117,7 @@ func Accumulator[A jobgraph.Accumulator](r *AccumulatorRegistry, name string, ne
 	if err := checkAccumulator(name, a); err != nil {
 		return zero, err
 	}
-	r.accs[name] = a
+	r.putLocked(name, a)
 	return a, nil
 }
 

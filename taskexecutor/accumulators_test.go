@@ -224,3 +224,21 @@ func TestHeartbeatCarriesTheRunningTasksAccumulators(t *testing.T) {
 		assert.Equal(t, []hbBeat{{time.Second, "te-1", rpc.AllocatedSlotReport{JobID: jobID(1), Slots: []jobgraph.AllocationID{allocID(1)}, Accumulators: snap(`6`), ExecutionDeploymentReport: deployed(counting)}}}, c.jms[1].take())
 	})
 }
+
+// A task's registry costs one allocation until the task adds an accumulator (most add none):
+// empty, it reads as empty, and the first Add or Accumulator makes its map.
+func TestAccumulatorRegistryMakesItsMapOnTheFirstAdd(t *testing.T) {
+	var kept *AccumulatorRegistry
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { kept = NewAccumulatorRegistry() }))
+	assert.Nil(t, kept.Snapshot())
+	r := NewAccumulatorRegistry()
+	assert.Nil(t, r.Snapshot())
+	assert.Nil(t, r.Get("n"))
+	c, err := Accumulator(r, "n", func() *jobgraph.IntCounter { return &jobgraph.IntCounter{} })
+	require.NoError(t, err)
+	assert.Same(t, c, r.Get("n"))
+	r2 := NewAccumulatorRegistry()
+	require.NoError(t, r2.Add("m", &jobgraph.IntCounter{}))
+	assert.NotNil(t, r2.Get("m"))
+	assert.ErrorIs(t, r2.Add("m", &jobgraph.IntCounter{}), ErrAccumulatorExists)
+}
