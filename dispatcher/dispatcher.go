@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jobgraph/jobgraph"
@@ -342,9 +343,10 @@ type job struct {
 	// recorded and cleaned up (the runner is closed by then); set on the loop.
 	ended *archivedJob
 	// recorded: the job's dirty JobResult is in the JobResultStore (its global cleanup runs);
-	// set on the loop. A resubmission is then a globally terminated duplicate, as Flink's
-	// Dispatcher finds the entry with JobResultStore.hasJobResultEntry.
-	recorded bool
+	// set by the watch once the write returned, read on the loop (no trip to the loop to set it).
+	// A resubmission is then a globally terminated duplicate, as Flink's Dispatcher finds the
+	// entry with JobResultStore.hasJobResultEntry.
+	recorded atomic.Bool
 	// after is the archived channel of the previous job of this JobID, still terminating when
 	// this submission reserved the ID (see StandaloneDispatcher, "Terminating jobs"); nil if none.
 	after <-chan struct{}
@@ -588,7 +590,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 		}
 		d.expire(time.Now())
 		if j, running := d.jobs[id]; running {
-			return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: j.recorded}
+			return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: j.recorded.Load()}
 		}
 		if a, done := d.archive[id]; done && a.result.Status.IsGloballyTerminal() {
 			return &DuplicateJobSubmissionError{JobID: id, GloballyTerminated: true}
@@ -801,7 +803,7 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 		}
 	}
 	if recorded {
-		d.loop.Execute(func() { entry.recorded = true })
+		entry.recorded.Store(true)
 	}
 	if globally && !recorded {
 		d.log.Info("the job result was not written to the JobResultStore; the job stays archived until the Dispatcher closes and nothing of it is cleaned", "job", id, "status", result.Status)

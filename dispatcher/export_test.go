@@ -6,3 +6,11 @@ func PanicOnLoop(d *StandaloneDispatcher, v any) { d.loop.Execute(func() { panic
 
 // PanicOnRunnerLoop makes r's main loop run a closure that panics with v.
 func PanicOnRunnerLoop(r *Runner, v any) { r.loop.Execute(func() { panic(v) }) }
+
+// HoldRunnerLoop makes r's main loop wait, inside a closure, until release is called.
+func HoldRunnerLoop(r *Runner) (release func()) {
+	held, gate := make(chan struct{}), make(chan struct{})
+	r.loop.Execute(func() { close(held); <-gate })
+	<-held
+	return func() { close(gate) }
+}

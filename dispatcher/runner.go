@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jobgraph/jobgraph"
@@ -95,6 +96,14 @@ type Runner struct {
 	log      *slog.Logger
 	loop     *mainloop.Loop
 
+	// leading is the current session's Dispatcher while the Runner is not closed and that
+	// session has one, else nil: stored by notify on the loop with every change of those, and
+	// cleared when the loop dies. While no election event is pending (pending, see event),
+	// leader answers from it without a trip to the loop; a session that ends right after is met
+	// as one that ends right after the loop answered.
+	leading atomic.Pointer[StandaloneDispatcher]
+	pending atomic.Int32
+
 	// Owned by loop.
 	current *session       // the session now granted; nil when not leading
 	changed chan struct{}  // closed (and replaced) when current changes or gets its Dispatcher
@@ -159,6 +168,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		changed:  make(chan struct{}),
 	}
 	r.loop.SetPanicHandler(func(err *jobgraph.PanicError) {
+		r.leading.Store(nil) // the calls meet the dead loop's error, as before it died they met its answers
 		r.log.Error("the Dispatcher runner's main loop panicked", "panic", err.Value, "stack", string(err.Stack))
 		r.reportFatal(fmt.Errorf("dispatcher: %w", err))
 	})
@@ -180,12 +190,12 @@ func (r *Runner) Start() error {
 
 // GrantLeadership implements ha.LeaderContender.
 func (r *Runner) GrantLeadership(id ha.SessionID) {
-	r.loop.Execute(func() { r.onGrant(id) })
+	r.event(func() { r.onGrant(id) })
 }
 
 // RevokeLeadership implements ha.LeaderContender.
 func (r *Runner) RevokeLeadership() {
-	r.loop.Execute(func() {
+	r.event(func() {
 		if s := r.current; s != nil {
 			r.log.Info("Dispatcher leadership revoked: closing the session's Dispatcher", "session", s.id)
 		}
@@ -196,13 +206,26 @@ func (r *Runner) RevokeLeadership() {
 // HandleError implements ha.LeaderContender: the error goes to FatalErrorHandler and the current
 // session ends as on a revocation, since the Runner can no longer know that it leads.
 func (r *Runner) HandleError(err error) {
-	r.loop.Execute(func() {
+	r.event(func() {
 		if r.closed {
 			return
 		}
 		r.endSession()
 		r.reportFatal(fmt.Errorf("dispatcher: the Dispatcher leader election failed: %w", err))
 	})
+}
+
+// event posts an election event to the loop, counted in pending until it has run: while one is
+// pending leader asks the loop, so a call made after the event was delivered sees its effect, as
+// a call queued behind it on the loop does.
+func (r *Runner) event(fn func()) {
+	r.pending.Add(1)
+	if !r.loop.Execute(func() {
+		defer r.pending.Add(-1)
+		fn()
+	}) {
+		r.pending.Add(-1)
+	}
 }
 
 // reportFatal records err and hands it to FatalErrorHandler, off the loop. On the loop, or on a
@@ -232,6 +255,11 @@ func (r *Runner) FatalError() error {
 func (r *Runner) notify() {
 	close(r.changed)
 	r.changed = make(chan struct{})
+	var d *StandaloneDispatcher
+	if !r.closed && r.current != nil {
+		d = r.current.dispatcher
+	}
+	r.leading.Store(d)
 }
 
 // sequence runs op off the loop once every operation sequenced before it has finished. On the
@@ -383,6 +411,11 @@ func (r *Runner) leader(ctx context.Context, await bool) (*StandaloneDispatcher,
 	type snap struct {
 		d       *StandaloneDispatcher
 		changed chan struct{}
+	}
+	if r.pending.Load() == 0 { // before leading: an event delivered before this call is seen
+		if d := r.leading.Load(); d != nil {
+			return d, nil
+		}
 	}
 	for {
 		s, err := mainloop.Submit(ctx, r.loop, func() (snap, error) {

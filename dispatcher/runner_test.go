@@ -560,3 +560,38 @@ func TestRunnerCallDuringCloseReachesTheClosingDispatcher(t *testing.T) {
 		require.NoError(t, services.Close())
 	})
 }
+
+// A call to a leading Runner reaches its session's Dispatcher without waiting for the Runner's
+// loop (held here); a call made once a revocation was delivered, still unprocessed behind the
+// held loop, waits for it and answers ErrNotLeader, as a call queued behind it on the loop would.
+func TestRunnerCallsSkipTheLoopUntilAnElectionEventIsPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		services := embedded.New()
+		f := newRunnerFixture(t, services, services)
+		require.NoError(t, f.r.Start())
+		synctest.Wait()
+		j := streaming("J")
+		require.NoError(t, f.r.SubmitJob(ctx, j))
+
+		want, err := f.r.RequestJobStatus(ctx, j.JobID)
+		require.NoError(t, err)
+		release := dispatcher.HoldRunnerLoop(f.r)
+		st, err := f.r.RequestJobStatus(ctx, j.JobID)
+		require.NoError(t, err, "answered while the Runner's loop is held")
+		assert.Equal(t, want, st)
+
+		f.r.RevokeLeadership() // delivered, not yet processed
+		answered := make(chan error, 1)
+		go func() {
+			_, err := f.r.RequestJobStatus(ctx, j.JobID)
+			answered <- err
+		}()
+		synctest.Wait()
+		assert.Empty(t, answered, "the call waits for the pending revocation")
+		release()
+		require.ErrorIs(t, <-answered, dispatcher.ErrNotLeader)
+		require.NoError(t, f.r.Close())
+		require.NoError(t, services.Close())
+	})
+}

@@ -388,14 +388,14 @@ func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.Arch
 // (the Dispatcher calls it from its own goroutines).
 func (r *LeadershipRunner) Close() {
 	var p *ServiceProcess
-	closing := false
+	closing, finished := false, false
 	// Finally: after a panic ended the loop, the JobMaster is still closed and the result still
 	// completed, so whoever waits on Done (the Dispatcher) is released.
 	r.loop.Finally(func() {
 		if r.closed {
 			return
 		}
-		r.closed, closing = true, true
+		r.closed, closing, finished = true, true, r.finished
 		p = r.process
 		r.process, r.service = nil, nil
 	})
@@ -406,17 +406,22 @@ func (r *LeadershipRunner) Close() {
 		if p != nil {
 			archived = p.Close()
 		}
-		r.loop.Finally(func() {
-			if !r.finished {
-				if archived != nil && archived.Status.IsTerminal() {
-					r.complete(Result{Archived: archived})
-				} else {
-					r.complete(r.sparseResult(jobgraph.JobStatusSuspended, nil))
+		if !finished { // a runner with its result keeps it: no second trip to the loop
+			r.loop.Finally(func() {
+				if !r.finished {
+					if archived != nil && archived.Status.IsTerminal() {
+						r.complete(Result{Archived: archived})
+					} else {
+						r.complete(r.sparseResult(jobgraph.JobStatusSuspended, nil))
+					}
 				}
-			}
-		})
+			})
+		}
 	}
-	_ = r.election.Close()
+	// The loop closes before the runner leaves the election: the revocation that leaving may
+	// deliver would find nothing to stop (closed is set, the process detached), so it is not
+	// posted at all.
 	r.loop.Close()
+	_ = r.election.Close()
 	r.background.Wait()
 }
