@@ -265,7 +265,8 @@ func (t *task) setup() (*environment, error) {
 		t.metrics = te.metrics.TaskGroup(metrics.Scope{JobID: tdd.JobID, JobName: tdd.JobName,
 			TaskID: tdd.ExecutionAttemptID.ExecutionVertexID.JobVertexID, TaskName: tdd.VertexName,
 			SubtaskIndex: tdd.SubtaskIndex, AttemptNumber: tdd.AttemptNumber})
-		env.recordsIn, env.recordsOut = t.metrics.Counter("numRecordsIn"), t.metrics.Counter("numRecordsOut")
+		t.metrics.RegisterCounter("numRecordsIn", env.recordsIn) // newEnvironment's counters
+		t.metrics.RegisterCounter("numRecordsOut", env.recordsOut)
 		t.metrics.Meter("numRecordsInPerSecond", env.recordsIn)
 		t.metrics.Meter("numRecordsOutPerSecond", env.recordsOut)
 		env.backPressure = t.metrics.TimerGauge("backPressuredTimeMsPerSecond")
