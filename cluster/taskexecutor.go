@@ -112,8 +112,10 @@ func (r *TaskExecutorRunner) TaskExecutor() *taskexecutor.TaskExecutor { return 
 
 // Close stops the TaskExecutor (taskexecutor.TaskExecutor.Close: its tasks are canceled without
 // reporting, its leader retrieval stopped, it leaves the rpc.Service) and waits for every
-// goroutine it started. The JobManager notices it when its heartbeats stop (heartbeat.timeout),
-// as for a process that ended. Closing twice returns the first Close's error. Flink:
+// goroutine it started. The JobManager notices it when its heartbeats stop (heartbeat.timeout);
+// a closed TaskExecutor answers that it is closed, which is not unreachable, so
+// heartbeat.rpc-failure-threshold does not shorten that (it does for a process that ended, or a
+// killed TaskExecutor). Closing twice returns the first Close's error. Flink:
 // TaskManagerRunner.closeAsync.
 func (r *TaskExecutorRunner) Close() error {
 	r.closeOnce.Do(func() {

@@ -538,8 +538,10 @@ func (mc *MiniCluster) take(id jobgraph.ResourceID) (*taskexecutor.TaskExecutor,
 }
 
 // KillTaskExecutor makes TaskExecutor id die as a crashed process does: no goodbye to the
-// ResourceManager or the JobMasters, which notice it only when its heartbeats stop
-// (heartbeat.timeout); its tasks are canceled without reporting and its partitions are lost.
+// ResourceManager or the JobMasters, which notice it only by their heartbeat requests, which
+// fail as unreachable: at heartbeat.rpc-failure-threshold of them (2, within two
+// heartbeat.interval), or at heartbeat.timeout with the threshold -1; its tasks are canceled
+// without reporting and its partitions are lost.
 // It returns once every goroutine of the TaskExecutor has ended (a task that ignores its
 // context holds it up). Errors: ErrTaskExecutorNotFound, ErrNotStarted, ErrClosed.
 // Flink: MiniCluster.terminateTaskManager of a process that is then killed; here nothing is left.
@@ -571,7 +573,7 @@ func init() {
 // RemoveTaskExecutor shuts TaskExecutor id down and says goodbye: once its tasks and goroutines
 // have ended, the ResourceManager forgets it and its slots, and every JobMaster of the cluster is
 // told at once (its tasks there fail with ErrTaskExecutorRemoved, and restart as the job's restart
-// strategy says), rather than after heartbeat.timeout as for KillTaskExecutor. Errors:
+// strategy says), rather than by the heartbeats as for KillTaskExecutor. Errors:
 // ErrTaskExecutorNotFound, ErrNotStarted, ErrClosed, or ctx's. Flink: MiniCluster.terminateTaskManager
 // (there the TaskExecutor disconnects itself in onStop; here the cluster does it for it).
 func (mc *MiniCluster) RemoveTaskExecutor(ctx context.Context, id jobgraph.ResourceID) error {

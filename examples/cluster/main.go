@@ -15,7 +15,8 @@
 // JobManager's stdout, starts the TaskExecutors, submits the job to the Dispatcher over gRPC
 // and prints the totals and top words from the job's accumulators as examples/wordcount does.
 // -kill-taskexecutor-after D SIGKILLs the first TaskExecutor process D after the submission:
-// its heartbeats stop, the JobManager drops it after heartbeat.timeout (-heartbeat-timeout, 1 s), its
+// its heartbeat requests fail, the JobManager drops it at the second one (heartbeat.rpc-failure-threshold;
+// heartbeat.interval is a fifth of -heartbeat-timeout, 1 s), its
 // partitions are lost and the job fails over onto the others (fixed-delay restarts), so the
 // counts stay exact; the launcher prints the instant of the kill. -archive-dir DIR makes the
 // JobManager write each globally terminated job's ArchivedExecutionGraph (every subtask's final

@@ -60,9 +60,10 @@ func buildJob(files []wc.InputFile, parallelism int, out string, top int, heartb
 			ds.RecordCodec = chunkCodecName
 		}
 	}
-	// A restart sooner than heartbeat.timeout after a TaskExecutor died would deploy onto its
-	// slots again, which the JobMaster still holds until it notices: each such restart fails
-	// at once and spends an attempt.
+	// A restart before the JobMaster noticed a dead TaskExecutor would deploy onto its slots
+	// again, which it still holds: each such restart fails at once and spends an attempt. A
+	// killed process is noticed within two heartbeat.interval (heartbeat.rpc-failure-threshold),
+	// one that hangs without dying only at heartbeat.timeout: the delay covers both.
 	g.RestartStrategy = jobgraph.FixedDelayRestart(5, heartbeatTimeout)
 	return g, nil
 }

@@ -39,7 +39,8 @@
 // the caller's). An endpoint's error crosses as a gRPC status whose detail holds its
 // jobgraph.ErrorInfo (text and the codes of the registered sentinels it matches — the library's
 // one mapping, jobgraph.RegisterErrorCode) and the typed errors of its chain this package knows
-// (*rpc.FencingError, *rpc.HeartbeatTimeoutError, *jobgraph.ValidationError,
+// (*rpc.FencingError, *rpc.HeartbeatTimeoutError, *rpc.HeartbeatTargetUnreachableError,
+// *jobgraph.ValidationError,
 // *jobgraph.AccumulatorTypeError, *checkpoint.CheckpointError, *slotpool.NoResourceAvailableError,
 // *jobmaster.MissingDeploymentError, *taskexecutor.UnknownInvokableError,
 // *taskexecutor.TaskCancellationTimeoutError, *taskexecutor.PartitionError,
@@ -49,7 +50,10 @@
 // and sentinels); a host adds its own types with RegisterErrorType. A call whose ctx ends returns an error matching ctx's error
 // (context.Canceled, context.DeadlineExceeded). A call after this Service's Close matches
 // rpc.ErrServiceClosed; a message over a size limit matches ErrMessageTooLarge; a peer that
-// cannot be reached gives the transport's error.
+// cannot be reached (codes.Unavailable without an answer: nothing listens, the connection broke)
+// gives the transport's error as an rpc.UnreachableError, and an endpoint's error that was one
+// (a killed TaskExecutor's) is one on the caller's side too, so heartbeat senders count both
+// toward heartbeat.rpc-failure-threshold; a timeout never is.
 //
 // # Security
 //

@@ -36,10 +36,20 @@ func init() {
 //     fields as JSON, so errors.As finds *rpc.FencingError, *jobgraph.ValidationError, … there;
 //   - whether it matched context.Canceled or context.DeadlineExceeded (not registered codes),
 //     and whether it is a timeout (an error with a Timeout() bool method answering true, as
-//     an expired savepoint's is).
+//     an expired savepoint's is);
+//   - whether it is the error of a recipient that could not be reached (rpc.IsUnreachable: a
+//     killed TaskExecutor's), as the typed error "rpc.UnreachableError", so the caller's
+//     rpc.IsUnreachable answers the same.
+//
+// A call that gets no answer because the peer cannot be reached — gRPC's codes.Unavailable
+// without an ErrorDetail: nothing listens at the address, the connection broke, the peer is
+// shutting down — fails with an error that is an rpc.UnreachableError, so heartbeat senders count
+// it toward heartbeat.rpc-failure-threshold. A call that ran out of time is a timeout, never
+// unreachable.
 //
 // The status code is only a summary for other gRPC tooling (FailedPrecondition for a fencing
-// mismatch, NotFound for an unknown address, Unavailable for a closed endpoint, Canceled and
+// mismatch, NotFound for an unknown address, Unavailable for a closed endpoint or one whose
+// recipient is gone (rpc.IsUnreachable), Canceled and
 // DeadlineExceeded, InvalidArgument for an invalid job graph, Unknown otherwise); the caller
 // rebuilds the error from the detail alone.
 
@@ -95,8 +105,8 @@ type partitionErrorJSON struct {
 // for the same type, which they do by running the same registering code (a package's init, as
 // for jobgraph.RegisterErrorCode). T's fields must survive encoding/json (no error or interface
 // fields: an error field would arrive nil). The library's own types are registered already:
-// *rpc.FencingError, *rpc.HeartbeatTimeoutError, *jobgraph.ValidationError,
-// *jobgraph.AccumulatorTypeError, *slotpool.NoResourceAvailableError,
+// *rpc.FencingError, *rpc.HeartbeatTimeoutError, *rpc.HeartbeatTargetUnreachableError,
+// *jobgraph.ValidationError, *jobgraph.AccumulatorTypeError, *slotpool.NoResourceAvailableError,
 // *jobmaster.MissingDeploymentError, *taskexecutor.UnknownInvokableError,
 // *taskexecutor.TaskCancellationTimeoutError, *dispatcher.DuplicateJobSubmissionError, and
 // (their error fields crossing as text and sentinels) *checkpoint.CheckpointError and
@@ -135,6 +145,15 @@ func registeredErrorTypes() []typedError {
 var typedErrors = []typedError{
 	plain[rpc.FencingError]("rpc.FencingError"),
 	plain[rpc.HeartbeatTimeoutError]("rpc.HeartbeatTimeoutError"),
+	plain[rpc.HeartbeatTargetUnreachableError]("rpc.HeartbeatTargetUnreachableError"),
+	{
+		// Not a type but a behaviour: the caller's error is unreachable when the endpoint's was.
+		kind: "rpc.UnreachableError",
+		find: func(err error) (any, bool) { return struct{}{}, rpc.IsUnreachable(err) },
+		make: func([]byte) (error, error) {
+			return &unreachableError{errors.New("grpctransport: the endpoint's recipient is unreachable")}, nil
+		},
+	},
 	plain[jobgraph.ValidationError]("jobgraph.ValidationError"),
 	plain[jobgraph.AccumulatorTypeError]("jobgraph.AccumulatorTypeError"),
 	plain[slotpool.NoResourceAvailableError]("slotpool.NoResourceAvailableError"),
@@ -203,6 +222,14 @@ func errorDetail(err error) *pb.ErrorDetail {
 	return d
 }
 
+// unreachableError is the error of a call whose recipient could not be reached: an
+// rpc.UnreachableError wrapping what the transport said.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string   { return e.err.Error() }
+func (e *unreachableError) Unwrap() error   { return e.err }
+func (*unreachableError) Unreachable() bool { return true }
+
 // timeoutError stands for an error whose Timeout() answered true where it was made.
 type timeoutError struct{ msg string }
 
@@ -221,7 +248,7 @@ func toStatus(err error) error {
 		code = codes.FailedPrecondition
 	case errors.Is(err, rpc.ErrUnknownAddress):
 		code = codes.NotFound
-	case errors.Is(err, rpc.ErrClosed):
+	case errors.Is(err, rpc.ErrClosed), rpc.IsUnreachable(err):
 		code = codes.Unavailable
 	case errors.Is(err, jobgraph.ErrInvalidJobGraph):
 		code = codes.InvalidArgument
@@ -287,8 +314,9 @@ func detailOf(st *status.Status) *pb.ErrorDetail {
 // callError turns the error of a call to method at address into what the gateway method
 // returns: the endpoint's error, rebuilt, when the endpoint answered with one; else ctx's error
 // when ctx ended; rpc.ErrServiceClosed when this Service was closed; ErrMessageTooLarge for a
-// message over a size limit; otherwise the transport's error (the peer cannot be reached, the
-// TLS handshake failed, …), wrapped with the method and address.
+// message over a size limit; an rpc.UnreachableError for codes.Unavailable without an answer
+// (nothing listens at the address, the connection broke or its TLS handshake failed: the peer
+// cannot be reached); otherwise the transport's error, wrapped with the method and address.
 func (s *Service) callError(ctx context.Context, method, address string, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -310,6 +338,8 @@ func (s *Service) callError(ctx context.Context, method, address string, err err
 		return fmt.Errorf("grpctransport: %s at %q: %w: %s", method, address, context.Canceled, st.Message())
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("grpctransport: %s at %q: %w: %s", method, address, context.DeadlineExceeded, st.Message())
+	case codes.Unavailable:
+		return &unreachableError{fmt.Errorf("grpctransport: %s at %q: %w", method, address, err)}
 	}
 	return fmt.Errorf("grpctransport: %s at %q: %w", method, address, err)
 }
