@@ -43,3 +43,11 @@ func PanicOnOutbox(jm JobMaster, v any) {
 	d := jm.(*DefaultJobMaster)
 	d.outbox.Execute(func() { panic(v) })
 }
+
+// HoldRunnerLoop makes r's main loop wait, inside a closure, until release is called.
+func HoldRunnerLoop(r *LeadershipRunner) (release func()) {
+	held, gate := make(chan struct{}), make(chan struct{})
+	r.loop.Execute(func() { close(held); <-gate })
+	<-held
+	return func() { close(gate) }
+}

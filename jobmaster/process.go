@@ -32,6 +32,11 @@ type ServiceProcess struct {
 
 	mu  sync.Mutex
 	svc JobMaster
+	// created: the runner was told of svc (processCreated): its calls go to svc from then on.
+	created bool
+	// cancelPending: the job was canceled before created; processCreated cancels svc. Set by
+	// the runner at the grant (a cancel before the session) and by createdOrCancel.
+	cancelPending bool
 }
 
 // newServiceProcess returns the process of one leader session; its runner's session operation
@@ -95,6 +100,36 @@ func (p *ServiceProcess) setService(svc JobMaster) {
 	p.mu.Lock()
 	p.svc = svc
 	p.mu.Unlock()
+}
+
+// markCreated marks the JobMaster created and reports whether a cancel came before.
+func (p *ServiceProcess) markCreated() (cancel bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.created = true
+	return p.cancelPending
+}
+
+// createdJobMaster returns the JobMaster once markCreated ran, or nil.
+func (p *ServiceProcess) createdJobMaster() JobMaster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.created {
+		return nil
+	}
+	return p.svc
+}
+
+// createdOrCancel returns the JobMaster once markCreated ran; before, it records the cancel for
+// markCreated to hand over and returns nil.
+func (p *ServiceProcess) createdOrCancel() JobMaster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.created {
+		p.cancelPending = true
+		return nil
+	}
+	return p.svc
 }
 
 // JobMaster returns the JobMaster once created, or nil.

@@ -45,12 +45,12 @@ type LeadershipRunner struct {
 	// process is the current session's, from its grant until its revocation (or Close): results
 	// of any other are dropped.
 	process *ServiceProcess
-	service JobMaster      // the current process's JobMaster once created
 	ops     mainloop.Chain // the leadership operations, one after another
 	leading bool           // granted and not revoked since: a grant then replaces the session
 	// cancelRequested: Cancel came while the current leader session had no JobMaster (or before
-	// any grant); the JobMaster is canceled as soon as it exists. Losing leadership clears it.
-	// Flink: hasCurrentLeaderBeenCancelled.
+	// any grant); the JobMaster is canceled as soon as it exists (the process carries the
+	// request: ServiceProcess.createdOrCancel). Losing leadership clears it. Flink:
+	// hasCurrentLeaderBeenCancelled.
 	cancelRequested bool
 	finished        bool
 	closed          bool
@@ -153,6 +153,7 @@ func (r *LeadershipRunner) onGrant(session ha.SessionID) {
 	}
 	r.leading = true
 	p := newServiceProcess(r.factory, jobgraph.JobMasterID(session), r)
+	p.cancelPending = r.cancelRequested // a cancel before this session's JobMaster exists
 	r.process = p
 	r.sequence(func() { r.runSession(p) })
 }
@@ -232,13 +233,13 @@ func (r *LeadershipRunner) stopProcess() {
 	if p == nil {
 		return
 	}
-	r.process, r.service = nil, nil
+	r.process = nil
 	p.cancel()
 	r.sequence(func() { p.Close() })
 }
 
 // currentJobMaster is the current process's JobMaster once its factory returned it, before
-// processCreated has told the loop (r.service): the JobMaster starts scheduling as it is created,
+// processCreated has marked it created (createdJobMaster): the JobMaster starts scheduling as it is created,
 // so its tasks may already run while that notice is on its way, and status and job queries must
 // not answer INITIALIZING then. nil without a process or before the JobMaster exists. On the loop.
 func (r *LeadershipRunner) currentJobMaster() JobMaster {
@@ -248,24 +249,30 @@ func (r *LeadershipRunner) currentJobMaster() JobMaster {
 	return r.process.JobMaster()
 }
 
-// processCreated is called by the process's goroutine, the session operation (runSession),
-// once its JobMaster exists and schedules: the loop learns of the JobMaster, and leadership is
-// confirmed with its address right here, next in the session operation, unless the session
-// ended meanwhile (the election ignores a confirmation for a session that is no longer current
-// anyway).
-func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc JobMaster) {
-	r.loop.Execute(func() {
-		if p != r.process || r.finished {
-			return
-		}
-		r.service = svc
-		if r.cancelRequested {
-			r.background.Go(func() { _ = svc.Cancel(context.Background()) })
-		}
-	})
-	if r.sessionCurrent(p) {
-		r.election.ConfirmLeadership(ha.SessionID(p.Token()), svc.Address())
+// createdJobMaster is the current process's JobMaster once processCreated marked it created:
+// from then on the runner's calls go to it. nil before, or without a process. On the loop.
+func (r *LeadershipRunner) createdJobMaster() JobMaster {
+	if r.process == nil {
+		return nil
 	}
+	return r.process.createdJobMaster()
+}
+
+// processCreated is called by the process's goroutine, the session operation (runSession),
+// once its JobMaster exists and schedules, without a trip to the loop: the process marks it
+// created (the runner's calls go to it from then on), a cancel that came before is handed to it,
+// and leadership is confirmed with its address right here, next in the session operation —
+// unless the session ended meanwhile (the election ignores a confirmation for a session that is
+// no longer current anyway).
+func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc JobMaster) {
+	cancel := p.markCreated()
+	if !r.sessionCurrent(p) {
+		return
+	}
+	if cancel {
+		r.background.Go(func() { _ = svc.Cancel(context.Background()) })
+	}
+	r.election.ConfirmLeadership(ha.SessionID(p.Token()), svc.Address())
 }
 
 // processDone is called by the process's goroutine.
@@ -305,11 +312,13 @@ func (r *LeadershipRunner) sparseResult(status jobgraph.JobStatus, err error) Re
 // is lost first, while ours never waits for leadership.
 func (r *LeadershipRunner) Cancel(ctx context.Context) error {
 	svc, err := mainloop.Submit(ctx, r.loop, func() (JobMaster, error) {
-		switch {
-		case r.finished:
+		if r.finished {
 			return nil, nil
-		case r.service != nil:
-			return r.service, nil
+		}
+		if p := r.process; p != nil {
+			if svc := p.createdOrCancel(); svc != nil {
+				return svc, nil
+			}
 		}
 		r.cancelRequested = true
 		return nil, nil
@@ -331,8 +340,8 @@ func (r *LeadershipRunner) RequestJobStatus(ctx context.Context) (jobgraph.JobSt
 		switch {
 		case r.finished:
 			return snap{status: r.result.Archived.Status}, nil
-		case r.service != nil:
-			return snap{svc: r.service}, nil
+		case r.createdJobMaster() != nil:
+			return snap{svc: r.createdJobMaster()}, nil
 		case r.cancelRequested:
 			return snap{status: jobgraph.JobStatusCancelling}, nil
 		}
@@ -361,8 +370,8 @@ func (r *LeadershipRunner) RequestJob(ctx context.Context) (*executiongraph.Arch
 		switch {
 		case r.finished:
 			return snap{a: r.result.Archived}, nil
-		case r.service != nil:
-			return snap{svc: r.service}, nil
+		case r.createdJobMaster() != nil:
+			return snap{svc: r.createdJobMaster()}, nil
 		}
 		status := jobgraph.JobStatusCancelling
 		if !r.cancelRequested {
@@ -397,7 +406,7 @@ func (r *LeadershipRunner) Close() {
 		}
 		r.closed, closing, finished = true, true, r.finished
 		p = r.process
-		r.process, r.service = nil, nil
+		r.process = nil
 	})
 	r.cancel()
 	if closing {

@@ -566,3 +566,27 @@ func TestRunnerGoroutinesComeFromWithGoroutines(t *testing.T) {
 		pool.Close()
 	})
 }
+
+// Once granted, the session operation creates the JobMaster and confirms leadership without a
+// trip to the runner's loop (held here), and the runner's calls go to the JobMaster afterwards;
+// a cancel made before the JobMaster existed still reaches it once, through the process.
+func TestSessionCreatesAndConfirmsWithoutTheRunnersLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, newFakeFactory())
+		release := f.factory.hold(1)
+		require.NoError(t, f.runner.Start())
+		synctest.Wait()
+		require.NoError(t, f.runner.Cancel(context.Background()), "before the JobMaster exists")
+		unhold := jobmaster.HoldRunnerLoop(f.runner)
+		release()
+		jm := <-f.factory.created
+		synctest.Wait()
+		assert.Equal(t, []leader{{"jobmaster/1", ha.SessionID(jm.token)}}, f.leaders.take(), "confirmed while the runner's loop is held")
+		assert.Equal(t, 1, jm.state().cancels, "the pending cancel reached the JobMaster")
+		unhold()
+		<-f.runner.Done()
+		assert.Equal(t, jobgraph.JobStatusCanceled, f.runner.Result().Archived.Status)
+		require.NoError(t, f.runner.Cancel(context.Background()))
+		assert.Equal(t, 1, jm.state().cancels, "a job already done is left alone")
+	})
+}

@@ -135,8 +135,8 @@ func (r *LeadershipRunner) savepointGateway(ctx context.Context, what string) (S
 			return nil, fmt.Errorf("jobmaster: job %s: %s: %w (it ended %s)", r.JobID(), what, ErrJobNotRunning, r.result.Archived.Status)
 		case r.cancelRequested:
 			return nil, fmt.Errorf("jobmaster: job %s: %s: %w (it is %s)", r.JobID(), what, ErrJobNotRunning, jobgraph.JobStatusCancelling)
-		case r.service != nil:
-			return r.service, nil
+		case r.createdJobMaster() != nil:
+			return r.createdJobMaster(), nil
 		}
 		if jm := r.currentJobMaster(); jm != nil {
 			return jm, nil
