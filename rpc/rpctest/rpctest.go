@@ -1,6 +1,9 @@
 // Package rpctest is the conformance suite every rpc.Service implementation must pass: connecting
 // to a registered endpoint and calling it with plain-data messages, fencing-token mismatches that
-// still match rpc.ErrFencingTokenMismatch on the caller's side, unknown and taken addresses, an
+// still match rpc.ErrFencingTokenMismatch on the caller's side, an endpoint's error that says its
+// recipient is unreachable (rpc.IsUnreachable, which heartbeats count toward
+// heartbeat.rpc-failure-threshold) staying so on the caller's side while a timeout or a plain
+// error does not become one, unknown and taken addresses, an
 // endpoint unregistered while a call to it is in flight, operator events in both directions
 // (their bytes, attempt and token intact, a stale token refused), concurrent calls, and a closed
 // Service.
@@ -60,6 +63,7 @@ var cases = []struct {
 	{"Connect/AnotherGatewayTypeIsRefused", connectWrongType},
 	{"Fencing/StaleTokenMatchesErrFencingTokenMismatch", fencingMismatch},
 	{"Failure/SentinelsSurviveTheTrip", failureSentinels},
+	{"Failure/UnreachableStaysUnreachable", failureUnreachable},
 	{"Address/UnknownTakenAndUnregistered", addresses},
 	{"Address/UnregisteredMidCall", unregisteredMidCall},
 	{"OperatorEvents/CrossIntactAndStaleTokensAreRefused", operatorEvents},
@@ -97,6 +101,14 @@ type Probe struct {
 	states []rpc.TaskExecutionState
 	fails  []*jobgraph.ErrorInfo
 	events []OperatorEvent
+	hbErr  error
+}
+
+// SetHeartbeatError makes HeartbeatFromResourceManager answer err (nil: succeed).
+func (p *Probe) SetHeartbeatError(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hbErr = err
 }
 
 // States returns the TaskExecutionStates received, in arrival order.
@@ -168,7 +180,11 @@ func (p *Probe) HeartbeatFromTaskExecutor(context.Context, jobgraph.ResourceID, 
 	return nil
 }
 
-func (p *Probe) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error { return nil }
+func (p *Probe) HeartbeatFromResourceManager(context.Context, jobgraph.ResourceID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hbErr
+}
 
 func (p *Probe) AcknowledgeCheckpoint(_ context.Context, token jobgraph.JobMasterID, _ jobgraph.JobID, _ checkpoint.AcknowledgeCheckpoint) error {
 	return p.fence(token)
@@ -317,6 +333,38 @@ func failureSentinels(t *testing.T, s rpc.Service) {
 	err = gw.DisconnectTaskExecutor(c, p.Token, "te-1", rpc.Failure(fmt.Errorf("gone: %w", rpc.ErrUnknownAddress)))
 	require.ErrorIs(t, err, rpc.ErrUnknownAddress)
 	assert.EqualError(t, err, "gone: rpc: no endpoint at address")
+}
+
+// gone is an endpoint's error for a recipient that is gone (rpc.UnreachableError), as a killed
+// TaskExecutor answers.
+type gone struct{}
+
+func (gone) Error() string     { return "the recipient is gone" }
+func (gone) Unreachable() bool { return true }
+
+func failureUnreachable(t *testing.T, s rpc.Service) {
+	c := ctx(t)
+	p := register(t, s, "jobmaster-a")
+	gw, err := rpc.Connect[rpc.JobMasterGateway](c, s, "jobmaster-a")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		err         error
+		unreachable bool
+	}{
+		{fmt.Errorf("TaskExecutor te-1: %w", gone{}), true},
+		{fmt.Errorf("its own wait: %w", context.DeadlineExceeded), false},
+		{errors.New("refused"), false},
+		{nil, false},
+	} {
+		p.SetHeartbeatError(tc.err)
+		err := gw.HeartbeatFromResourceManager(c, "rm-1")
+		assert.Equal(t, tc.unreachable, rpc.IsUnreachable(err), "%v", tc.err)
+		if tc.err != nil {
+			assert.EqualError(t, err, tc.err.Error())
+		} else {
+			assert.NoError(t, err)
+		}
+	}
 }
 
 func addresses(t *testing.T, s rpc.Service) {
