@@ -95,7 +95,9 @@ type Config struct {
 	// TaskExecutors (declarations, deployments, cancellations, freed slots, heartbeats) carry
 	// no deadline, since the endpoints there answer from main loops that never wait (a closed
 	// one at once, with its ErrClosed), so a timer per call would bound nothing; a host's own
-	// endpoint registered on a LocalService must answer the same way. Checkpoint calls and
+	// endpoint registered on a LocalService must answer the same way; so do its registration
+	// attempts with a retrieved ResourceManager leader (ResourceManagerRetrieval), which carry
+	// cluster.registration.initial-timeout and its doublings elsewhere. Checkpoint calls and
 	// operator events, which wait for the task, keep the timeout on every Service.
 	RPCTimeout time.Duration
 	// HeartbeatInterval is how often the JobMaster asks each registered TaskExecutor for a
@@ -470,6 +472,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		jm.rmConn = registration.New(registration.Config[rpc.ResourceManagerGateway]{
 			Loop:       jm.loop,
 			Context:    jm.rmCtx,
+			Unbounded:  jm.inProcess, // no timer per attempt over the LocalService (Config.RPCTimeout)
 			Go:         jm.goAside,
 			Attempt:    jm.registrationAttempt,
 			Registered: jm.registeredWithResourceManager,
