@@ -70,12 +70,14 @@ func (f *hbJobMaster) take() []hbBeat {
 	return out
 }
 
-// hbResourceManager is the fake ResourceManager with heartbeats recorded.
+// hbResourceManager is the fake ResourceManager with heartbeats recorded; once unreachable is
+// set they fail as a transport's call to a peer it cannot reach.
 type hbResourceManager struct {
 	*fakeResourceManager
-	start time.Time
-	hmu   sync.Mutex
-	beats []hbBeat
+	start       time.Time
+	hmu         sync.Mutex
+	beats       []hbBeat
+	unreachable bool
 }
 
 func (f *hbResourceManager) HeartbeatFromTaskExecutor(_ context.Context, rm jobgraph.ResourceManagerID, te jobgraph.ResourceID, report rpc.SlotReport) error {
@@ -84,6 +86,9 @@ func (f *hbResourceManager) HeartbeatFromTaskExecutor(_ context.Context, rm jobg
 	}
 	f.hmu.Lock()
 	defer f.hmu.Unlock()
+	if f.unreachable {
+		return unreachableErr{}
+	}
 	f.beats = append(f.beats, hbBeat{At: time.Since(f.start), From: te, Report: report})
 	return nil
 }
@@ -313,6 +318,38 @@ func TestTaskExecutorAnswersTheResourceManagerAndRegistersAgainWhenItFallsSilent
 			sleep(time.Second)
 		}
 		assert.Equal(t, 3, c.rm.numRegistrations())
+	})
+}
+
+// The ResourceManager asks every second; from 2 s on the TaskExecutor's answers cannot reach it
+// (heartbeat.rpc-failure-threshold on the receiving side): at the second failed answer, 3 s, the
+// TaskExecutor registers again, as at a timeout — which never comes here, since the requests
+// keep coming: only the failed answers tell.
+func TestUnreachableResourceManagerIsRegisteredWithAgainAtTheSecondFailedAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newHBCluster(t)
+		for range 3 {
+			sleep(time.Second)
+			if time.Since(c.start) == 2*time.Second {
+				c.rm.hmu.Lock()
+				c.rm.unreachable = true
+				c.rm.hmu.Unlock()
+			}
+			assert.Equal(t, 1, c.rm.numRegistrations(), "at %v", time.Since(c.start))
+			require.NoError(t, c.te.HeartbeatFromResourceManager(ctx, "rm"))
+			synctest.Wait()
+		}
+		assert.Equal(t, 2, c.rm.numRegistrations(), "registered again at 3 s")
+		// Its answers reach the ResourceManager again: no more registrations.
+		c.rm.hmu.Lock()
+		c.rm.unreachable = false
+		c.rm.hmu.Unlock()
+		for range 20 {
+			sleep(time.Second)
+			require.NoError(t, c.te.HeartbeatFromResourceManager(ctx, "rm"))
+		}
+		synctest.Wait()
+		assert.Equal(t, 2, c.rm.numRegistrations())
 	})
 }
 
