@@ -260,17 +260,19 @@ func (r *LeadershipRunner) createdJobMaster() JobMaster {
 
 // processCreated is called by the process's goroutine, the session operation (runSession),
 // once its JobMaster exists and schedules, without a trip to the loop: the process marks it
-// created (the runner's calls go to it from then on), a cancel that came before is handed to it,
-// and leadership is confirmed with its address right here, next in the session operation —
-// unless the session ended meanwhile (the election ignores a confirmation for a session that is
-// no longer current anyway).
+// created (the runner's calls go to it from then on), a cancel that came before is handed to it
+// at once, and leadership is confirmed with its address right here, next in the session
+// operation — unless the session ended meanwhile (the election ignores a confirmation for a
+// session that is no longer current anyway). The cancel runs on this goroutine, so a close of
+// the process, which waits for it, closes a JobMaster that was canceled already; and before the
+// confirmation, which may wait on the election's store.
 func (r *LeadershipRunner) processCreated(p *ServiceProcess, svc JobMaster) {
 	cancel := p.markCreated()
 	if !r.sessionCurrent(p) {
 		return
 	}
 	if cancel {
-		r.background.Go(func() { _ = svc.Cancel(context.Background()) })
+		_ = svc.Cancel(context.Background())
 	}
 	r.election.ConfirmLeadership(ha.SessionID(p.Token()), svc.Address())
 }
