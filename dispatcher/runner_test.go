@@ -573,6 +573,7 @@ func TestRunnerCallsSkipTheLoopUntilAnElectionEventIsPending(t *testing.T) {
 		synctest.Wait()
 		j := streaming("J")
 		require.NoError(t, f.r.SubmitJob(ctx, j))
+		synctest.Wait() // the job settles: its status cannot move between the two requests below
 
 		want, err := f.r.RequestJobStatus(ctx, j.JobID)
 		require.NoError(t, err)
