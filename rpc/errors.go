@@ -77,6 +77,13 @@ type HeartbeatTargetUnreachableError struct {
 }
 
 func (e *HeartbeatTargetUnreachableError) Error() string {
+	if e.Failures == 1 { // heartbeat.rpc-failure-threshold 1
+		msg := e.Target + " is no longer reachable: its heartbeat RPC failed"
+		if e.LastFailure != "" {
+			msg += " with: " + e.LastFailure
+		}
+		return msg
+	}
 	msg := fmt.Sprintf("%s is no longer reachable: %d consecutive heartbeat RPCs failed", e.Target, e.Failures)
 	if e.LastFailure != "" {
 		msg += ", the last with: " + e.LastFailure

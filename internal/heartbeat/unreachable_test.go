@@ -285,7 +285,7 @@ func TestUnreachableError(t *testing.T) {
 	u, ok := errors.AsType[*heartbeat.UnreachableError](wrapped)
 	require.True(t, ok)
 	assert.Equal(t, 2, u.Failures)
-	assert.EqualError(t, &heartbeat.UnreachableError{Target: "the JobMaster of job j", Failures: 1}, "the JobMaster of job j is no longer reachable: 1 consecutive heartbeat RPCs failed")
+	assert.EqualError(t, &heartbeat.UnreachableError{Target: "the JobMaster of job j", Failures: 1}, "the JobMaster of job j is no longer reachable: its heartbeat RPC failed")
 }
 
 func TestResolveRPCFailureThreshold(t *testing.T) {
