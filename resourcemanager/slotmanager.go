@@ -140,12 +140,20 @@ type slot struct {
 	// last declaration can hold the job back: a slot a stale report restored and a fresh one
 	// frees again is the view being corrected, not a declined offer.
 	round uint64
+	// changed is SlotManager.changes when the slot manager last moved the slot on its own
+	// knowledge: requested it, or heard its TaskExecutor answer the request or free it. A slot
+	// changed after its TaskExecutor's last report was applied (taskExecutor.reported) is
+	// contested: the next report may have been taken before that change (see reconcile).
+	changed uint64
 }
 
 type taskExecutor struct {
 	id    jobgraph.ResourceID
 	slots []*slot // by SlotNumber
 	byNum map[int]*slot
+	// reported is SlotManager.changes when the TaskExecutor's last slot report (or its
+	// registration's) was applied.
+	reported uint64
 }
 
 type job struct {
@@ -201,6 +209,7 @@ type SlotManager struct {
 	now        func() time.Time
 	held       []*job    // jobs held back by the delay (some may have been released since)
 	events     uint64    // counts rounds and declarations, for job.servedSeq and declaredSeq
+	changes    uint64    // counts the slot changes of requests, their answers and freed-slot notices (slot.changed)
 	releaseAt  time.Time // when the release timer fires; zero when none is scheduled
 	cancelTime func() bool
 	// spare is the free pool of the last matching round, kept for the next one with its map
@@ -324,7 +333,12 @@ func (m *SlotManager) UnregisterTaskExecutor(id jobgraph.ResourceID) bool {
 // truth: reported slots not known yet are added, known slots not reported are removed, and each
 // slot's state follows the report, except that a slot reported free while a request for it is
 // still pending stays pending (the TaskExecutor has not seen the request yet; its answer will
-// settle the slot). It returns false, changing nothing, for an unknown TaskExecutor.
+// settle the slot), and that a slot requested, answered or freed (FreeSlot) since the
+// TaskExecutor's previous report was applied keeps its state unless the report confirms its
+// pending request (the report may predate that change: see reconcile). The caller must apply a
+// TaskExecutor's reports in the order it took them, each taken after the previous one was
+// applied, as the TaskExecutor's heartbeats do. It returns false, changing nothing, for an
+// unknown TaskExecutor.
 func (m *SlotManager) ReportSlotStatus(id jobgraph.ResourceID, report rpc.SlotReport) bool {
 	te, ok := m.teByID[id]
 	if !ok {
@@ -357,6 +371,7 @@ func (m *SlotManager) FreeSlot(id rpc.SlotID, allocation jobgraph.AllocationID) 
 		m.log.Debug("slot freed", "slot", id, "job", s.Job, "allocation", s.Allocation)
 	}
 	m.release(s)
+	m.touch(s)
 	m.CheckResourceRequirements()
 	return true
 }
@@ -374,6 +389,7 @@ func (m *SlotManager) CompleteAllocation(id rpc.SlotID, allocation jobgraph.Allo
 		m.log.Debug("ignoring answer to an outdated slot request", "slot", id, "allocation", allocation, "error", err)
 		return false
 	}
+	m.touch(s)
 	if err == nil {
 		s.State = SlotAllocated
 		m.numPending--
@@ -789,6 +805,7 @@ func (m *SlotManager) allocate(s *slot, j *job, required jobgraph.ResourceProfil
 	alloc := jobgraph.NewAllocationID()
 	m.occupy(s, SlotPending, j.id, alloc)
 	s.round = j.servedSeq
+	m.touch(s)
 	if m.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
 		m.log.Debug("requesting slot", "slot", s.SlotID, "job", j.id, "allocation", alloc, "profile", required)
 	}
@@ -811,6 +828,13 @@ func (m *SlotManager) slot(id rpc.SlotID) *slot {
 		return nil
 	}
 	return te.byNum[id.SlotNumber]
+}
+
+// touch records that the slot manager just moved s on what it asked or was told of s itself (a
+// request, its answer, a freed-slot notice), not on a slot report.
+func (m *SlotManager) touch(s *slot) {
+	m.changes++
+	s.changed = m.changes
 }
 
 // occupy moves a free slot to state (pending or allocated) for job under allocation.
@@ -902,13 +926,33 @@ func (m *SlotManager) applyReport(te *taskExecutor, report rpc.SlotReport) {
 				m.occupy(s, state, id, alloc)
 			}
 		}
-		m.reconcile(s, st)
+		m.reconcile(s, st, s.changed > te.reported)
 	}
 	slices.SortFunc(te.slots, func(a, b *slot) int { return a.SlotID.SlotNumber - b.SlotID.SlotNumber })
+	te.reported = m.changes
 }
 
 // reconcile moves s to the state a slot report gives for it. Flink: SlotStatusStateReconciler.
-func (m *SlotManager) reconcile(s *slot, st rpc.SlotStatus) {
+//
+// A contested slot (changed by a request, its answer or a freed-slot notice since the
+// TaskExecutor's previous report was applied) keeps its state unless the report confirms its
+// pending request: the report may have been taken before that change, since a report, the
+// answer to a RequestSlot and a freed-slot notice reach the main loop on goroutines of their
+// own, in any order. Applied, such a report would free a slot whose allocation was just
+// confirmed (and the next request for it would fail as occupied), or give back to its job a slot
+// the TaskExecutor had just freed (and the job would count it, short of a slot, until the next
+// report). What the slot manager knows of an uncontested slot is no newer than the report: the
+// TaskExecutor takes a report only once its previous one was answered, after the slot manager
+// applied it, so all it heard before that happened on the TaskExecutor before the report. The
+// next report settles a contested slot if a notice was lost. Flink's DefaultSlotStatusSyncer
+// has no such guard; it relies on its RPC system delivering a TaskExecutor's messages in order.
+func (m *SlotManager) reconcile(s *slot, st rpc.SlotStatus, contested bool) {
+	if contested && !(s.State == SlotPending && s.Job == st.JobID && s.Allocation == st.AllocationID) {
+		if (s.Job != st.JobID || s.Allocation != st.AllocationID) && m.log.Enabled(context.Background(), slog.LevelDebug) {
+			m.log.Debug("slot report may predate the slot's last change; keeping the slot as it is", "slot", s.SlotID, "state", s.State, "allocation", s.Allocation, "reportedAllocation", st.AllocationID)
+		}
+		return
+	}
 	if st.JobID.IsZero() && st.AllocationID.IsZero() { // reported free
 		if s.State == SlotAllocated {
 			m.release(s)

@@ -332,10 +332,17 @@ func TestSlotManagerSlotReportIsTheTruth(t *testing.T) {
 	require.Equal(t, []rpc.SlotID{sid("te", 0), sid("te", 1)}, slotsOf(got))
 	h.sm.CompleteAllocation(got[0].Slot, got[0].Allocation, nil)
 	otherAlloc := jobgraph.NewAllocationID()
+	// A report taken after the TaskExecutor answered: slot 0 allocated, slot 1's request not
+	// seen yet. The next report is then newer than everything the slot manager heard of slot 0
+	// (TestSlotManagerReportOlderThanTheSlotsLastChangeChangesNothing has one that is not).
+	rep := report("te", cpu(1), cpu(1), cpu(1))
+	rep.Slots[0].JobID, rep.Slots[0].AllocationID = j, got[0].Allocation
+	require.True(t, h.sm.ReportSlotStatus("te", rep))
+	assert.Empty(t, h.take())
 
 	// Slot 0 (allocated) reported free, slot 1 (pending) reported free, slot 2 (free) reported
 	// allocated to another job, and a new slot 3 appears.
-	rep := report("te", cpu(1), cpu(1), cpu(1), cpu(1))
+	rep = report("te", cpu(1), cpu(1), cpu(1), cpu(1))
 	rep.Slots[2].JobID, rep.Slots[2].AllocationID = other, otherAlloc
 	require.True(t, h.sm.ReportSlotStatus("te", rep))
 	// Slot 0 is matched again (job lacks one); slot 1 stays pending.
