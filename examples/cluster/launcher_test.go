@@ -110,13 +110,15 @@ func TestClusterSurvivesAKilledTaskExecutor(t *testing.T) {
 		"-heartbeat-timeout", heartbeat.String(), "-archive-dir", archiveDir)
 	wantPrinted, wantWritten := want(t, files)
 	assert.Contains(t, logged, "is no longer reachable: 2 consecutive heartbeat RPCs failed", "the JobManager dropped the killed TaskExecutor at heartbeat.rpc-failure-threshold")
-	assert.NotContains(t, logged, "timed out after "+heartbeat.String(), "and not at heartbeat.timeout")
 	assert.Contains(t, printed, wantPrinted)
 	assert.Equal(t, wantWritten, written)
 
 	m := regexp.MustCompile(`SIGKILLed TaskExecutor (\S+) \(pid \d+\) after \S+ at (\S+)\n`).FindStringSubmatch(printed)
 	require.NotNil(t, m, "the kill came while the job ran: %s", printed)
 	victim := jobgraph.ResourceID(m[1])
+	// Not at heartbeat.timeout. Only the killed one's: on a loaded machine a live TaskExecutor's
+	// heartbeat can time out too (its tasks then restart elsewhere and the counts stay exact).
+	assert.NotContains(t, logged, "heartbeat of TaskExecutor "+string(victim)+" timed out after", "and not at heartbeat.timeout")
 	killedAt, err := time.Parse(time.RFC3339Nano, m[2])
 	require.NoError(t, err)
 	m = regexp.MustCompile(`the JobManager archived the job to (\S+)\n`).FindStringSubmatch(printed)
