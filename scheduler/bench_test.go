@@ -367,6 +367,11 @@ func (c finishedPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionI
 	return p != nil && p.IsFinished()
 }
 
+// IsPartitionAvailable answers as the scheduler's own tracking does: without looking p up.
+func (c finishedPartitions) IsPartitionAvailable(p *executiongraph.IntermediateResultPartition) bool {
+	return p.IsFinished()
+}
+
 // BenchmarkRegionToRestart mirrors RegionToRestartInStreamingJobBenchmark and
 // RegionToRestartInBatchJobBenchmark: one op is the region failover strategy's TasksToRestart
 // for a failure of source subtask 0: streaming, the one region of 2p vertices; batch (sources

@@ -46,6 +46,7 @@ type regionFailoverStrategy struct {
 	topo    executiongraph.Topology
 	regions []*executiongraph.PipelinedRegion
 	checker ResultPartitionAvailabilityChecker
+	byPtr   PartitionAvailabilityChecker // checker, when it implements it; else nil
 
 	// Scratch reused between calls. A slot holds the stamp of the call that last marked it, so
 	// nothing needs clearing between calls.
@@ -85,10 +86,12 @@ type regionFailoverStrategy struct {
 func NewRestartPipelinedRegionFailoverStrategy(topo executiongraph.Topology, checker ResultPartitionAvailabilityChecker) FailoverStrategy {
 	regions := topo.Regions()
 	nGroups := topo.NumConsumedPartitionGroups()
+	byPtr, _ := checker.(PartitionAvailabilityChecker)
 	return &regionFailoverStrategy{
 		topo:          topo,
 		regions:       regions,
 		checker:       checker,
+		byPtr:         byPtr,
 		regionMark:    make([]uint32, len(regions)),
 		inputMark:     make([]uint32, nGroups),
 		consumersMark: make([]uint32, nGroups),
@@ -132,7 +135,7 @@ func (s *regionFailoverStrategy) TasksToRestart(failed *executiongraph.Execution
 				if s.regionMark[pr] == stamp {
 					continue // restarts anyway: no need to ask
 				}
-				if !reconsumable || p == lost || (s.checker != nil && !s.checker.IsAvailable(p.ID())) {
+				if !reconsumable || p == lost || !s.available(p) {
 					s.involve(pr)
 				}
 			}
@@ -157,6 +160,18 @@ func (s *regionFailoverStrategy) TasksToRestart(failed *executiongraph.Execution
 		}
 	}
 	return s.verticesOf(s.queue)
+}
+
+// available asks the checker whether p can still be read: with the partition itself when the
+// checker takes it (PartitionAvailabilityChecker), else by its ID. No checker: available.
+func (s *regionFailoverStrategy) available(p *executiongraph.IntermediateResultPartition) bool {
+	switch {
+	case s.byPtr != nil:
+		return s.byPtr.IsPartitionAvailable(p)
+	case s.checker != nil:
+		return s.checker.IsAvailable(p.ID())
+	}
+	return true
 }
 
 // involve marks region r involved in the current call and queues it, once.

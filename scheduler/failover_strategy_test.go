@@ -32,6 +32,19 @@ func (c *lostPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionID) 
 	return !c.lost[id]
 }
 
+// lostPartitionsByPtr is lostPartitions asked with the partition itself
+// (PartitionAvailabilityChecker): IsAvailable by ID must then not be asked at all.
+type lostPartitionsByPtr struct{ *lostPartitions }
+
+func (c lostPartitionsByPtr) IsAvailable(jobgraph.IntermediateResultPartitionID) bool {
+	panic("asked by ID although the checker takes the partition")
+}
+
+func (c lostPartitionsByPtr) IsPartitionAvailable(p *executiongraph.IntermediateResultPartition) bool {
+	c.asked++
+	return !c.lost[p.ID()]
+}
+
 // partitionReadError is a task failure caused by an input partition that could not be read.
 type partitionReadError struct {
 	id jobgraph.IntermediateResultPartitionID
@@ -237,15 +250,21 @@ func TestRegionFailoverForVariousResultPartitionAvailabilityCombinations(t *test
 		{"both lost", []*executiongraph.IntermediateResultPartition{rp1, rp2},
 			[]string{"v1", "v2", "v3"}, []string{"v1", "v2", "v3"}, []string{"v1", "v2", "v3"}, 2},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			checker := newLostPartitions(tc.lost...)
-			strategy := NewRestartPipelinedRegionFailoverStrategy(s.eg.Topology(), checker)
-			assert.Equal(t, tc.failV1, names(strategy.TasksToRestart(s.v(1), errTaskFailure)), "v1 fails")
-			assert.Equal(t, tc.failV2, names(strategy.TasksToRestart(s.v(2), errTaskFailure)), "v2 fails")
-			checker.asked = 0
-			assert.Equal(t, tc.failV3, names(strategy.TasksToRestart(s.v(3), errTaskFailure)), "v3 fails")
-			assert.Equal(t, tc.wantAskedOnFail3, checker.asked, "each input of v3 is checked once")
-		})
+		for _, byPtr := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/by-partition=%t", tc.name, byPtr), func(t *testing.T) {
+				lost := newLostPartitions(tc.lost...)
+				var checker ResultPartitionAvailabilityChecker = lost
+				if byPtr { // the same answers, asked with the partition (PartitionAvailabilityChecker)
+					checker = lostPartitionsByPtr{lost}
+				}
+				strategy := NewRestartPipelinedRegionFailoverStrategy(s.eg.Topology(), checker)
+				assert.Equal(t, tc.failV1, names(strategy.TasksToRestart(s.v(1), errTaskFailure)), "v1 fails")
+				assert.Equal(t, tc.failV2, names(strategy.TasksToRestart(s.v(2), errTaskFailure)), "v2 fails")
+				lost.asked = 0
+				assert.Equal(t, tc.failV3, names(strategy.TasksToRestart(s.v(3), errTaskFailure)), "v3 fails")
+				assert.Equal(t, tc.wantAskedOnFail3, lost.asked, "each input of v3 is checked once")
+			})
+		}
 	}
 }
 

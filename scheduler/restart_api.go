@@ -51,6 +51,17 @@ type ResultPartitionAvailabilityChecker interface {
 	IsAvailable(id jobgraph.IntermediateResultPartitionID) bool
 }
 
+// PartitionAvailabilityChecker is what a ResultPartitionAvailabilityChecker may implement besides
+// to be asked with the partition itself, one of the strategy's graph, so it need not look the
+// partition up by ID: region failover asks it instead of IsAvailable when it is there (for an
+// ALL_TO_ALL BLOCKING edge of 10,000 producers that is 10,000 map lookups less per failure), and
+// the answers must be IsAvailable's for p.ID(). The scheduler's own tracking implements it. Called
+// on the scheduler's goroutine, like IsAvailable. (Flink has no such method: its checker is asked by
+// ID.)
+type PartitionAvailabilityChecker interface {
+	IsPartitionAvailable(p *executiongraph.IntermediateResultPartition) bool
+}
+
 // UnavailablePartitionError is implemented by task failures caused by an input partition that
 // could not be read (taskexecutor.PartitionError is one): region failover then restarts the
 // partition's producer region too. Flink: PartitionException.

@@ -221,6 +221,12 @@ func (c trackedPartitions) IsAvailable(id jobgraph.IntermediateResultPartitionID
 	if p == nil {
 		return false
 	}
+	return c.IsPartitionAvailable(p)
+}
+
+// IsPartitionAvailable is IsAvailable for a partition of the scheduler's graph, without looking
+// it up (PartitionAvailabilityChecker).
+func (c trackedPartitions) IsPartitionAvailable(p *executiongraph.IntermediateResultPartition) bool {
 	if c.s.partitions.isTracked(p) {
 		return true
 	}
