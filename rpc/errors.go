@@ -102,12 +102,30 @@ func (e *HeartbeatTargetUnreachableError) Is(target error) bool {
 // and Unreachable reports true. Heartbeat senders count such failures toward
 // heartbeat.rpc-failure-threshold (IsUnreachable). taskexecutor (the calls of a killed
 // TaskExecutor) and transport/grpc (a peer that answers with codes.Unavailable, or not at all
-// because the connection cannot be made) implement it; a host's transport should for its own.
+// because the connection cannot be made) return such errors, made with Unreachable; a host's
+// transport should for its own.
 // Flink: RecipientUnreachableException.
 type UnreachableError interface {
 	error
 	Unreachable() bool
 }
+
+// Unreachable returns err marked as the error of a call whose recipient could not be reached: an
+// UnreachableError whose Unreachable reports true, with err's text, wrapping err (errors.Is and
+// errors.As see through it). An endpoint or a transport marks its own errors with it (a killed
+// TaskExecutor's, a gRPC peer that does not answer). Nil for nil.
+func Unreachable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unreachableError{err}
+}
+
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string   { return e.err.Error() }
+func (e *unreachableError) Unwrap() error   { return e.err }
+func (*unreachableError) Unreachable() bool { return true }
 
 // IsUnreachable reports whether err is the error of a call whose recipient could not be reached:
 // the first UnreachableError in its tree (errors.As) reports Unreachable true, and err is not a

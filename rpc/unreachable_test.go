@@ -46,6 +46,18 @@ func TestIsUnreachable(t *testing.T) {
 	}
 }
 
+// rpc.Unreachable marks an error unreachable and keeps its text and its tree.
+func TestUnreachableMarksAnError(t *testing.T) {
+	assert.NoError(t, rpc.Unreachable(nil))
+	sentinel := errors.New("killed")
+	err := rpc.Unreachable(fmt.Errorf("TaskExecutor te-1: %w", sentinel))
+	assert.EqualError(t, err, "TaskExecutor te-1: killed")
+	assert.ErrorIs(t, err, sentinel)
+	assert.True(t, rpc.IsUnreachable(err))
+	assert.True(t, rpc.IsUnreachable(fmt.Errorf("heartbeat: %w", err)))
+	assert.False(t, rpc.IsUnreachable(rpc.Unreachable(context.DeadlineExceeded)), "a timeout never counts")
+}
+
 func TestHeartbeatTargetUnreachableError(t *testing.T) {
 	err := fmt.Errorf("slot lost: %w", &rpc.HeartbeatTargetUnreachableError{Target: "TaskExecutor te-1", Failures: 2, LastFailure: "TaskExecutor te-1: taskexecutor: killed"})
 	assert.EqualError(t, err, "slot lost: TaskExecutor te-1 is no longer reachable: 2 consecutive heartbeat RPCs failed, the last with: TaskExecutor te-1: taskexecutor: killed")

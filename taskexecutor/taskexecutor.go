@@ -708,9 +708,9 @@ func (te *TaskExecutor) slotReport() rpc.SlotReport {
 func (te *TaskExecutor) alive() error {
 	if te.killed.Load() {
 		if err := te.fatal.Load(); err != nil {
-			return &goneError{fmt.Errorf("TaskExecutor %s: %w: %w", te.id, ErrFailed, *err)}
+			return rpc.Unreachable(fmt.Errorf("TaskExecutor %s: %w: %w", te.id, ErrFailed, *err))
 		}
-		return &goneError{fmt.Errorf("TaskExecutor %s: %w", te.id, ErrKilled)}
+		return rpc.Unreachable(fmt.Errorf("TaskExecutor %s: %w", te.id, ErrKilled))
 	}
 	select {
 	case <-te.loop.Done():
@@ -733,15 +733,6 @@ func (te *TaskExecutor) call(ctx context.Context, fn func() error) error {
 		return fn()
 	})
 }
-
-// goneError is what every gateway method of a killed TaskExecutor returns (one that failed
-// fatally dies the same way): it no longer answers, as if its process were gone, so the error
-// is an rpc.UnreachableError, and it wraps ErrKilled (or ErrFailed with the fatal cause).
-type goneError struct{ err error }
-
-func (e *goneError) Error() string   { return e.err.Error() }
-func (e *goneError) Unwrap() error   { return e.err }
-func (*goneError) Unreachable() bool { return true }
 
 // spawn runs fn on a goroutine the TaskExecutor owns (an idle one of workers, or a new one).
 // Only on the loop.

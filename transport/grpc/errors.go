@@ -151,7 +151,7 @@ var typedErrors = []typedError{
 		kind: "rpc.UnreachableError",
 		find: func(err error) (any, bool) { return struct{}{}, rpc.IsUnreachable(err) },
 		make: func([]byte) (error, error) {
-			return &unreachableError{errors.New("grpctransport: the endpoint's recipient is unreachable")}, nil
+			return rpc.Unreachable(errors.New("grpctransport: the endpoint's recipient is unreachable")), nil
 		},
 	},
 	plain[jobgraph.ValidationError]("jobgraph.ValidationError"),
@@ -221,14 +221,6 @@ func errorDetail(err error) *pb.ErrorDetail {
 	d.Timeout = errors.As(err, &t) && t.Timeout()
 	return d
 }
-
-// unreachableError is the error of a call whose recipient could not be reached: an
-// rpc.UnreachableError wrapping what the transport said.
-type unreachableError struct{ err error }
-
-func (e *unreachableError) Error() string   { return e.err.Error() }
-func (e *unreachableError) Unwrap() error   { return e.err }
-func (*unreachableError) Unreachable() bool { return true }
 
 // timeoutError stands for an error whose Timeout() answered true where it was made.
 type timeoutError struct{ msg string }
@@ -339,7 +331,7 @@ func (s *Service) callError(ctx context.Context, method, address string, err err
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("grpctransport: %s at %q: %w: %s", method, address, context.DeadlineExceeded, st.Message())
 	case codes.Unavailable:
-		return &unreachableError{fmt.Errorf("grpctransport: %s at %q: %w", method, address, err)}
+		return rpc.Unreachable(fmt.Errorf("grpctransport: %s at %q: %w", method, address, err))
 	}
 	return fmt.Errorf("grpctransport: %s at %q: %w", method, address, err)
 }
