@@ -14,6 +14,7 @@ import (
 	"github.com/jobgraph/jobgraph/coordination"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/internal/heartbeat"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
 	"github.com/jobgraph/jobgraph/internal/registration"
@@ -762,15 +763,10 @@ func (jm *DefaultJobMaster) sendAside(call func(ctx context.Context) error, onEr
 // goAside runs fn on a goroutine of Config.Goroutines (or its own) that shutDown waits for.
 func (jm *DefaultJobMaster) goAside(fn func()) {
 	jm.aside.Add(1)
-	run := func() {
+	gopool.Start(jm.cfg.Goroutines, func() {
 		defer jm.aside.Done()
 		fn()
-	}
-	if g := jm.cfg.Goroutines; g != nil {
-		g(run)
-	} else {
-		go run()
-	}
+	})
 }
 
 // send runs call in the outbox, in order with every other outgoing call.

@@ -14,6 +14,16 @@ package gopool
 
 import "sync"
 
+// Start runs fn on a goroutine started by run — a Pool's Go, or whatever an owner was given to
+// start its goroutines with — or, for a nil run, by a go statement. It never blocks.
+func Start(run func(fn func()), fn func()) {
+	if run != nil {
+		run(fn)
+		return
+	}
+	go fn()
+}
+
 // MaxIdle is how many finished goroutines a Pool keeps waiting for work by default (Pool.Idle);
 // more exit.
 const MaxIdle = 4

@@ -114,3 +114,16 @@ func TestIdleKeepsThatManyGoroutines(t *testing.T) {
 		assert.Equal(t, 0, p.numIdle())
 	})
 }
+
+// Start hands fn to run when there is one, else runs it on a goroutine of its own.
+func TestStartUsesRunOrAGoStatement(t *testing.T) {
+	var handed int
+	ran := make(chan struct{}, 2)
+	fn := func() { ran <- struct{}{} }
+	Start(func(f func()) { handed++; f() }, fn)
+	assert.Equal(t, 1, handed)
+	<-ran
+	Start(nil, fn)
+	<-ran
+	assert.Equal(t, 1, handed, "a nil run is a go statement")
+}

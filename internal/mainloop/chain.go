@@ -1,6 +1,10 @@
 package mainloop
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/jobgraph/jobgraph/internal/gopool"
+)
 
 // Chain runs operations off a main loop strictly one after another, in the order they were
 // added: Flink's sequentialOperation of its leadership runners (the previous session's close
@@ -28,11 +32,7 @@ func (c *Chain) ThenOn(run func(fn func()), wg *sync.WaitGroup, op func()) {
 		}
 		op()
 	}
-	if run != nil {
-		run(fn)
-	} else {
-		go fn()
-	}
+	gopool.Start(run, fn)
 }
 
 // Tail returns a channel closed once every operation added so far has finished (already closed

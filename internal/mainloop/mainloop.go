@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/gopool"
 )
 
 // ErrClosed is returned by Call and Submit when the loop was closed before the closure ran,
@@ -83,11 +84,7 @@ func start(name string, namer fmt.Stringer, closed error, run func(fn func())) *
 		stopped:   make(chan struct{}),
 		failed:    make(chan struct{}),
 	}
-	if run != nil {
-		run(l.run)
-	} else {
-		go l.run()
-	}
+	gopool.Start(run, l.run)
 	return l
 }
 
