@@ -315,6 +315,8 @@ type StandaloneDispatcher struct {
 	bounded     *list.List // of jobgraph.JobID: the archived jobs subject to expiry and capacity, oldest first
 	armed       bool       // an expiry timer is scheduled, for no later than the oldest bounded job's expiry
 	closing     bool
+	// closingFlag is closing, stored with it (Close): for persistAndRun's check off the loop.
+	closingFlag atomic.Bool
 	// clientExpiry is when each watched job's client expires: the jobs submitted with an
 	// InitialClientHeartbeatTimeout, while they run (see ReportJobClientHeartbeat).
 	clientExpiry     map[jobgraph.JobID]time.Time
@@ -706,8 +708,9 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 			d.log.Warn("removing the job graph of a rejected submission failed", "job", id, "err", err)
 		}
 	}
-	closing, err := mainloop.Submit(context.Background(), d.loop, func() (bool, error) { return d.closing, nil })
-	if err != nil || closing {
+	// Off the loop: closingFlag is stored with closing, and a loop that died of a panic has its
+	// Err; either way nothing more of this submission may start.
+	if d.closingFlag.Load() || d.loop.Err() != nil {
 		undo()
 		return ErrClosed
 	}
@@ -723,15 +726,21 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 		undo()
 		return fmt.Errorf("dispatcher: job %s: starting its runner: %w", id, err)
 	}
-	// Close waits for this submission before it collects the runners, so the runner is closed
-	// with the others even if Close began meanwhile.
-	return d.loop.Call(context.Background(), func() error {
+	// Close waits for this submission before it collects the runners on the loop, so the
+	// runner is closed with the others even if Close began meanwhile: the closure below is
+	// queued before this submission is done, and so runs before Close's collection (and before
+	// any call made after SubmitJob returned). Posted without waiting for it: the caller goes
+	// on at once.
+	if !d.loop.Execute(func() {
 		entry.runner = runner
 		d.goWatch(func() { d.watch(id, entry, runner) })
 		d.watchClient(id, g.InitialClientHeartbeatTimeout)
 		d.log.Info("job submitted", "job", id, "name", g.Name)
-		return nil
-	})
+	}) {
+		undo() // the loop died of a panic meanwhile: nothing would ever close the runner
+		return ErrClosed
+	}
+	return nil
 }
 
 // goWatch runs fn on a goroutine of the Dispatcher's (an idle one of workers, or a new one),
@@ -770,15 +779,17 @@ func (d *StandaloneDispatcher) watch(id jobgraph.JobID, entry *job, runner jobma
 	// ends the job SUSPENDED: fatal, cleaned up locally only (Flink: jobManagerRunnerFailed).
 	runnerFailed := errors.Is(res.Err, jobmaster.ErrRunnerFailed)
 	globally := a.Status.IsGloballyTerminal() && !recoveryFailed && !runnerFailed
-	// From here on the job is answered from its outcome, not from the runner, which closes.
-	_ = d.loop.Call(context.Background(), func() error {
+	// From here on the job is answered from its outcome, not from the runner, which closes:
+	// every lookup the loop runs after this closure does. Posted without waiting for it: a
+	// lookup the loop ran before it got the runner, whose caller may then call it while it
+	// closes, exactly as when this waited for the closure to run.
+	d.loop.Execute(func() {
 		entry.ended = &archivedJob{result: result, graph: a, submitted: entry.submitted}
 		if !globally && !d.closing && d.jobs[id] == entry {
 			// Its JobID is free again; a new submission waits until this one is archived.
 			delete(d.jobs, id)
 			d.terminating[id] = entry
 		}
-		return nil
 	})
 	runner.Close() // the local cleanup
 	// Dirty first, then the global cleanup, then clean: a crash in between leaves a dirty entry
@@ -1131,7 +1142,7 @@ func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMes
 func (d *StandaloneDispatcher) Close() error {
 	var runners []jobmaster.JobManagerRunner
 	// Finally: after a panic ended the loop, the runners are still closed.
-	d.loop.Finally(func() { d.closing = true })
+	d.loop.Finally(func() { d.closing = true; d.closingFlag.Store(true) })
 	d.stop()
 	// Submissions past their reservation either give up (they see closing) or finish starting
 	// their runner; either way their runner is known once they are done.

@@ -14,3 +14,12 @@ func HoldRunnerLoop(r *Runner) (release func()) {
 	<-held
 	return func() { close(gate) }
 }
+
+// HoldLoop makes d's main loop wait, inside a closure, until release is called. Call it only
+// while the loop runs nothing else that waits for the caller.
+func HoldLoop(d *StandaloneDispatcher) (release func()) {
+	held, gate := make(chan struct{}), make(chan struct{})
+	d.loop.Execute(func() { close(held); <-gate })
+	<-held
+	return func() { close(gate) }
+}
