@@ -154,7 +154,7 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 			av.StateCounts[s] = int(jv.stateCounts[s])
 		}
 		for k := range jv.vertices {
-			e := jv.vertices[k].current
+			e := jv.vertices[k].CurrentExecution()
 			sub := ArchivedExecutionVertex{
 				Subtask:         k,
 				State:           e.state,
@@ -167,8 +167,8 @@ func (g *ExecutionGraph) Archive() *ArchivedExecutionGraph {
 					sub.StateTimestamps[s] = e.StateTimestamp(s)
 				}
 			}
-			if e.failure != nil {
-				sub.FailureMessage = e.failure.Error()
+			if err := e.failure(); err != nil {
+				sub.FailureMessage = err.Error()
 			}
 			av.Subtasks[k] = sub
 		}
@@ -201,7 +201,7 @@ func (g *ExecutionGraph) AggregateUserAccumulators() map[string]jobgraph.Seriali
 		var snaps []map[string]jobgraph.SerializedAccumulator
 		for _, jv := range g.jobVertices {
 			for k := range jv.vertices {
-				if accs := jv.vertices[k].current.accumulators; len(accs) > 0 {
+				if accs := jv.vertices[k].CurrentExecution().accumulators(); len(accs) > 0 {
 					snaps = append(snaps, accs)
 				}
 			}

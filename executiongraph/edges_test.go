@@ -241,3 +241,55 @@ func TestAccessors(t *testing.T) {
 	assert.Equal(t, "pipelined region #5 (1 vertices)", regions[5].String())
 	assert.Nil(t, top.RegionOf(jobgraph.ExecutionVertexID{JobVertexID: vs[0].ID, Subtask: 4}))
 }
+
+// TestAllToAllGroupsShareOneRow: where every edge of a result (or every input of a vertex) is
+// ALL_TO_ALL, all partitions (or subtasks) have the same groups, so the tables behind
+// ConsumedPartitionGroups and ConsumerVertexGroups keep one row for them; a POINTWISE edge
+// anywhere keeps one row per partition (or subtask), and both kinds answer the same.
+func TestAllToAllGroupsShareOneRow(t *testing.T) {
+	g := jobgraph.New("rows", jobgraph.Batch)
+	vs := vertices(g, 3, 4, 3, 2)
+	a, b, c, d := vs[0], vs[1], vs[2], vs[3]
+	ab := g.Connect(a, b, jobgraph.AllToAll, jobgraph.Blocking) // result read by one ALL_TO_ALL edge
+	ac := g.Connect(a, c, jobgraph.AllToAll, jobgraph.Blocking) // a second result of a: read ALL_TO_ALL and POINTWISE
+	var acSet *jobgraph.IntermediateDataSet
+	for _, ds := range a.Results {
+		if ds.ID == ac.Source {
+			acSet = ds
+		}
+	}
+	g.ConnectDataSet(acSet, d, jobgraph.Pointwise)
+	g.Connect(b, d, jobgraph.AllToAll, jobgraph.Blocking) // d: one POINTWISE and one ALL_TO_ALL input
+	eg := build(t, g)
+
+	rab, rac := eg.Result(ab.Source), eg.Result(ac.Source)
+	assert.Len(t, rab.consumedGroups, 1, "one ALL_TO_ALL edge: one shared row")
+	assert.Len(t, rab.consumerGroups, 1)
+	assert.Len(t, rac.consumedGroups, 3*2, "an edge is POINTWISE: a row per partition")
+	eb, ec, ed := eg.JobVertex(b.ID), eg.JobVertex(c.ID), eg.JobVertex(d.ID)
+	assert.Len(t, eb.consumedBacking, 1, "b's only input is ALL_TO_ALL")
+	assert.Len(t, ec.consumedBacking, 1)
+	assert.Len(t, ed.consumedBacking, 2*2, "d has a POINTWISE input: a row per subtask")
+
+	bGroup := &eb.inputs[0].consumed[0]
+	for s := range 4 {
+		require.Equal(t, []*ConsumedPartitionGroup{bGroup}, eb.Vertex(s).ConsumedPartitionGroups(), "b%d", s)
+	}
+	for p := range 3 {
+		part := rab.Partition(p)
+		require.Equal(t, []*ConsumedPartitionGroup{bGroup}, part.ConsumedPartitionGroups(), "partition %d of a→b", p)
+		require.Equal(t, []*ConsumerVertexGroup{bGroup.ConsumerVertexGroup()}, part.ConsumerVertexGroups())
+	}
+	// a→c (ALL_TO_ALL) and a→d (POINTWISE, 3 partitions to 2 subtasks: [0,1) and [1,3)).
+	cGroup := &ec.inputs[0].consumed[0]
+	dGroups := ed.inputs[0].consumed
+	require.Len(t, dGroups, 2)
+	for p, want := range []int{0, 1, 1} {
+		require.Equal(t, []*ConsumedPartitionGroup{cGroup, &dGroups[want]}, rac.Partition(p).ConsumedPartitionGroups(), "partition %d of a's second result", p)
+	}
+	bdGroup := &ed.inputs[1].consumed[0]
+	for s, want := range []int{0, 1} {
+		require.Equal(t, []*ConsumedPartitionGroup{&dGroups[want], bdGroup}, ed.Vertex(s).ConsumedPartitionGroups(), "d%d", s)
+	}
+	assert.Equal(t, 1+1+2+1, eg.NumConsumedPartitionGroups())
+}

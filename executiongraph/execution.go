@@ -17,14 +17,45 @@ type Execution struct {
 	state      jobgraph.ExecutionState
 	reached    uint16                             // bit s set: state s was reached
 	stateTimes [jobgraph.NumExecutionStates]int64 // unix nanoseconds of entry into each state
-	failure    error
-	// accumulators is the newest snapshot of the attempt's accumulators (SetAccumulators).
-	accumulators map[string]jobgraph.SerializedAccumulator
+	// outcome holds the failure cause and the accumulators; nil until the attempt has either, so
+	// the attempts a graph is built with carry one pointer for both (each pointer-typed word of
+	// the graph's slabs costs the garbage collector a load per cycle, nil or not).
+	outcome *executionOutcome
 
 	// ResourceID is the TaskExecutor the attempt was deployed to; set by the scheduler.
 	ResourceID jobgraph.ResourceID
 	// AllocationID is the slot the attempt runs in; set by the scheduler.
 	AllocationID jobgraph.AllocationID
+}
+
+// executionOutcome is what an attempt ends with, apart from its state.
+type executionOutcome struct {
+	failure error
+	// accumulators is the newest snapshot of the attempt's accumulators (SetAccumulators).
+	accumulators map[string]jobgraph.SerializedAccumulator
+}
+
+// failure is the recorded failure cause, or nil.
+func (e *Execution) failure() error {
+	if e.outcome == nil {
+		return nil
+	}
+	return e.outcome.failure
+}
+
+// accumulators is the newest accumulator snapshot, or nil.
+func (e *Execution) accumulators() map[string]jobgraph.SerializedAccumulator {
+	if e.outcome == nil {
+		return nil
+	}
+	return e.outcome.accumulators
+}
+
+func (e *Execution) setOutcome() *executionOutcome {
+	if e.outcome == nil {
+		e.outcome = new(executionOutcome)
+	}
+	return e.outcome
 }
 
 func (e *Execution) mark(s jobgraph.ExecutionState, at int64) {
@@ -48,7 +79,7 @@ func (e *Execution) AttemptNumber() int { return int(e.attempt) }
 func (e *Execution) Vertex() *ExecutionVertex { return e.vertex }
 
 // IsCurrent reports whether this is its vertex's current attempt (not a prior one).
-func (e *Execution) IsCurrent() bool { return e.vertex.current == e }
+func (e *Execution) IsCurrent() bool { return e.vertex.CurrentExecution() == e }
 
 // State is the attempt's state.
 func (e *Execution) State() jobgraph.ExecutionState { return e.state }
@@ -63,14 +94,15 @@ func (e *Execution) StateTimestamp(s jobgraph.ExecutionState) time.Time {
 }
 
 // FailureCause is the error MarkFailed recorded, or nil.
-func (e *Execution) FailureCause() error { return e.failure }
+func (e *Execution) FailureCause() error { return e.failure() }
 
 // FailureInfo is the failure as message and time (of entering FAILED), or nil.
 func (e *Execution) FailureInfo() *jobgraph.ErrorInfo {
-	if e.failure == nil {
+	err := e.failure()
+	if err == nil {
 		return nil
 	}
-	return jobgraph.NewErrorInfo(e.failure, e.StateTimestamp(jobgraph.ExecutionStateFailed))
+	return jobgraph.NewErrorInfo(err, e.StateTimestamp(jobgraph.ExecutionStateFailed))
 }
 
 func (e *Execution) String() string {
@@ -114,7 +146,7 @@ func (e *Execution) MarkFailed(err error) error {
 	if !e.state.CanTransitionTo(jobgraph.ExecutionStateFailed) {
 		return e.TransitionState(jobgraph.ExecutionStateFailed)
 	}
-	e.failure = err
+	e.setOutcome().failure = err
 	return e.TransitionState(jobgraph.ExecutionStateFailed)
 }
 
@@ -150,7 +182,9 @@ func (e *Execution) SetAccumulators(accs map[string]jobgraph.SerializedAccumulat
 	if e.state.IsTerminal() {
 		return false
 	}
-	e.accumulators = accs
+	if accs != nil || e.outcome != nil {
+		e.setOutcome().accumulators = accs
+	}
 	if e.IsCurrent() {
 		e.vertex.jobVertex.graph.accumulatorsChanged()
 	}
@@ -160,5 +194,5 @@ func (e *Execution) SetAccumulators(accs map[string]jobgraph.SerializedAccumulat
 // UserAccumulators is the attempt's newest accumulator snapshot, nil before the first; the
 // caller must not modify it. Flink: Execution.getUserAccumulators.
 func (e *Execution) UserAccumulators() map[string]jobgraph.SerializedAccumulator {
-	return e.accumulators
+	return e.accumulators()
 }

@@ -141,11 +141,15 @@ func Build(g *jobgraph.JobGraph, opts ...Option) (*ExecutionGraph, error) {
 	now := eg.now()
 	eg.markStatus(jobgraph.JobStatusCreated, now)
 
-	// How many edges read each data set: a partition keeps one consumer group per edge.
-	consumingEdges := make(map[jobgraph.IntermediateDataSetID]int)
+	// How many edges read each data set (a partition keeps one consumer group per edge), and
+	// whether one of them is POINTWISE (else every partition has the same groups).
+	consumingEdges := make(map[jobgraph.IntermediateDataSetID]edgeCount)
 	for _, v := range order {
 		for _, e := range v.Inputs {
-			consumingEdges[e.Source]++
+			c := consumingEdges[e.Source]
+			c.edges++
+			c.pointwise = c.pointwise || e.DistributionPattern != jobgraph.AllToAll
+			consumingEdges[e.Source] = c
 		}
 	}
 
@@ -168,6 +172,12 @@ func Build(g *jobgraph.JobGraph, opts ...Option) (*ExecutionGraph, error) {
 	}
 	eg.computeRegions()
 	return eg, nil
+}
+
+// edgeCount is how many edges read a data set and whether any of them is POINTWISE.
+type edgeCount struct {
+	edges     int
+	pointwise bool
 }
 
 func (g *ExecutionGraph) now() int64 { return g.clock().UnixNano() }

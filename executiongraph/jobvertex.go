@@ -23,8 +23,11 @@ type ExecutionJobVertex struct {
 	inResult []*IntermediateResult // inputs[i].result, for Inputs
 	produced []*IntermediateResult
 
-	// consumedBacking[s*len(inputs)+i] is the group subtask s reads through input i.
+	// consumedBacking[s*consumedStride+i] is the group subtask s reads through input i.
+	// consumedStride is len(inputs), or 0 when every input is ALL_TO_ALL: then all subtasks
+	// read the same groups and share one row.
 	consumedBacking []*ConsumedPartitionGroup
+	consumedStride  int
 	// producedBacking[s*len(produced)+o] is the partition subtask s writes for output o.
 	producedBacking []*IntermediateResultPartition
 
@@ -55,18 +58,23 @@ func newExecutionJobVertex(g *ExecutionGraph, v *jobgraph.JobVertex, topo, base 
 		produced:  make([]*IntermediateResult, 0, len(v.Results)),
 	}
 	if n := len(v.Inputs); n > 0 {
-		jv.consumedBacking = make([]*ConsumedPartitionGroup, p*n)
+		rows := 1
+		for _, e := range v.Inputs {
+			if e.DistributionPattern != jobgraph.AllToAll {
+				jv.consumedStride, rows = n, p
+				break
+			}
+		}
+		jv.consumedBacking = make([]*ConsumedPartitionGroup, rows*n)
 	}
-	execs := make([]Execution, p)
 	for i := range jv.vertices {
 		ev := &jv.vertices[i]
 		ev.jobVertex = jv
 		ev.subtask = int32(i)
-		e := &execs[i]
+		e := &ev.first
 		e.vertex = ev
 		e.state = jobgraph.ExecutionStateCreated
 		e.mark(jobgraph.ExecutionStateCreated, now)
-		ev.current = e
 	}
 	jv.stateCounts[jobgraph.ExecutionStateCreated] = int32(p)
 	return jv
@@ -101,7 +109,6 @@ func (jv *ExecutionJobVertex) linkProducedPartitions() {
 func (jv *ExecutionJobVertex) connect(in int, r *IntermediateResult, pattern jobgraph.DistributionPattern) {
 	g := jv.graph
 	P, C := len(r.partitions), len(jv.vertices)
-	nIn := len(jv.jobVertex.Inputs)
 	col := len(r.consumers) // this edge's column in r's per-partition group tables
 	r.consumers = append(r.consumers, jv)
 
@@ -119,17 +126,23 @@ func (jv *ExecutionJobVertex) connect(in int, r *IntermediateResult, pattern job
 	jv.inputs = append(jv.inputs, jobInput{result: r, pattern: pattern, consumed: cpgs, consumers: cvgs})
 	jv.inResult = append(jv.inResult, r)
 
-	E := r.numEdges
+	E, S := r.groupStride, jv.consumedStride
 	pair := func(k, pStart, pEnd, cStart, cEnd int) {
 		cpg, cvg := &cpgs[k], &cvgs[k]
 		cpg.start, cpg.end, cpg.unfinished = int32(pStart), int32(pEnd), int32(pEnd-pStart)
 		cvg.start, cvg.end = int32(cStart), int32(cEnd)
+		if E == 0 { // every edge of r is ALL_TO_ALL: one shared row
+			pEnd = pStart + 1
+		}
 		for p := pStart; p < pEnd; p++ {
 			r.consumedGroups[p*E+col] = cpg
 			r.consumerGroups[p*E+col] = cvg
 		}
+		if S == 0 { // every input of jv is ALL_TO_ALL: one shared row
+			cEnd = cStart + 1
+		}
 		for c := cStart; c < cEnd; c++ {
-			jv.consumedBacking[c*nIn+in] = cpg
+			jv.consumedBacking[c*S+in] = cpg
 		}
 	}
 	switch {

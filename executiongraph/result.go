@@ -18,15 +18,21 @@ type IntermediateResult struct {
 	partitions  []IntermediateResultPartition
 	consumers   []*ExecutionJobVertex // one per consuming edge, in the order they connected
 	numEdges    int                   // edges that read this result (known before they connect)
-	// consumerGroups[p*numEdges+e] and consumedGroups[p*numEdges+e] are the groups partition p
-	// belongs to on the e-th consuming edge.
+	// consumerGroups[p*groupStride+e] and consumedGroups[p*groupStride+e] are the groups
+	// partition p belongs to on the e-th consuming edge. groupStride is numEdges, or 0 when
+	// every consuming edge is ALL_TO_ALL: then all partitions share one row.
+	groupStride    int
 	consumerGroups []*ConsumerVertexGroup
 	consumedGroups []*ConsumedPartitionGroup
 	unfinished     int
 }
 
-func newIntermediateResult(producer *ExecutionJobVertex, ds *jobgraph.IntermediateDataSet, out, numEdges int) *IntermediateResult {
+func newIntermediateResult(producer *ExecutionJobVertex, ds *jobgraph.IntermediateDataSet, out int, consumed edgeCount) *IntermediateResult {
 	p := len(producer.vertices)
+	numEdges, stride := consumed.edges, 0
+	if consumed.pointwise {
+		stride = numEdges
+	}
 	r := &IntermediateResult{
 		id:          ds.ID,
 		resultType:  ds.ResultType,
@@ -36,11 +42,16 @@ func newIntermediateResult(producer *ExecutionJobVertex, ds *jobgraph.Intermedia
 		partitions:  make([]IntermediateResultPartition, p),
 		consumers:   make([]*ExecutionJobVertex, 0, numEdges),
 		numEdges:    numEdges,
+		groupStride: stride,
 		unfinished:  p,
 	}
 	if numEdges > 0 {
-		r.consumerGroups = make([]*ConsumerVertexGroup, p*numEdges)
-		r.consumedGroups = make([]*ConsumedPartitionGroup, p*numEdges)
+		rows := 1
+		if stride > 0 {
+			rows = p
+		}
+		r.consumerGroups = make([]*ConsumerVertexGroup, rows*numEdges)
+		r.consumedGroups = make([]*ConsumedPartitionGroup, rows*numEdges)
 	}
 	for i := range r.partitions {
 		r.partitions[i] = IntermediateResultPartition{result: r, index: int32(i)}
@@ -137,7 +148,7 @@ func (p *IntermediateResultPartition) IsFinished() bool { return p.finished }
 // the result. The slice must not be modified.
 func (p *IntermediateResultPartition) ConsumerVertexGroups() []*ConsumerVertexGroup {
 	n := p.result.numEdges
-	s := int(p.index) * n
+	s := int(p.index) * p.result.groupStride
 	return p.result.consumerGroups[s : s+n : s+n]
 }
 
@@ -145,7 +156,7 @@ func (p *IntermediateResultPartition) ConsumerVertexGroups() []*ConsumerVertexGr
 // the result. The slice must not be modified.
 func (p *IntermediateResultPartition) ConsumedPartitionGroups() []*ConsumedPartitionGroup {
 	n := p.result.numEdges
-	s := int(p.index) * n
+	s := int(p.index) * p.result.groupStride
 	return p.result.consumedGroups[s : s+n : s+n]
 }
 

@@ -14,11 +14,29 @@ import (
 // Flink: org.apache.flink.runtime.executiongraph.ExecutionVertex.
 type ExecutionVertex struct {
 	jobVertex *ExecutionJobVertex
-	current   *Execution
-	prior     []*Execution // oldest first, at most graph.maxPriorAttempts
-	version   uint64
-	subtask   int32
-	region    int32 // index into graph.regions.regions
+	// later holds the attempts once the vertex was reset; nil until then, while first is the
+	// current attempt.
+	later   *laterAttempts
+	version uint64
+	subtask int32
+	region  int32 // index into graph.regions.regions
+	// first is attempt 0, allocated with the vertex: one slab per job vertex holds its subtasks
+	// and their first attempts side by side. The garbage collector reads every pointer-typed
+	// word of that slab in each cycle, nil or not, so the fields only a reset needs sit behind
+	// the one pointer later.
+	first Execution
+}
+
+// laterAttempts is a vertex's attempt history after its first reset.
+type laterAttempts struct {
+	current *Execution
+	prior   []*Execution // oldest first, at most graph.maxPriorAttempts
+}
+
+// firstReset is what a vertex's first reset allocates: its history and its second attempt.
+type firstReset struct {
+	attempts  laterAttempts
+	execution Execution
 }
 
 // ID is the ExecutionVertexID: job vertex ID and subtask index.
@@ -59,25 +77,35 @@ func (v *ExecutionVertex) Name() string {
 func (v *ExecutionVertex) String() string { return v.Name() }
 
 // CurrentExecution is the current attempt; never nil.
-func (v *ExecutionVertex) CurrentExecution() *Execution { return v.current }
+func (v *ExecutionVertex) CurrentExecution() *Execution {
+	if v.later == nil {
+		return &v.first
+	}
+	return v.later.current
+}
 
 // State is the current attempt's state.
-func (v *ExecutionVertex) State() jobgraph.ExecutionState { return v.current.state }
+func (v *ExecutionVertex) State() jobgraph.ExecutionState { return v.CurrentExecution().state }
 
 // NumPriorAttempts is the number of attempts before the current one (its attempt number),
 // whether or not they are still kept.
-func (v *ExecutionVertex) NumPriorAttempts() int { return int(v.current.attempt) }
+func (v *ExecutionVertex) NumPriorAttempts() int { return int(v.CurrentExecution().attempt) }
 
 // PriorExecutions are the earlier attempts still kept, oldest first (at most
 // WithMaxPriorAttempts of them). The slice must not be modified.
-func (v *ExecutionVertex) PriorExecutions() []*Execution { return v.prior }
+func (v *ExecutionVertex) PriorExecutions() []*Execution {
+	if v.later == nil {
+		return nil
+	}
+	return v.later.prior
+}
 
 // Execution is the attempt with the given number if it is the current one or still kept, else nil.
 func (v *ExecutionVertex) Execution(attempt int) *Execution {
-	if int(v.current.attempt) == attempt {
-		return v.current
+	if cur := v.CurrentExecution(); int(cur.attempt) == attempt {
+		return cur
 	}
-	for _, e := range v.prior {
+	for _, e := range v.PriorExecutions() {
 		if int(e.attempt) == attempt {
 			return e
 		}
@@ -92,8 +120,8 @@ func (v *ExecutionVertex) Version() uint64 { return v.version }
 // ConsumedPartitionGroups are the groups this subtask reads, one per input edge, in input
 // order. The slice must not be modified.
 func (v *ExecutionVertex) ConsumedPartitionGroups() []*ConsumedPartitionGroup {
-	n := len(v.jobVertex.inputs)
-	s := int(v.subtask) * n
+	n := len(v.jobVertex.jobVertex.Inputs)
+	s := int(v.subtask) * v.jobVertex.consumedStride
 	return v.jobVertex.consumedBacking[s : s+n : s+n]
 }
 
@@ -117,7 +145,7 @@ func (v *ExecutionVertex) Region() *PipelinedRegion {
 // by one. A non-terminal current attempt is an error matching ErrIllegalTransition, and nothing
 // changes. Flink: ExecutionVertex.resetForNewExecution.
 func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
-	old := v.current
+	old := v.CurrentExecution()
 	if !old.state.IsTerminal() {
 		return nil, fmt.Errorf("executiongraph: cannot reset %s for a new execution: attempt #%d is %s, not terminal: %w",
 			v.Name(), old.attempt, old.state, ErrIllegalTransition)
@@ -133,19 +161,30 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 	jv.stateCounts[old.state]--
 	jv.stateCounts[jobgraph.ExecutionStateCreated]++
 
-	if limit := g.maxPriorAttempts; limit > 0 {
-		if len(v.prior) == limit {
-			copy(v.prior, v.prior[1:])
-			v.prior = v.prior[:limit-1]
-		}
-		v.prior = append(v.prior, old)
+	var e *Execution
+	h := v.later
+	if h == nil {
+		// The history and the second attempt in one allocation, as the attempt alone was
+		// before the history moved out of the vertex.
+		b := new(firstReset)
+		h, e = &b.attempts, &b.execution
+		v.later = h
+	} else {
+		e = new(Execution)
 	}
-	e := &Execution{vertex: v, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated}
+	if limit := g.maxPriorAttempts; limit > 0 {
+		if len(h.prior) == limit {
+			copy(h.prior, h.prior[1:])
+			h.prior = h.prior[:limit-1]
+		}
+		h.prior = append(h.prior, old)
+	}
+	*e = Execution{vertex: v, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated}
 	e.mark(jobgraph.ExecutionStateCreated, g.now())
-	if old.accumulators != nil {
+	if old.accumulators() != nil {
 		g.accumulatorsChanged() // the old attempt's no longer count
 	}
-	v.current = e
+	h.current = e
 	v.version++
 	return e, nil
 }
