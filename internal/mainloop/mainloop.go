@@ -37,6 +37,7 @@ type Loop struct {
 	mu      sync.Mutex
 	queue   []task
 	closed  bool
+	posted  uint64 // closures accepted (Posted)
 	timers  map[*time.Timer]struct{}
 	wake    chan struct{}
 	stopped chan struct{}
@@ -250,12 +251,24 @@ func (l *Loop) post(t task) bool {
 		return false
 	}
 	l.queue = append(l.queue, t)
+	l.posted++
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
 	return true
+}
+
+// Posted is how many closures the loop has accepted so far: those of Execute, Call, Submit,
+// Finally and SetAfterEach, and of each Schedule timer that fired (one that was canceled or
+// never fired does not count); not those refused because the loop was closed. Each is a
+// hand-over to the loop's goroutine, which every post may have to wake, so an endpoint's tests
+// count the trips an operation makes with it.
+func (l *Loop) Posted() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.posted
 }
 
 // Schedule runs fn on the loop after d. The returned cancel stops it if it has not been posted

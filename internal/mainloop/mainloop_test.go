@@ -669,3 +669,27 @@ func TestNewNamedOnAfterAPanicTheGoroutineIsReused(t *testing.T) {
 		pool.Close()
 	})
 }
+
+// Posted counts every closure the loop accepted — Execute, Call, Submit, a fired Schedule timer
+// — and none it refused or whose timer was canceled.
+func TestPostedCountsAcceptedClosures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("posted")
+		assert.Equal(t, uint64(0), l.Posted())
+		l.Execute(func() {})
+		require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+		_, err := mainloop.Submit(context.Background(), l, func() (int, error) { return 1, nil })
+		require.NoError(t, err)
+		l.Schedule(time.Second, func() {})
+		cancel := l.Schedule(2*time.Second, func() {})
+		assert.Equal(t, uint64(3), l.Posted(), "a timer counts once it fired")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.True(t, cancel())
+		assert.Equal(t, uint64(4), l.Posted())
+		l.Close()
+		assert.False(t, l.Execute(func() {}))
+		assert.ErrorIs(t, l.Call(context.Background(), func() error { return nil }), mainloop.ErrClosed)
+		assert.Equal(t, uint64(4), l.Posted(), "refused closures do not count")
+	})
+}
