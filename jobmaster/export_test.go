@@ -51,3 +51,8 @@ func HoldRunnerLoop(r *LeadershipRunner) (release func()) {
 	<-held
 	return func() { close(gate) }
 }
+
+// LoopPosts and OutboxPosts are how many closures jm's main loop and its outbox have accepted
+// (mainloop.Loop.Posted).
+func LoopPosts(jm JobMaster) uint64   { return jm.(*DefaultJobMaster).loop.Posted() }
+func OutboxPosts(jm JobMaster) uint64 { return jm.(*DefaultJobMaster).outbox.Posted() }

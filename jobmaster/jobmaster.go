@@ -889,9 +889,11 @@ func (jm *DefaultJobMaster) declareRequirements(reqs []rpc.ResourceRequirement) 
 	jm.declareMu.Lock()
 	jm.declareLatest, jm.declareTo, jm.declareRMID = reqs, jm.rm, jm.rmID
 	queued := jm.declareQueued
-	jm.declareQueued = true
+	// Not registered: nothing to send (the registration declares the newest requirements), so
+	// nothing goes on the outbox; a call queued before finds declareTo nil and sends nothing.
+	jm.declareQueued = queued || jm.rm != nil
 	jm.declareMu.Unlock()
-	if queued {
+	if queued || jm.rm == nil {
 		return
 	}
 	jm.send(func(ctx context.Context) error {
@@ -1070,8 +1072,15 @@ func (jm *DefaultJobMaster) UpdateTaskExecutionState(ctx context.Context, token 
 
 // RegisterTaskExecutor implements rpc.JobMasterGateway.
 func (jm *DefaultJobMaster) RegisterTaskExecutor(ctx context.Context, token jobgraph.JobMasterID, reg rpc.TaskExecutorRegistration) error {
-	// Fenced (and closed) before connecting, as after.
-	if err := jm.fenced(ctx, token, func() error { return nil }); err != nil {
+	// Fenced (and closed) before connecting, as after; this first check off the loop, as
+	// checkpointMessage's: the token never changes and closedFlag is set when Close begins.
+	if jm.closedFlag.Load() {
+		return jm.closedErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := jm.tokenError(token); err != nil {
 		return err
 	}
 	te, err := rpc.Connect[rpc.TaskExecutorGateway](ctx, jm.cfg.RPC, reg.Address)

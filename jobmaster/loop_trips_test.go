@@ -1,0 +1,73 @@
+package jobmaster_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/rpc"
+)
+
+// RegisterTaskExecutor makes one trip to the JobMaster's loop: the fencing check before it
+// connects to the TaskExecutor is made off the loop (the token never changes; Close sets a flag
+// first), the registration itself on it. A stale token is refused without a trip, and so is any
+// registration once Close has begun.
+func TestRegisterTaskExecutorMakesOneLoopTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newHBEnv(t, jobmaster.Config{})
+		before := jobmaster.LoopPosts(e.jm)
+		e.addTE("te-1")
+		assert.Equal(t, uint64(1), jobmaster.LoopPosts(e.jm)-before, "loop trips of a registration")
+
+		before = jobmaster.LoopPosts(e.jm)
+		err := e.gw.RegisterTaskExecutor(e.ctx, jobgraph.NewJobMasterID(), rpc.TaskExecutorRegistration{ResourceID: "te-2", Address: "te-1"})
+		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+		assert.Equal(t, uint64(0), jobmaster.LoopPosts(e.jm)-before, "a stale token makes no trip")
+
+		e.jm.Close()
+		err = e.gw.RegisterTaskExecutor(e.ctx, e.token, rpc.TaskExecutorRegistration{ResourceID: "te-2", Address: "te-1"})
+		require.ErrorIs(t, err, jobmaster.ErrClosed)
+	})
+}
+
+// While the JobMaster is not registered with a ResourceManager its requirements go nowhere, so
+// nothing is queued on its outbox for them: the registration declares the newest ones, once.
+func TestRequirementsWaitForTheRegistrationOffTheOutbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		svc := rpc.NewLocalService()
+		s := ha.NewSessionID()
+		rm := &hbRM{id: jobgraph.ResourceManagerID(s)}
+		require.NoError(t, svc.Register("rm", rm))
+		retrieval := &handRetrieval{}
+		g := jobgraph.New("one", jobgraph.Batch)
+		g.AddVertex("v", "noop", 2)
+		f, err := jobmaster.NewFactory(g, jobmaster.Config{RPC: svc, Logger: slog.New(slog.DiscardHandler),
+			ResourceManagerRetrieval: func() ha.LeaderRetrieval { return retrieval }})
+		require.NoError(t, err)
+		jm, err := f.Create(ctx, jobgraph.NewJobMasterID())
+		require.NoError(t, err)
+		defer jm.Close()
+		synctest.Wait()
+		status, err := jm.RequestJobStatus(ctx)
+		require.NoError(t, err)
+		require.Equal(t, jobgraph.JobStatusRunning, status, "its slots are requested")
+		assert.Equal(t, uint64(0), jobmaster.OutboxPosts(jm), "nothing on the outbox before a ResourceManager is known")
+
+		retrieval.announce("rm", s)
+		synctest.Wait()
+		registered, declared, _ := rm.snapshot()
+		assert.Equal(t, 1, registered)
+		require.Len(t, declared, 1, "declared once, at the registration")
+		require.Len(t, declared[0], 1)
+		assert.Equal(t, 2, declared[0][0].Count)
+		assert.Equal(t, uint64(1), jobmaster.OutboxPosts(jm), "the declaration")
+	})
+}
