@@ -80,6 +80,13 @@ func newExecutionJobVertex(g *ExecutionGraph, v *jobgraph.JobVertex, topo, base 
 	return jv
 }
 
+// consumedGroups is ExecutionVertex.ConsumedPartitionGroups of subtask s.
+func (jv *ExecutionJobVertex) consumedGroups(s int) []*ConsumedPartitionGroup {
+	n := len(jv.inputs)
+	k := s * jv.consumedStride
+	return jv.consumedBacking[k : k+n : k+n]
+}
+
 // linkProducedPartitions fills producedBacking once every produced result exists.
 func (jv *ExecutionJobVertex) linkProducedPartitions() {
 	n := len(jv.produced)

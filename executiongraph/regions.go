@@ -1,6 +1,10 @@
 package executiongraph
 
-import "strconv"
+import (
+	"cmp"
+	"slices"
+	"strconv"
+)
 
 // PipelinedRegion is a set of subtasks that exchange data through pipelined partitions (directly
 // or transitively) and so must be scheduled, and restarted, together. Regions are joined only
@@ -57,6 +61,7 @@ type regionSet struct {
 	regions  []PipelinedRegion
 	ptrs     []*PipelinedRegion
 	vertices []*ExecutionVertex        // every vertex, grouped by region
+	regionOf []int32                   // regionOf[v.Index()] is the region of vertex v
 	external []*ConsumedPartitionGroup // every region's external groups, grouped by region
 }
 
@@ -118,7 +123,7 @@ func (g *ExecutionGraph) computeRegions() {
 			numRegions, _ = g.assignRegions(uf, regionOf)
 		}
 	}
-	g.buildRegions(regionOf, numRegions)
+	g.buildRegions(regionOf, numRegions, uf) // uf is done with: its array is buildRegions' scratch
 }
 
 // assignRegions numbers the union-find's sets by first vertex and writes each vertex's region
@@ -224,12 +229,14 @@ func (g *ExecutionGraph) mergeCycles(uf unionFind, regionOf []int32, numRegions 
 
 // buildRegions turns the region numbers into PipelinedRegions backed by one array of vertex
 // pointers and one of groups, and records every vertex's region.
-func (g *ExecutionGraph) buildRegions(regionOf []int32, numRegions int) {
+// scratch has one element per vertex and is overwritten.
+func (g *ExecutionGraph) buildRegions(regionOf []int32, numRegions int, scratch []int32) {
 	set := &regionSet{
 
 		regions:  make([]PipelinedRegion, numRegions),
 		ptrs:     make([]*PipelinedRegion, numRegions),
 		vertices: make([]*ExecutionVertex, g.numVertices),
+		regionOf: regionOf,
 	}
 	// fill[r] counts region r's vertices, then becomes where the next one goes.
 	fill := make([]int32, numRegions+1)
@@ -241,13 +248,15 @@ func (g *ExecutionGraph) buildRegions(regionOf []int32, numRegions int) {
 		set.regions[r] = PipelinedRegion{set: set, index: int32(r), vStart: fill[r], vEnd: fill[r+1]}
 		set.ptrs[r] = &set.regions[r]
 	}
+	// at[k] is the Index of set.vertices[k], so the loop over external groups below reads the
+	// job vertices' group tables, not the vertices (whose slab is ~170 bytes a subtask).
+	at := scratch[:g.numVertices]
 	for _, jv := range g.jobVertices {
 		for s := range jv.vertices {
-			v := &jv.vertices[s]
 			r := regionOf[jv.base+s]
-			set.vertices[fill[r]] = v
+			set.vertices[fill[r]] = &jv.vertices[s]
+			at[fill[r]] = int32(jv.base + s)
 			fill[r]++
-			v.region = r
 		}
 	}
 
@@ -266,18 +275,21 @@ func (g *ExecutionGraph) buildRegions(regionOf []int32, numRegions int) {
 		return
 	}
 	external := make([]*ConsumedPartitionGroup, 0, bound)
-	scratch := make([]int32, 2*g.numGroups)
-	producerRegion, seen := scratch[:g.numGroups], scratch[g.numGroups:]
+	marks := make([]int32, 2*g.numGroups)
+	producerRegion, seen := marks[:g.numGroups], marks[g.numGroups:]
 	for i := range producerRegion {
 		producerRegion[i] = -1 // not computed yet
 	}
 	const mixed = -2
+	jv := g.jobVertices[0]
 	for r := range set.regions {
 		reg := &set.regions[r]
 		reg.gStart = int32(len(external))
 		stamp := int32(r + 1)
-		for _, v := range set.vertices[reg.vStart:reg.vEnd] {
-			for _, cpg := range v.ConsumedPartitionGroups() {
+		for _, idx := range at[reg.vStart:reg.vEnd] {
+			jv = g.jobVertexAt(jv, idx)
+			s := int(idx) - jv.base
+			for _, cpg := range jv.consumedGroups(s) {
 				if !cpg.result.resultType.IsReconnectable() || seen[cpg.index] == stamp {
 					continue
 				}
@@ -306,6 +318,18 @@ func (g *ExecutionGraph) buildRegions(regionOf []int32, numRegions int) {
 	}
 	set.external = external
 	g.regions = set
+}
+
+// jobVertexAt is the job vertex of the vertex with Index idx; hint, a job vertex, is returned
+// when it holds idx (consecutive lookups mostly stay in one job vertex).
+func (g *ExecutionGraph) jobVertexAt(hint *ExecutionJobVertex, idx int32) *ExecutionJobVertex {
+	if i := int(idx); i >= hint.base && i < hint.base+len(hint.vertices) {
+		return hint
+	}
+	k, _ := slices.BinarySearchFunc(g.jobVertices, int(idx), func(jv *ExecutionJobVertex, i int) int {
+		return cmp.Compare(jv.base+len(jv.vertices), i+1)
+	})
+	return g.jobVertices[k]
 }
 
 // unionFind is a disjoint-set forest over int32 elements whose root is always the smallest

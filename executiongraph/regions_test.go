@@ -309,3 +309,22 @@ func TestStronglyConnectedComponents(t *testing.T) {
 	}
 	assert.Len(t, distinct, 4)
 }
+
+// TestJobVertexAt: the job vertex of every vertex Index, whatever the hint.
+func TestJobVertexAt(t *testing.T) {
+	g := jobgraph.New("three", jobgraph.Batch)
+	vs := vertices(g, 2, 3, 1)
+	g.Connect(vs[0], vs[1], jobgraph.AllToAll, jobgraph.Blocking)
+	g.Connect(vs[1], vs[2], jobgraph.AllToAll, jobgraph.Pipelined)
+	eg := build(t, g)
+	want := []string{"a", "a", "b", "b", "b", "c"}
+	all := slices.Collect(eg.Vertices())
+	require.Len(t, all, len(want))
+	for _, hint := range eg.JobVertices() {
+		for idx, name := range want {
+			jv := eg.jobVertexAt(hint, int32(idx))
+			require.Equal(t, name, jv.Name(), "index %d, hint %s", idx, hint.Name())
+			require.Same(t, all[idx].JobVertex(), jv)
+		}
+	}
+}

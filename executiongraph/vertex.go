@@ -19,7 +19,6 @@ type ExecutionVertex struct {
 	later   *laterAttempts
 	version uint64
 	subtask int32
-	region  int32 // index into graph.regions.regions
 	// first is attempt 0, allocated with the vertex: one slab per job vertex holds its subtasks
 	// and their first attempts side by side. The garbage collector reads every pointer-typed
 	// word of that slab in each cycle, nil or not, so the fields only a reset needs sit behind
@@ -120,9 +119,7 @@ func (v *ExecutionVertex) Version() uint64 { return v.version }
 // ConsumedPartitionGroups are the groups this subtask reads, one per input edge, in input
 // order. The slice must not be modified.
 func (v *ExecutionVertex) ConsumedPartitionGroups() []*ConsumedPartitionGroup {
-	n := len(v.jobVertex.jobVertex.Inputs)
-	s := int(v.subtask) * v.jobVertex.consumedStride
-	return v.jobVertex.consumedBacking[s : s+n : s+n]
+	return v.jobVertex.consumedGroups(int(v.subtask))
 }
 
 // ProducedPartitions are the partitions this subtask writes, one per produced result, in output
@@ -135,7 +132,9 @@ func (v *ExecutionVertex) ProducedPartitions() []*IntermediateResultPartition {
 
 // Region is the pipelined region the subtask belongs to.
 func (v *ExecutionVertex) Region() *PipelinedRegion {
-	return &v.jobVertex.graph.regions.regions[v.region]
+	jv := v.jobVertex
+	set := jv.graph.regions
+	return &set.regions[set.regionOf[jv.base+int(v.subtask)]]
 }
 
 // ResetForNewExecution replaces the current attempt, which must be terminal (FINISHED, CANCELED
