@@ -12,7 +12,8 @@ import (
 // ExecutionState table; TransitionState refuses anything else.
 // Flink: org.apache.flink.runtime.executiongraph.Execution.
 type Execution struct {
-	vertex     *ExecutionVertex
+	jobVertex  *ExecutionJobVertex
+	subtask    int32 // the vertex is jobVertex.vertices[subtask]
 	attempt    int32
 	state      jobgraph.ExecutionState
 	reached    uint16                             // bit s set: state s was reached
@@ -66,8 +67,8 @@ func (e *Execution) mark(s jobgraph.ExecutionState, at int64) {
 // AttemptID is the ExecutionAttemptID: graph ID, vertex ID and attempt number.
 func (e *Execution) AttemptID() jobgraph.ExecutionAttemptID {
 	return jobgraph.ExecutionAttemptID{
-		ExecutionGraphID:  e.vertex.jobVertex.graph.id,
-		ExecutionVertexID: e.vertex.ID(),
+		ExecutionGraphID:  e.jobVertex.graph.id,
+		ExecutionVertexID: e.Vertex().ID(),
 		AttemptNumber:     int(e.attempt),
 	}
 }
@@ -76,10 +77,10 @@ func (e *Execution) AttemptID() jobgraph.ExecutionAttemptID {
 func (e *Execution) AttemptNumber() int { return int(e.attempt) }
 
 // Vertex is the subtask this attempt runs.
-func (e *Execution) Vertex() *ExecutionVertex { return e.vertex }
+func (e *Execution) Vertex() *ExecutionVertex { return &e.jobVertex.vertices[e.subtask] }
 
 // IsCurrent reports whether this is its vertex's current attempt (not a prior one).
-func (e *Execution) IsCurrent() bool { return e.vertex.CurrentExecution() == e }
+func (e *Execution) IsCurrent() bool { return e.Vertex().CurrentExecution() == e }
 
 // State is the attempt's state.
 func (e *Execution) State() jobgraph.ExecutionState { return e.state }
@@ -106,7 +107,7 @@ func (e *Execution) FailureInfo() *jobgraph.ErrorInfo {
 }
 
 func (e *Execution) String() string {
-	return fmt.Sprintf("%s attempt #%d (%s)", e.vertex.Name(), e.attempt, e.AttemptID())
+	return fmt.Sprintf("%s attempt #%d (%s)", e.Vertex().Name(), e.attempt, e.AttemptID())
 }
 
 // TransitionState moves the attempt to state to, stamped with the graph's clock. Any transition
@@ -121,14 +122,14 @@ func (e *Execution) TransitionState(to jobgraph.ExecutionState) error {
 	if !from.CanTransitionTo(to) {
 		return fmt.Errorf("executiongraph: execution %s: %w from %s to %s", e, ErrIllegalTransition, from, to)
 	}
-	jv := e.vertex.jobVertex
+	jv := e.jobVertex
 	jv.stateCounts[from]--
 	jv.stateCounts[to]++
 	e.state = to
 	e.mark(to, jv.graph.now())
 	if to == jobgraph.ExecutionStateFinished {
 		jv.graph.numFinished++
-		for _, p := range e.vertex.ProducedPartitions() {
+		for _, p := range e.Vertex().ProducedPartitions() {
 			p.markFinished()
 		}
 	}
@@ -186,7 +187,7 @@ func (e *Execution) SetAccumulators(accs map[string]jobgraph.SerializedAccumulat
 		e.setOutcome().accumulators = accs
 	}
 	if e.IsCurrent() {
-		e.vertex.jobVertex.graph.accumulatorsChanged()
+		e.jobVertex.graph.accumulatorsChanged()
 	}
 	return true
 }

@@ -68,11 +68,9 @@ func newExecutionJobVertex(g *ExecutionGraph, v *jobgraph.JobVertex, topo, base 
 		jv.consumedBacking = make([]*ConsumedPartitionGroup, rows*n)
 	}
 	for i := range jv.vertices {
-		ev := &jv.vertices[i]
-		ev.jobVertex = jv
-		ev.subtask = int32(i)
-		e := &ev.first
-		e.vertex = ev
+		e := &jv.vertices[i].first
+		e.jobVertex = jv
+		e.subtask = int32(i)
 		e.state = jobgraph.ExecutionStateCreated
 		e.mark(jobgraph.ExecutionStateCreated, now)
 	}

@@ -13,16 +13,16 @@ import (
 // it writes (one per produced result) and its pipelined region.
 // Flink: org.apache.flink.runtime.executiongraph.ExecutionVertex.
 type ExecutionVertex struct {
-	jobVertex *ExecutionJobVertex
 	// later holds the attempts once the vertex was reset; nil until then, while first is the
 	// current attempt.
 	later   *laterAttempts
 	version uint64
-	subtask int32
 	// first is attempt 0, allocated with the vertex: one slab per job vertex holds its subtasks
-	// and their first attempts side by side. The garbage collector reads every pointer-typed
-	// word of that slab in each cycle, nil or not, so the fields only a reset needs sit behind
-	// the one pointer later.
+	// and their first attempts side by side. It also says which job vertex and subtask this is
+	// (first.jobVertex, first.subtask), for the vertex and every later attempt alike. The
+	// garbage collector reads every pointer-typed word of that slab in each cycle, nil or not,
+	// so the vertex keeps no pointer its first attempt has, and what only a reset needs sits
+	// behind the one pointer later.
 	first Execution
 }
 
@@ -40,18 +40,18 @@ type firstReset struct {
 
 // ID is the ExecutionVertexID: job vertex ID and subtask index.
 func (v *ExecutionVertex) ID() jobgraph.ExecutionVertexID {
-	return jobgraph.ExecutionVertexID{JobVertexID: v.jobVertex.jobVertex.ID, Subtask: int(v.subtask)}
+	return jobgraph.ExecutionVertexID{JobVertexID: v.first.jobVertex.jobVertex.ID, Subtask: int(v.first.subtask)}
 }
 
 // JobVertex is the job vertex this subtask belongs to.
-func (v *ExecutionVertex) JobVertex() *ExecutionJobVertex { return v.jobVertex }
+func (v *ExecutionVertex) JobVertex() *ExecutionJobVertex { return v.first.jobVertex }
 
 // SubtaskIndex is the subtask's index, 0 ≤ index < parallelism.
-func (v *ExecutionVertex) SubtaskIndex() int { return int(v.subtask) }
+func (v *ExecutionVertex) SubtaskIndex() int { return int(v.first.subtask) }
 
 // Index is the vertex's position in ExecutionGraph.Vertices (topological order), a dense
 // index in [0, NumVertices) for per-vertex arrays.
-func (v *ExecutionVertex) Index() int { return v.jobVertex.base + int(v.subtask) }
+func (v *ExecutionVertex) Index() int { return v.first.jobVertex.base + int(v.first.subtask) }
 
 // Name is the task name with subtask index as Flink prints it
 // (TaskNameWithSubtaskIndex): "name (i+1/parallelism)", e.g. "map (2/4)". It names the task in
@@ -60,15 +60,15 @@ func (v *ExecutionVertex) Index() int { return v.jobVertex.base + int(v.subtask)
 // ("aaa…(1000 bytes) (2/4)"; Flink prints the whole name). ExecutionJobVertex.Name is whole.
 func (v *ExecutionVertex) Name() string {
 	// One allocation: every deployment names its task (strconv.Itoa allocates from 100 on).
-	name := jobgraph.Truncate(v.jobVertex.jobVertex.Name)
+	name := jobgraph.Truncate(v.first.jobVertex.jobVertex.Name)
 	var b strings.Builder
 	b.Grow(len(name) + 26) // " (" + two ints of up to 11 digits + "/" + ")"
 	b.WriteString(name)
 	b.WriteString(" (")
 	var digits [20]byte
-	b.Write(strconv.AppendInt(digits[:0], int64(v.subtask)+1, 10))
+	b.Write(strconv.AppendInt(digits[:0], int64(v.first.subtask)+1, 10))
 	b.WriteByte('/')
-	b.Write(strconv.AppendInt(digits[:0], int64(len(v.jobVertex.vertices)), 10))
+	b.Write(strconv.AppendInt(digits[:0], int64(len(v.first.jobVertex.vertices)), 10))
 	b.WriteByte(')')
 	return b.String()
 }
@@ -119,22 +119,22 @@ func (v *ExecutionVertex) Version() uint64 { return v.version }
 // ConsumedPartitionGroups are the groups this subtask reads, one per input edge, in input
 // order. The slice must not be modified.
 func (v *ExecutionVertex) ConsumedPartitionGroups() []*ConsumedPartitionGroup {
-	return v.jobVertex.consumedGroups(int(v.subtask))
+	return v.first.jobVertex.consumedGroups(int(v.first.subtask))
 }
 
 // ProducedPartitions are the partitions this subtask writes, one per produced result, in output
 // order. The slice must not be modified.
 func (v *ExecutionVertex) ProducedPartitions() []*IntermediateResultPartition {
-	n := len(v.jobVertex.produced)
-	s := int(v.subtask) * n
-	return v.jobVertex.producedBacking[s : s+n : s+n]
+	n := len(v.first.jobVertex.produced)
+	s := int(v.first.subtask) * n
+	return v.first.jobVertex.producedBacking[s : s+n : s+n]
 }
 
 // Region is the pipelined region the subtask belongs to.
 func (v *ExecutionVertex) Region() *PipelinedRegion {
-	jv := v.jobVertex
+	jv := v.first.jobVertex
 	set := jv.graph.regions
-	return &set.regions[set.regionOf[jv.base+int(v.subtask)]]
+	return &set.regions[set.regionOf[jv.base+int(v.first.subtask)]]
 }
 
 // ResetForNewExecution replaces the current attempt, which must be terminal (FINISHED, CANCELED
@@ -149,7 +149,7 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 		return nil, fmt.Errorf("executiongraph: cannot reset %s for a new execution: attempt #%d is %s, not terminal: %w",
 			v.Name(), old.attempt, old.state, ErrIllegalTransition)
 	}
-	jv := v.jobVertex
+	jv := v.first.jobVertex
 	g := jv.graph
 	if old.state == jobgraph.ExecutionStateFinished {
 		g.numFinished--
@@ -178,7 +178,7 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 		}
 		h.prior = append(h.prior, old)
 	}
-	*e = Execution{vertex: v, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated}
+	*e = Execution{jobVertex: jv, subtask: v.first.subtask, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated}
 	e.mark(jobgraph.ExecutionStateCreated, g.now())
 	if old.accumulators() != nil {
 		g.accumulatorsChanged() // the old attempt's no longer count
