@@ -128,20 +128,22 @@ func (t *task) run() {
 	t.cancel(nil)         // release the context's resources
 	// Unregister the task before reporting its final state, as Flink's
 	// TaskExecutor.unregisterTaskAndNotifyFinalState does: once the JobMaster hears of it, the
-	// slot no longer holds the task, so freeing the slot frees it at once. The loop answers
-	// promptly, or at once with an error when closed.
+	// slot no longer holds the task, so freeing the slot frees it at once. The unregistration
+	// is queued on the loop, not waited for: whatever the JobMaster sends the TaskExecutor
+	// once it heard the final state (FreeSlot, say) reaches the loop after it, since the report
+	// is sent only after the unregistration was queued; a heartbeat the loop builds meanwhile
+	// still lists the task in its slot.
 	// Until its final state has been delivered the task stays in its job's
 	// ExecutionDeploymentReport, so no heartbeat tells the JobMaster it is gone before the
 	// JobMaster heard how it ended.
 	te := t.te
 	job := t.tdd.JobID
-	_ = te.loop.Call(context.Background(), func() error {
+	te.loop.Execute(func() {
 		t.unwatch()
 		te.taskDone(t)
 		if final != noFinalState {
 			te.reporting[t.attempt] = job
 		}
-		return nil
 	})
 	if final != noFinalState {
 		t.report(final, err)
