@@ -56,3 +56,12 @@ func HoldRunnerLoop(r *LeadershipRunner) (release func()) {
 // (mainloop.Loop.Posted).
 func LoopPosts(jm JobMaster) uint64   { return jm.(*DefaultJobMaster).loop.Posted() }
 func OutboxPosts(jm JobMaster) uint64 { return jm.(*DefaultJobMaster).outbox.Posted() }
+
+// HoldLoop makes jm's main loop wait, inside a closure, until release is called.
+func HoldLoop(jm JobMaster) (release func()) {
+	d := jm.(*DefaultJobMaster)
+	held, gate := make(chan struct{}), make(chan struct{})
+	d.loop.Execute(func() { close(held); <-gate })
+	<-held
+	return func() { close(gate) }
+}

@@ -434,8 +434,9 @@ type DefaultJobMaster struct {
 }
 
 var (
-	_ JobMaster            = (*DefaultJobMaster)(nil)
-	_ rpc.JobMasterGateway = (*DefaultJobMaster)(nil)
+	_ JobMaster                      = (*DefaultJobMaster)(nil)
+	_ rpc.JobMasterGateway           = (*DefaultJobMaster)(nil)
+	_ rpc.TaskExecutionStateNotifier = (*DefaultJobMaster)(nil)
 )
 
 func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID, cfg Config) (*DefaultJobMaster, error) {
@@ -1057,17 +1058,47 @@ func (jm *DefaultJobMaster) tokenError(token jobgraph.JobMasterID) error {
 func (jm *DefaultJobMaster) UpdateTaskExecutionState(ctx context.Context, token jobgraph.JobMasterID, state rpc.TaskExecutionState) (bool, error) {
 	var applied bool
 	err := jm.fenced(ctx, token, func() error {
-		host, deployed := jm.deployments.hostOf(state.ExecutionAttemptID)
-		applied = jm.sched.UpdateTaskExecutionState(state)
-		if applied && deployed && state.State == jobgraph.ExecutionStateFailed {
-			jm.taskFailedOn(host)
-		}
-		if state.State.IsTerminal() {
-			jm.deployments.stop(state.ExecutionAttemptID) // the TaskExecutor no longer holds it
-		}
+		applied = jm.applyTaskExecutionState(state)
 		return nil
 	})
 	return applied, err
+}
+
+// NotifyTaskExecutionState implements rpc.TaskExecutionStateNotifier: UpdateTaskExecutionState
+// queued on the loop, fenced there, without waiting for it; done hears the fencing or closed
+// error on the loop, or at once when the loop takes nothing any more.
+func (jm *DefaultJobMaster) NotifyTaskExecutionState(token jobgraph.JobMasterID, state rpc.TaskExecutionState, done func(err error)) {
+	if jm.loop.Execute(func() {
+		err := jm.fence(token)
+		if err == nil {
+			jm.applyTaskExecutionState(state)
+		}
+		if done != nil {
+			done(err)
+		}
+	}) {
+		return
+	}
+	if done != nil {
+		err := jm.loop.Err() // the panic that ended the loop, as a fenced call returns it
+		if err == nil {
+			err = jm.closedErr
+		}
+		done(err)
+	}
+}
+
+// applyTaskExecutionState hands a TaskExecutor's report to the scheduler; on the loop, fenced.
+func (jm *DefaultJobMaster) applyTaskExecutionState(state rpc.TaskExecutionState) bool {
+	host, deployed := jm.deployments.hostOf(state.ExecutionAttemptID)
+	applied := jm.sched.UpdateTaskExecutionState(state)
+	if applied && deployed && state.State == jobgraph.ExecutionStateFailed {
+		jm.taskFailedOn(host)
+	}
+	if state.State.IsTerminal() {
+		jm.deployments.stop(state.ExecutionAttemptID) // the TaskExecutor no longer holds it
+	}
+	return applied
 }
 
 // RegisterTaskExecutor implements rpc.JobMasterGateway.

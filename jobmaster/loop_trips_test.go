@@ -71,3 +71,42 @@ func TestRequirementsWaitForTheRegistrationOffTheOutbox(t *testing.T) {
 		assert.Equal(t, uint64(1), jobmaster.OutboxPosts(jm), "the declaration")
 	})
 }
+
+// NotifyTaskExecutionState (rpc.TaskExecutionStateNotifier) returns at once, with the JobMaster's
+// loop held, and the loop applies the states in the order given, fenced as
+// UpdateTaskExecutionState is: done hears nil for the session's token, a *rpc.FencingError for a
+// stale one (the state dropped), and once the JobMaster is closed ErrClosed at once.
+func TestNotifyTaskExecutionStateQueuesFencedStates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newHBEnv(t, jobmaster.Config{})
+		te1 := e.addTE("te-1")
+		e.offer(te1, 0, "A")
+		require.Equal(t, []string{"src (1/2) @ A"}, te1.deployed(e.names))
+		attempt := te1.snapshot().submits[0].ExecutionAttemptID
+		n, ok := e.gw.(rpc.TaskExecutionStateNotifier)
+		require.True(t, ok, "the in-process JobMaster takes states without its caller waiting")
+
+		var got []error
+		record := func(err error) { got = append(got, err) }
+		release := jobmaster.HoldLoop(e.jm)
+		n.NotifyTaskExecutionState(e.token, rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateInitializing}, record)
+		n.NotifyTaskExecutionState(jobgraph.NewJobMasterID(), rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFailed}, record)
+		n.NotifyTaskExecutionState(e.token, rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateRunning}, record)
+		assert.Empty(t, got, "nothing applied while the loop is held")
+		release()
+		synctest.Wait()
+		require.Len(t, got, 3)
+		assert.NoError(t, got[0])
+		assert.ErrorIs(t, got[1], rpc.ErrFencingTokenMismatch)
+		assert.NoError(t, got[2])
+		a, err := e.jm.RequestJob(e.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.ExecutionStateRunning, a.JobVertex(e.g.Vertices[0].ID).Subtasks[0].State, "the stale FAILED was dropped")
+
+		e.jm.Close()
+		got = nil
+		n.NotifyTaskExecutionState(e.token, rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFinished}, record)
+		require.Len(t, got, 1, "answered at once")
+		assert.ErrorIs(t, got[0], jobmaster.ErrClosed)
+	})
+}

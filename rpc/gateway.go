@@ -118,6 +118,23 @@ type JobMasterGateway interface {
 	SendOperatorEventToCoordinator(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error
 }
 
+// TaskExecutionStateNotifier is what a JobMasterGateway implements when it can take a task's
+// state without its caller waiting for the answer; the in-process jobmaster.DefaultJobMaster
+// does, and a TaskExecutor reports its tasks' states through it when its JobMaster's gateway has
+// it (over the in-process LocalService the gateway is the JobMaster itself), through
+// UpdateTaskExecutionState otherwise (a transport's proxy). NotifyTaskExecutionState queues the
+// state as UpdateTaskExecutionState would deliver it — fenced by token, applied in the order of
+// the calls, before every call the gateway takes after it returned — and returns at once: a
+// state counts as delivered once it returned (see ExecutionDeploymentReport). done, if not nil,
+// is called once with the error UpdateTaskExecutionState would have returned (nil, a
+// *FencingError, the JobMaster's closed error), on the JobMaster's main loop, or on the
+// caller's goroutine before the call returns when the JobMaster no longer takes any; it must
+// not block. Flink: JobMasterGateway.updateTaskExecutionState returns a future, which the
+// TaskExecutor's reporting does not wait for.
+type TaskExecutionStateNotifier interface {
+	NotifyTaskExecutionState(token jobgraph.JobMasterID, state TaskExecutionState, done func(err error))
+}
+
 // ResourceManagerGateway is how TaskExecutors and JobMasters reach the ResourceManager. Both
 // registrations answer the ResourceManager's fencing token, its ResourceManagerID (under leader
 // election: the leader session); every other call carries it as rm, the token the caller's

@@ -236,7 +236,8 @@ type AllocatedSlotReport struct {
 // ExecutionDeploymentReport is what a TaskExecutor tells a job's JobMaster, with each heartbeat,
 // about the job's execution attempts it holds: every attempt deployed there (SubmitTask
 // accepted) whose final state has not yet been delivered to the JobMaster. An attempt stays in
-// the report until its final UpdateTaskExecutionState call has returned, and a report taken
+// the report until its final UpdateTaskExecutionState call (or TaskExecutionStateNotifier's
+// NotifyTaskExecutionState, which queues the state) has returned, and a report taken
 // before a SubmitTask was accepted reaches the JobMaster before that SubmitTask returns (the
 // in-process TaskExecutor holds the answer back while such a heartbeat is in flight): so a
 // report never lacks an attempt the JobMaster counts as running there, which Flink gets from

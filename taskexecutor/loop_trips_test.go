@@ -2,6 +2,9 @@ package taskexecutor
 
 import (
 	"context"
+	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -9,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/logtest"
+	"github.com/jobgraph/jobgraph/rpc"
 )
 
 // A task that returned reports its final state without waiting for the TaskExecutor's loop: it
@@ -44,5 +49,70 @@ func TestFinalStateIsReportedWithoutWaitingForTheLoop(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, r.Slots[0].AllocationID.IsZero(), "the slot is free: the task had left it before FreeSlot ran")
 		require.Len(t, c.rm.notifications(), 1, "the ResourceManager heard of the free slot")
+	})
+}
+
+// notifyingJobMaster is a fakeJobMaster that also takes states without its caller waiting
+// (rpc.TaskExecutionStateNotifier, as the in-process JobMaster): it records them and keeps the
+// done callbacks for the test to call.
+type notifyingJobMaster struct {
+	*fakeJobMaster
+	mu       sync.Mutex
+	notified []jobgraph.ExecutionState
+	dones    []func(error)
+}
+
+func (n *notifyingJobMaster) NotifyTaskExecutionState(_ jobgraph.JobMasterID, state rpc.TaskExecutionState, done func(error)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notified = append(n.notified, state.State)
+	n.dones = append(n.dones, done)
+}
+
+func (n *notifyingJobMaster) snapshot() ([]jobgraph.ExecutionState, []func(error)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.notified), slices.Clone(n.dones)
+}
+
+// A task whose JobMaster's gateway is a TaskExecutionStateNotifier reports every state through
+// it, without waiting for any answer: the task ends and leaves its slot with none of the done
+// callbacks called, and UpdateTaskExecutionState is never called. A refused report is logged on
+// the TaskExecutor's side.
+func TestTaskStatesGoThroughTheNotifierWithoutWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		jm := &notifyingJobMaster{fakeJobMaster: c.jm}
+		c.svc.Unregister(jmAddr)
+		require.NoError(t, c.svc.Register(jmAddr, jm))
+		c.reg.Register("noop", func(context.Context, Environment) error { return nil })
+		logger, logged := logtest.NewRecorder(slog.LevelWarn)
+		te, err := New(Config{ResourceID: "te-1", Address: "taskexecutor-1", NumSlots: 1, Registry: c.reg, RPC: c.svc,
+			ResourceManagerAddress: rmAddr, Shuffle: c.shuffle, Logger: logger})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, te.Close()) }()
+		require.NoError(t, te.Start(ctx))
+		c.allocate(te, 0, allocID(1))
+		synctest.Wait()
+		require.NoError(t, te.SubmitTask(ctx, jmToken(1), tdd(1, 0, "noop", allocID(1))))
+		synctest.Wait()
+
+		states, dones := jm.snapshot()
+		assert.Equal(t, []jobgraph.ExecutionState{
+			jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning, jobgraph.ExecutionStateFinished,
+		}, states)
+		assert.Equal(t, 0, c.jm.numStates(), "no UpdateTaskExecutionState call")
+		require.NoError(t, te.FreeSlot(ctx, allocID(1), nil))
+		r, err := te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.True(t, r.Slots[0].AllocationID.IsZero(), "the task left its slot with no answer to its reports")
+		require.Len(t, dones, 3)
+		dones[0](nil)
+		dones[1](nil)
+		dones[2](assert.AnError)
+		synctest.Wait()
+		require.Len(t, logged(), 1)
+		assert.Equal(t, "reporting a task state failed", logged()[0].Msg)
+		assert.Contains(t, logged()[0].Attrs, "state=FINISHED")
 	})
 }

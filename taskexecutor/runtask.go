@@ -240,8 +240,25 @@ func (t *task) report(state jobgraph.ExecutionState, err error) {
 		}
 		t.jm = jm
 	}
-	if _, rerr := t.jm.UpdateTaskExecutionState(te.ctx, t.token, msg); rerr != nil && te.ctx.Err() == nil {
-		te.log.Warn("reporting a task state failed", "task", t.tdd.TaskName, "state", state.String(), "error", rerr)
+	if n, ok := t.jm.(rpc.TaskExecutionStateNotifier); ok {
+		// Queued at the JobMaster, not waited for (the in-process JobMaster): the task goes on.
+		n.NotifyTaskExecutionState(t.token, msg, func(err error) {
+			if err != nil {
+				te.loop.Execute(func() { t.reportFailed(state, err) })
+			}
+		})
+		return
+	}
+	if _, rerr := t.jm.UpdateTaskExecutionState(te.ctx, t.token, msg); rerr != nil {
+		t.reportFailed(state, rerr)
+	}
+}
+
+// reportFailed logs a state report the JobMaster refused or did not take, unless the
+// TaskExecutor is closing.
+func (t *task) reportFailed(state jobgraph.ExecutionState, err error) {
+	if t.te.ctx.Err() == nil {
+		t.te.log.Warn("reporting a task state failed", "task", t.tdd.TaskName, "state", state.String(), "error", err)
 	}
 }
 
