@@ -17,6 +17,7 @@ type Execution struct {
 	attempt    int32
 	state      jobgraph.ExecutionState
 	reached    uint16                             // bit s set: state s was reached
+	superseded bool                               // a reset replaced it: no longer current
 	stateTimes [jobgraph.NumExecutionStates]int64 // unix nanoseconds of entry into each state
 	// outcome holds the failure cause and the accumulators; nil until the attempt has either, so
 	// the attempts a graph is built with carry one pointer for both (each pointer-typed word of
@@ -80,7 +81,7 @@ func (e *Execution) AttemptNumber() int { return int(e.attempt) }
 func (e *Execution) Vertex() *ExecutionVertex { return &e.jobVertex.vertices[e.subtask] }
 
 // IsCurrent reports whether this is its vertex's current attempt (not a prior one).
-func (e *Execution) IsCurrent() bool { return e.Vertex().CurrentExecution() == e }
+func (e *Execution) IsCurrent() bool { return !e.superseded }
 
 // State is the attempt's state.
 func (e *Execution) State() jobgraph.ExecutionState { return e.state }

@@ -183,6 +183,7 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 	if old.accumulators() != nil {
 		g.accumulatorsChanged() // the old attempt's no longer count
 	}
+	old.superseded = true
 	h.current = e
 	v.version++
 	return e, nil
