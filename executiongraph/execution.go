@@ -19,10 +19,11 @@ type Execution struct {
 	reached    uint16                             // bit s set: state s was reached
 	superseded bool                               // a reset replaced it: no longer current
 	stateTimes [jobgraph.NumExecutionStates]int64 // unix nanoseconds of entry into each state
-	// outcome holds the failure cause and the accumulators; nil until the attempt has either, so
-	// the attempts a graph is built with carry one pointer for both (each pointer-typed word of
-	// the graph's slabs costs the garbage collector a load per cycle, nil or not).
-	outcome *executionOutcome
+	// extra holds what only some attempts have: the failure cause, the accumulators and, in a
+	// vertex's first attempt, the vertex's later attempts. Nil until one of them is set, so the
+	// attempts a graph is built with carry one pointer for all (each pointer-typed word of the
+	// graph's slabs costs the garbage collector a load per cycle, nil or not).
+	extra *executionExtra
 
 	// ResourceID is the TaskExecutor the attempt was deployed to; set by the scheduler.
 	ResourceID jobgraph.ResourceID
@@ -30,34 +31,36 @@ type Execution struct {
 	AllocationID jobgraph.AllocationID
 }
 
-// executionOutcome is what an attempt ends with, apart from its state.
-type executionOutcome struct {
+// executionExtra is what only some attempts have.
+type executionExtra struct {
 	failure error
 	// accumulators is the newest snapshot of the attempt's accumulators (SetAccumulators).
 	accumulators map[string]jobgraph.SerializedAccumulator
+	// later is set in a vertex's first attempt at the vertex's first reset (ExecutionVertex).
+	later *laterAttempts
 }
 
 // failure is the recorded failure cause, or nil.
 func (e *Execution) failure() error {
-	if e.outcome == nil {
+	if e.extra == nil {
 		return nil
 	}
-	return e.outcome.failure
+	return e.extra.failure
 }
 
 // accumulators is the newest accumulator snapshot, or nil.
 func (e *Execution) accumulators() map[string]jobgraph.SerializedAccumulator {
-	if e.outcome == nil {
+	if e.extra == nil {
 		return nil
 	}
-	return e.outcome.accumulators
+	return e.extra.accumulators
 }
 
-func (e *Execution) setOutcome() *executionOutcome {
-	if e.outcome == nil {
-		e.outcome = new(executionOutcome)
+func (e *Execution) setExtra() *executionExtra {
+	if e.extra == nil {
+		e.extra = new(executionExtra)
 	}
-	return e.outcome
+	return e.extra
 }
 
 func (e *Execution) mark(s jobgraph.ExecutionState, at int64) {
@@ -148,7 +151,7 @@ func (e *Execution) MarkFailed(err error) error {
 	if !e.state.CanTransitionTo(jobgraph.ExecutionStateFailed) {
 		return e.TransitionState(jobgraph.ExecutionStateFailed)
 	}
-	e.setOutcome().failure = err
+	e.setExtra().failure = err
 	return e.TransitionState(jobgraph.ExecutionStateFailed)
 }
 
@@ -184,8 +187,8 @@ func (e *Execution) SetAccumulators(accs map[string]jobgraph.SerializedAccumulat
 	if e.state.IsTerminal() {
 		return false
 	}
-	if accs != nil || e.outcome != nil {
-		e.setOutcome().accumulators = accs
+	if accs != nil || e.extra != nil {
+		e.setExtra().accumulators = accs
 	}
 	if e.IsCurrent() {
 		e.jobVertex.graph.accumulatorsChanged()

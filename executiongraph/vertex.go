@@ -13,16 +13,13 @@ import (
 // it writes (one per produced result) and its pipelined region.
 // Flink: org.apache.flink.runtime.executiongraph.ExecutionVertex.
 type ExecutionVertex struct {
-	// later holds the attempts once the vertex was reset; nil until then, while first is the
-	// current attempt.
-	later   *laterAttempts
-	version uint64
-	// first is attempt 0, allocated with the vertex: one slab per job vertex holds its subtasks
-	// and their first attempts side by side. It also says which job vertex and subtask this is
-	// (first.jobVertex, first.subtask), for the vertex and every later attempt alike. The
+	// first is attempt 0, allocated with the vertex: one slab per job vertex holds its subtasks,
+	// which are their first attempts. It also says which job vertex and subtask this is
+	// (first.jobVertex, first.subtask), for the vertex and every later attempt alike, and its
+	// extra holds the vertex's later attempts once it was reset (first.extra.later). The
 	// garbage collector reads every pointer-typed word of that slab in each cycle, nil or not,
-	// so the vertex keeps no pointer its first attempt has, and what only a reset needs sits
-	// behind the one pointer later.
+	// so a subtask of a graph just built costs it three words: the job vertex, the extra
+	// (nil) and the ResourceID (empty).
 	first Execution
 }
 
@@ -32,10 +29,20 @@ type laterAttempts struct {
 	prior   []*Execution // oldest first, at most graph.maxPriorAttempts
 }
 
-// firstReset is what a vertex's first reset allocates: its history and its second attempt.
+// later is the vertex's history after its first reset, nil before it.
+func (v *ExecutionVertex) later() *laterAttempts {
+	if x := v.first.extra; x != nil {
+		return x.later
+	}
+	return nil
+}
+
+// firstReset is what a vertex's first reset allocates: its history, its second attempt and, if
+// the first attempt had none, the first attempt's extra that holds the history.
 type firstReset struct {
 	attempts  laterAttempts
 	execution Execution
+	extra     executionExtra
 }
 
 // ID is the ExecutionVertexID: job vertex ID and subtask index.
@@ -77,10 +84,10 @@ func (v *ExecutionVertex) String() string { return v.Name() }
 
 // CurrentExecution is the current attempt; never nil.
 func (v *ExecutionVertex) CurrentExecution() *Execution {
-	if v.later == nil {
-		return &v.first
+	if h := v.later(); h != nil {
+		return h.current
 	}
-	return v.later.current
+	return &v.first
 }
 
 // State is the current attempt's state.
@@ -93,10 +100,10 @@ func (v *ExecutionVertex) NumPriorAttempts() int { return int(v.CurrentExecution
 // PriorExecutions are the earlier attempts still kept, oldest first (at most
 // WithMaxPriorAttempts of them). The slice must not be modified.
 func (v *ExecutionVertex) PriorExecutions() []*Execution {
-	if v.later == nil {
-		return nil
+	if h := v.later(); h != nil {
+		return h.prior
 	}
-	return v.later.prior
+	return nil
 }
 
 // Execution is the attempt with the given number if it is the current one or still kept, else nil.
@@ -114,7 +121,7 @@ func (v *ExecutionVertex) Execution(attempt int) *Execution {
 
 // Version counts the resets of this vertex (0 after Build). The scheduler records it when it
 // starts deploying and drops the deployment if the vertex was reset meanwhile.
-func (v *ExecutionVertex) Version() uint64 { return v.version }
+func (v *ExecutionVertex) Version() uint64 { return uint64(v.CurrentExecution().attempt) } // each reset adds an attempt
 
 // ConsumedPartitionGroups are the groups this subtask reads, one per input edge, in input
 // order. The slice must not be modified.
@@ -161,13 +168,16 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 	jv.stateCounts[jobgraph.ExecutionStateCreated]++
 
 	var e *Execution
-	h := v.later
+	h := v.later()
 	if h == nil {
 		// The history and the second attempt in one allocation, as the attempt alone was
 		// before the history moved out of the vertex.
 		b := new(firstReset)
 		h, e = &b.attempts, &b.execution
-		v.later = h
+		if v.first.extra == nil {
+			v.first.extra = &b.extra
+		}
+		v.first.extra.later = h
 	} else {
 		e = new(Execution)
 	}
@@ -185,6 +195,5 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 	}
 	old.superseded = true
 	h.current = e
-	v.version++
 	return e, nil
 }
