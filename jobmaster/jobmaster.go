@@ -897,6 +897,7 @@ func (jm *DefaultJobMaster) declareRequirements(reqs []rpc.ResourceRequirement) 
 	if queued || jm.rm == nil {
 		return
 	}
+	failed := func(err error) { jm.log.Warn("declaring resource requirements failed", "err", err) }
 	jm.send(func(ctx context.Context) error {
 		jm.declareMu.Lock()
 		reqs, rm, rmID := jm.declareLatest, jm.declareTo, jm.declareRMID
@@ -906,8 +907,25 @@ func (jm *DefaultJobMaster) declareRequirements(reqs []rpc.ResourceRequirement) 
 			return nil // not registered: the registration declares them
 		}
 		msg := rpc.ResourceRequirements{JobID: jm.job, TargetAddress: jm.address, Requirements: reqs}
+		if n, ok := rm.(rpc.ResourceManagerNotifier); ok { // the in-process ResourceManager
+			n.NotifyRequiredResources(rmID, jm.token, msg, jm.onLoop(failed))
+			return nil
+		}
 		return rm.DeclareRequiredResources(ctx, rmID, jm.token, msg)
-	}, func(err error) { jm.log.Warn("declaring resource requirements failed", "err", err) })
+	}, failed)
+}
+
+// onLoop is a done callback for an rpc notifier (rpc.ResourceManagerNotifier): a non-nil error
+// goes to onError on the JobMaster's loop, as send's onError does. nil for a nil onError.
+func (jm *DefaultJobMaster) onLoop(onError func(err error)) func(err error) {
+	if onError == nil {
+		return nil
+	}
+	return func(err error) {
+		if err != nil {
+			jm.loop.Execute(func() { onError(err) })
+		}
+	}
 }
 
 // freeSlot is the pool's OnReturnSlot: the slot goes back to its TaskExecutor.
@@ -1381,7 +1399,9 @@ func (jm *DefaultJobMaster) RequestJob(ctx context.Context) (*executiongraph.Arc
 
 // Close implements JobMaster: a job not yet terminal is SUSPENDED and its tasks canceled; every
 // slot goes back to its TaskExecutor and the ResourceManager forgets the job. It waits for the
-// outgoing calls already queued and returns the final archived graph.
+// outgoing calls already queued (a call through an rpc notifier, the in-process
+// ResourceManager's, until the recipient's loop has queued it: what that loop takes later sees
+// it done) and returns the final archived graph.
 func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 	jm.closeOnce.Do(func() {
 		jm.closedFlag.Store(true)
@@ -1411,7 +1431,13 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 				jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, token, job, cause) }, nil)
 			}
 			if rm, rmID := jm.rm, jm.rmID; rm != nil {
-				jm.send(func(ctx context.Context) error { return rm.DisconnectJobMaster(ctx, rmID, token, job, cause) }, nil)
+				jm.send(func(ctx context.Context) error {
+					if n, ok := rm.(rpc.ResourceManagerNotifier); ok { // the in-process ResourceManager
+						n.NotifyJobMasterDisconnected(rmID, token, job, cause, nil)
+						return nil
+					}
+					return rm.DisconnectJobMaster(ctx, rmID, token, job, cause)
+				}, nil)
 			}
 			return nil
 		})

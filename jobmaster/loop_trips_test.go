@@ -3,6 +3,8 @@ package jobmaster_test
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/ha"
+	"github.com/jobgraph/jobgraph/internal/logtest"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/rpc"
 )
@@ -108,5 +111,70 @@ func TestNotifyTaskExecutionStateQueuesFencedStates(t *testing.T) {
 		n.NotifyTaskExecutionState(e.token, rpc.TaskExecutionState{ExecutionAttemptID: attempt, State: jobgraph.ExecutionStateFinished}, record)
 		require.Len(t, got, 1, "answered at once")
 		assert.ErrorIs(t, got[0], jobmaster.ErrClosed)
+	})
+}
+
+// notifyingRM is an hbRM that also takes declarations and disconnects without its caller
+// waiting (rpc.ResourceManagerNotifier, as the in-process ResourceManager): it records them and
+// keeps the done callbacks for the test.
+type notifyingRM struct {
+	*hbRM
+	mu           sync.Mutex
+	notified     [][]rpc.ResourceRequirement
+	disconnected []jobgraph.JobID
+	dones        []func(error)
+}
+
+func (n *notifyingRM) NotifyRequiredResources(_ jobgraph.ResourceManagerID, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements, done func(error)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notified = append(n.notified, reqs.Requirements)
+	n.dones = append(n.dones, done)
+}
+
+func (n *notifyingRM) NotifyJobMasterDisconnected(_ jobgraph.ResourceManagerID, _ jobgraph.JobMasterID, job jobgraph.JobID, _ *jobgraph.ErrorInfo, done func(error)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.disconnected = append(n.disconnected, job)
+	if done != nil {
+		n.dones = append(n.dones, done)
+	}
+}
+
+// A JobMaster whose ResourceManager's gateway is an rpc.ResourceManagerNotifier sends its
+// declarations and its disconnect through it, never waiting for an answer: Close returns with
+// none given. A declaration the ResourceManager refuses is logged, as one refused by
+// DeclareRequiredResources is.
+func TestDeclarationsAndDisconnectGoThroughTheNotifier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		svc := rpc.NewLocalService()
+		rm := &notifyingRM{hbRM: &hbRM{id: jobgraph.NewResourceManagerID()}}
+		require.NoError(t, svc.Register("rm", rm))
+		logger, logged := logtest.NewRecorder(slog.LevelWarn)
+		g := jobgraph.New("one", jobgraph.Batch)
+		g.AddVertex("v", "noop", 2)
+		f, err := jobmaster.NewFactory(g, jobmaster.Config{RPC: svc, ResourceManagerAddress: "rm", Logger: logger})
+		require.NoError(t, err)
+		jm, err := f.Create(ctx, jobgraph.NewJobMasterID())
+		require.NoError(t, err)
+		defer jm.Close()
+		synctest.Wait()
+		rm.mu.Lock()
+		notified, dones := slices.Clone(rm.notified), slices.Clone(rm.dones)
+		rm.mu.Unlock()
+		require.Len(t, notified, 1)
+		assert.Equal(t, 2, notified[0][0].Count)
+		_, declared, _ := rm.snapshot()
+		assert.Empty(t, declared, "no DeclareRequiredResources call")
+		dones[0](assert.AnError)
+		synctest.Wait()
+		require.Len(t, logged(), 1)
+		assert.Equal(t, "declaring resource requirements failed", logged()[0].Msg)
+
+		jm.Close()
+		rm.mu.Lock()
+		defer rm.mu.Unlock()
+		assert.Equal(t, []jobgraph.JobID{g.JobID}, rm.disconnected)
 	})
 }

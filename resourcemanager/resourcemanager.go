@@ -249,7 +249,10 @@ type ResourceManager struct {
 	leaders *jobLeaders
 }
 
-var _ rpc.ResourceManagerGateway = (*ResourceManager)(nil)
+var (
+	_ rpc.ResourceManagerGateway  = (*ResourceManager)(nil)
+	_ rpc.ResourceManagerNotifier = (*ResourceManager)(nil)
+)
 
 // New returns a ResourceManager that is not started yet. It fails without Address or RPC.
 func New(cfg Config) (*ResourceManager, error) {
@@ -780,24 +783,53 @@ func (rm *ResourceManager) RegisterJobMaster(ctx context.Context, token jobgraph
 // is not the current ResourceManagerID (a declaration of a registration with an earlier leader
 // session), and with ErrInvalidRequirements for a negative count.
 func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
-	return rm.call(ctx, func() error {
-		if err := rm.fenced(rmToken); err != nil {
-			return err
+	return rm.call(ctx, func() error { return rm.declareRequiredResources(rmToken, token, requirements) })
+}
+
+// NotifyRequiredResources implements rpc.ResourceManagerNotifier: DeclareRequiredResources
+// queued on the loop without waiting for it.
+func (rm *ResourceManager) NotifyRequiredResources(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements, done func(err error)) {
+	rm.notify(func() error { return rm.declareRequiredResources(rmToken, token, requirements) }, done)
+}
+
+// notify runs fn on the loop without waiting for it and hands its error to done (if not nil)
+// there, or ErrClosed (wrapping the panic the loop died of) at once when the loop is closed:
+// what call would have returned.
+func (rm *ResourceManager) notify(fn func() error, done func(err error)) {
+	if rm.loop.Execute(func() {
+		err := fn()
+		if done != nil {
+			done(err)
 		}
-		job := requirements.JobID
-		jm, ok := rm.sm.JobMaster(job)
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrJobNotRegistered, job)
+	}) {
+		return
+	}
+	if done != nil {
+		err := rm.loop.Err()
+		if err == nil {
+			err = ErrClosed
 		}
-		if jm.ID != token {
-			return &rpc.FencingError{
-				Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
-				Expected: jm.ID.String(),
-				Got:      token.String(),
-			}
+		done(err)
+	}
+}
+
+func (rm *ResourceManager) declareRequiredResources(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
+	if err := rm.fenced(rmToken); err != nil {
+		return err
+	}
+	job := requirements.JobID
+	jm, ok := rm.sm.JobMaster(job)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrJobNotRegistered, job)
+	}
+	if jm.ID != token {
+		return &rpc.FencingError{
+			Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
+			Expected: jm.ID.String(),
+			Got:      token.String(),
 		}
-		return rm.sm.DeclareRequirements(job, requirements.Requirements, requirements.TargetAddress)
-	})
+	}
+	return rm.sm.DeclareRequirements(job, requirements.Requirements, requirements.TargetAddress)
 }
 
 // DisconnectJobMaster clears the job's requirements and forgets its JobMaster. Slots allocated to
@@ -806,30 +838,38 @@ func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, rmToken
 // rmToken is not the current ResourceManagerID, it fails with an *rpc.FencingError
 // (rpc.ErrFencingTokenMismatch) and changes nothing.
 func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
-	return rm.call(ctx, func() error {
-		if err := rm.fenced(rmToken); err != nil {
-			return err
-		}
-		jm, ok := rm.sm.JobMaster(job)
-		if !ok {
-			return nil
-		}
-		if jm.ID != token {
-			return &rpc.FencingError{
-				Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
-				Expected: jm.ID.String(),
-				Got:      token.String(),
-			}
-		}
-		rm.forgetJobMaster(jm.ResourceID)
-		if rm.sm.UnregisterJob(job) {
-			if rm.log.Enabled(context.Background(), slog.LevelInfo) { // no arguments made unless logged
-				rm.log.Info("disconnected JobMaster", "job", job, "cause", cause.Err())
-			}
-		}
-		rm.forgetJobLeader(job)
+	return rm.call(ctx, func() error { return rm.disconnectJobMaster(rmToken, token, job, cause) })
+}
+
+// NotifyJobMasterDisconnected implements rpc.ResourceManagerNotifier: DisconnectJobMaster queued
+// on the loop without waiting for it.
+func (rm *ResourceManager) NotifyJobMasterDisconnected(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo, done func(err error)) {
+	rm.notify(func() error { return rm.disconnectJobMaster(rmToken, token, job, cause) }, done)
+}
+
+func (rm *ResourceManager) disconnectJobMaster(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
+	if err := rm.fenced(rmToken); err != nil {
+		return err
+	}
+	jm, ok := rm.sm.JobMaster(job)
+	if !ok {
 		return nil
-	})
+	}
+	if jm.ID != token {
+		return &rpc.FencingError{
+			Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
+			Expected: jm.ID.String(),
+			Got:      token.String(),
+		}
+	}
+	rm.forgetJobMaster(jm.ResourceID)
+	if rm.sm.UnregisterJob(job) {
+		if rm.log.Enabled(context.Background(), slog.LevelInfo) { // no arguments made unless logged
+			rm.log.Info("disconnected JobMaster", "job", job, "cause", cause.Err())
+		}
+	}
+	rm.forgetJobLeader(job)
+	return nil
 }
 
 // jobLeaderLostLeadership disconnects job's registered JobMaster if its session is old, which

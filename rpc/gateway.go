@@ -167,6 +167,22 @@ type ResourceManagerGateway interface {
 	HeartbeatFromJobMaster(ctx context.Context, rm jobgraph.ResourceManagerID, jobMaster jobgraph.ResourceID) error
 }
 
+// ResourceManagerNotifier is what a ResourceManagerGateway implements when it can take a
+// JobMaster's declarations and its disconnect without the caller waiting for the answer; the
+// in-process resourcemanager.ResourceManager does, and a JobMaster sends both through it when its
+// ResourceManager's gateway has it (over the in-process LocalService the gateway is the
+// ResourceManager itself), through DeclareRequiredResources and DisconnectJobMaster otherwise.
+// Each queues the call as its gateway method would make it — fenced, in the order of the calls,
+// before every call the gateway takes after it returned — and returns at once; done, if not
+// nil, is called once with the error the gateway method would have returned, on the
+// ResourceManager's main loop, or on the caller's goroutine before the call returns when the
+// ResourceManager no longer takes any; it must not block. Flink: a JobMaster's
+// declareRequiredResources and disconnectJobManager return futures it does not wait for.
+type ResourceManagerNotifier interface {
+	NotifyRequiredResources(rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements ResourceRequirements, done func(err error))
+	NotifyJobMasterDisconnected(rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo, done func(err error))
+}
+
 // TaskExecutorGateway is how the ResourceManager and JobMasters reach a TaskExecutor. An
 // implementation should pass the conformance suite taskexecutor/tetest (TestTaskExecutor).
 // Flink: TaskExecutorGateway.
