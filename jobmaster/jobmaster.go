@@ -941,16 +941,22 @@ func (jm *DefaultJobMaster) sendFreeSlot(slot slotpool.AllocatedSlot, cause erro
 		return
 	}
 	jm.freeing[slot.AllocationID] = true
-	jm.enqueue(func() {
-		ctx, cancel := jm.rpcContext()
-		defer cancel()
-		err := te.FreeSlot(ctx, slot.AllocationID, rpc.Failure(cause))
+	done := func(err error) {
 		jm.loop.Execute(func() {
 			delete(jm.freeing, slot.AllocationID)
 			if err != nil && reoffer {
 				jm.freeSlotFailed(slot, err)
 			}
 		})
+	}
+	jm.enqueue(func() {
+		if n, ok := te.(rpc.TaskExecutorNotifier); ok { // the in-process TaskExecutor
+			n.NotifyFreeSlot(slot.AllocationID, rpc.Failure(cause), done)
+			return
+		}
+		ctx, cancel := jm.rpcContext()
+		defer cancel()
+		done(te.FreeSlot(ctx, slot.AllocationID, rpc.Failure(cause)))
 	})
 }
 
@@ -1428,7 +1434,13 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 			job, token := jm.job, jm.token
 			cause := rpc.Failure(fmt.Errorf("job %s: %w", job, ErrClosed))
 			for _, te := range jm.taskExecutors {
-				jm.send(func(ctx context.Context) error { return te.DisconnectJobMaster(ctx, token, job, cause) }, nil)
+				jm.send(func(ctx context.Context) error {
+					if n, ok := te.(rpc.TaskExecutorNotifier); ok { // the in-process TaskExecutor
+						n.NotifyDisconnectJobMaster(token, job, cause, nil)
+						return nil
+					}
+					return te.DisconnectJobMaster(ctx, token, job, cause)
+				}, nil)
 			}
 			if rm, rmID := jm.rm, jm.rmID; rm != nil {
 				jm.send(func(ctx context.Context) error {

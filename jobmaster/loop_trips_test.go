@@ -178,3 +178,56 @@ func TestDeclarationsAndDisconnectGoThroughTheNotifier(t *testing.T) {
 		assert.Equal(t, []jobgraph.JobID{g.JobID}, rm.disconnected)
 	})
 }
+
+// notifyingTE is an hbTE that also takes FreeSlot and DisconnectJobMaster without its caller
+// waiting (rpc.TaskExecutorNotifier, as the in-process TaskExecutor): it records them and keeps
+// the done callbacks for the test.
+type notifyingTE struct {
+	*hbTE
+	mu           sync.Mutex
+	freed        []jobgraph.AllocationID
+	disconnected []jobgraph.JobID
+	dones        []func(error)
+}
+
+func (n *notifyingTE) NotifyRequestSlot(rpc.SlotID, jobgraph.JobID, jobgraph.AllocationID, jobgraph.ResourceProfile, string, jobgraph.JobMasterID, jobgraph.ResourceManagerID, func(error)) {
+}
+
+func (n *notifyingTE) NotifyFreeSlot(a jobgraph.AllocationID, _ *jobgraph.ErrorInfo, done func(error)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.freed = append(n.freed, a)
+	n.dones = append(n.dones, done)
+}
+
+func (n *notifyingTE) NotifyDisconnectJobMaster(_ jobgraph.JobMasterID, job jobgraph.JobID, _ *jobgraph.ErrorInfo, done func(error)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.disconnected = append(n.disconnected, job)
+}
+
+// A JobMaster frees slots at and disconnects from a TaskExecutor whose gateway is an
+// rpc.TaskExecutorNotifier through it, never waiting for the answer: Close returns with none
+// given, FreeSlot and DisconnectJobMaster were not called, and an error handed to a free's done
+// afterwards changes nothing of the closed JobMaster.
+func TestFreeSlotAndDisconnectGoThroughTheNotifier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newHBEnv(t, jobmaster.Config{})
+		te := &notifyingTE{hbTE: &hbTE{id: "te-1", start: e.start, jm: e.gw, job: e.g.JobID}}
+		require.NoError(t, e.svc.Register("te-1", te))
+		require.NoError(t, e.gw.RegisterTaskExecutor(e.ctx, e.token, rpc.TaskExecutorRegistration{ResourceID: "te-1", Address: "te-1"}))
+		a := e.offer(te.hbTE, 0, "A")
+		require.Equal(t, []string{"src (1/2) @ A"}, te.deployed(e.names))
+
+		e.jm.Close()
+		te.mu.Lock()
+		defer te.mu.Unlock()
+		assert.Equal(t, []jobgraph.AllocationID{a}, te.freed)
+		assert.Equal(t, []jobgraph.JobID{e.g.JobID}, te.disconnected)
+		snap := te.snapshot()
+		assert.Empty(t, snap.frees, "no FreeSlot call")
+		assert.Empty(t, snap.disconnects, "no DisconnectJobMaster call")
+		require.Len(t, te.dones, 1)
+		te.dones[0](assert.AnError) // the answer comes after the JobMaster closed: dropped
+	})
+}

@@ -2,6 +2,9 @@ package resourcemanager
 
 import (
 	"errors"
+	"runtime/metrics"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -61,4 +64,59 @@ func TestNotifierQueuesFencedDeclarationsAndDisconnects(t *testing.T) {
 		assert.ErrorIs(t, got[0], ErrClosed)
 		assert.ErrorIs(t, got[1], ErrClosed)
 	})
+}
+
+// notifyingTE is a fakeTaskExecutor that also takes slot requests without its caller waiting
+// (rpc.TaskExecutorNotifier, as the in-process TaskExecutor): it records them and keeps the done
+// callbacks for the test.
+type notifyingTE struct {
+	*fakeTaskExecutor
+	mu        sync.Mutex
+	requested []jobgraph.AllocationID
+	dones     []func(error)
+}
+
+func (n *notifyingTE) NotifyRequestSlot(_ rpc.SlotID, _ jobgraph.JobID, allocation jobgraph.AllocationID, _ jobgraph.ResourceProfile, _ string, _ jobgraph.JobMasterID, _ jobgraph.ResourceManagerID, done func(error)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.requested = append(n.requested, allocation)
+	n.dones = append(n.dones, done)
+}
+func (n *notifyingTE) NotifyFreeSlot(jobgraph.AllocationID, *jobgraph.ErrorInfo, func(error)) {}
+func (n *notifyingTE) NotifyDisconnectJobMaster(jobgraph.JobMasterID, jobgraph.JobID, *jobgraph.ErrorInfo, func(error)) {
+}
+
+// A TaskExecutor whose gateway is an rpc.TaskExecutorNotifier gets its slot requests through it,
+// from the ResourceManager's loop, with no goroutine of the ResourceManager's waiting for the
+// answer: the slot stays pending until done is called, which completes the allocation on the
+// loop as RequestSlot's answer does.
+func TestSlotRequestsGoThroughTheNotifier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		te := &notifyingTE{fakeTaskExecutor: &fakeTaskExecutor{}}
+		require.NoError(t, e.svc.Register("te/te-1", te))
+		_, err := e.gw.RegisterTaskExecutor(e.ctx, rpc.TaskExecutorRegistration{ResourceID: "te-1", Address: "te/te-1", SlotReport: report("te-1", cpu(1))})
+		require.NoError(t, err)
+		job, token := e.addJob("jm-address")
+		before := goroutinesCreated()
+		require.NoError(t, e.declare(job, token, req(unknown, 1)))
+		synctest.Wait()
+		assert.Equal(t, uint64(0), goroutinesCreated()-before, "no goroutine for the request")
+		te.mu.Lock()
+		dones := slices.Clone(te.dones)
+		te.mu.Unlock()
+		require.Len(t, dones, 1)
+		assert.Empty(t, te.Calls(), "no RequestSlot call")
+		assert.Equal(t, 1, e.rm.NumPendingSlots())
+		dones[0](nil)
+		synctest.Wait()
+		assert.Equal(t, 0, e.rm.NumPendingSlots())
+		assert.Equal(t, 1, e.rm.NumAllocatedSlots())
+	})
+}
+
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -1134,6 +1134,12 @@ func (rm *ResourceManager) requestSlot(req SlotRequest) {
 		panic(fmt.Sprintf("resourcemanager: slot manager requested slot %v of unregistered TaskExecutor", req.Slot))
 	}
 	gw, rmID := te.gateway, rm.id
+	if n, ok := gw.(rpc.TaskExecutorNotifier); ok { // the in-process TaskExecutor: no goroutine, no wait
+		n.NotifyRequestSlot(req.Slot, req.Job, req.Allocation, req.Profile, req.JobMasterAddress, req.JobMasterID, rmID, func(err error) {
+			rm.loop.Execute(func() { rm.slotRequestDone(req, rmID, err) })
+		})
+		return
+	}
 	rm.spawn(func() {
 		ctx, cancel := rm.requestContext()
 		err := gw.RequestSlot(ctx, req.Slot, req.Job, req.Allocation, req.Profile, req.JobMasterAddress, req.JobMasterID, rmID)

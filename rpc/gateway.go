@@ -252,3 +252,21 @@ type TaskExecutorGateway interface {
 	// too, so a nil answer means the task took it.
 	SendOperatorEventToTask(ctx context.Context, token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, event []byte) error
 }
+
+// TaskExecutorNotifier is what a TaskExecutorGateway implements when it can take the calls
+// whose answer its callers only hand back to their own loop without the caller waiting for it;
+// the in-process taskexecutor.TaskExecutor does, and the ResourceManager (RequestSlot) and the
+// JobMaster (FreeSlot, DisconnectJobMaster) use it when the gateway they resolved has it (over
+// the in-process LocalService it is the TaskExecutor itself), the gateway methods otherwise.
+// Each queues the call as its gateway method would make it — refused at once as that one
+// refuses it (a killed TaskExecutor's unreachable error), fenced on the TaskExecutor's loop, in
+// the order of the calls, before every call the gateway takes after it returned — and returns
+// at once, never waiting, so a main loop may call it; done, if not nil, is called once with the
+// error the gateway method would have returned, on the TaskExecutor's main loop, or on the
+// caller's goroutine before the call returns when the TaskExecutor takes none; it must not
+// block. Flink: requestSlot, freeSlot and disconnectJobManager return futures.
+type TaskExecutorNotifier interface {
+	NotifyRequestSlot(slot SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, done func(err error))
+	NotifyFreeSlot(allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo, done func(err error))
+	NotifyDisconnectJobMaster(token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo, done func(err error))
+}

@@ -116,3 +116,50 @@ func TestTaskStatesGoThroughTheNotifierWithoutWaiting(t *testing.T) {
 		assert.Contains(t, logged()[0].Attrs, "state=FINISHED")
 	})
 }
+
+// The in-process TaskExecutor takes RequestSlot, FreeSlot and DisconnectJobMaster without the
+// caller waiting (rpc.TaskExecutorNotifier): each returns with the loop held, runs there in
+// order, fenced as the gateway method is, and done hears what the method would have returned;
+// a killed TaskExecutor refuses them at once with its unreachable error.
+func TestNotifierQueuesFencedSlotCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		te := c.startTE(1, 1)
+		synctest.Wait()
+		var n rpc.TaskExecutorNotifier = te
+		var got []error
+		record := func(err error) { got = append(got, err) }
+		slot := rpc.SlotID{ResourceID: te.ResourceID(), SlotNumber: 0}
+		held, gate := make(chan struct{}), make(chan struct{})
+		te.loop.Execute(func() { close(held); <-gate })
+		<-held
+		n.NotifyRequestSlot(slot, jobID(1), allocID(1), jobgraph.ResourceProfile{}, jmAddr, jmToken(1), rmToken(8), record)
+		n.NotifyRequestSlot(slot, jobID(1), allocID(1), jobgraph.ResourceProfile{}, jmAddr, jmToken(1), rmToken(9), record)
+		n.NotifyDisconnectJobMaster(jmToken(2), jobID(1), nil, record)
+		assert.Empty(t, got, "nothing ran while the loop is held")
+		close(gate)
+		synctest.Wait()
+		require.Len(t, got, 3)
+		assert.ErrorIs(t, got[0], rpc.ErrFencingTokenMismatch, "another ResourceManagerID")
+		assert.NoError(t, got[1])
+		assert.ErrorIs(t, got[2], rpc.ErrFencingTokenMismatch, "another JobMasterID")
+		r, err := te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, allocID(1), r.Slots[0].AllocationID)
+
+		got = nil
+		n.NotifyFreeSlot(allocID(1), nil, record)
+		synctest.Wait()
+		require.Equal(t, []error{nil}, got)
+		r, err = te.SlotReport(ctx)
+		require.NoError(t, err)
+		assert.True(t, r.Slots[0].AllocationID.IsZero(), "freed")
+
+		te.Kill()
+		got = nil
+		n.NotifyFreeSlot(allocID(1), nil, record)
+		require.Len(t, got, 1, "answered at once")
+		assert.ErrorIs(t, got[0], ErrKilled)
+		assert.True(t, rpc.IsUnreachable(got[0]))
+	})
+}

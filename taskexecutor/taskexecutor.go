@@ -269,7 +269,10 @@ type TaskExecutor struct {
 	rmWaiters []chan struct{}
 }
 
-var _ rpc.TaskExecutorGateway = (*TaskExecutor)(nil)
+var (
+	_ rpc.TaskExecutorGateway  = (*TaskExecutor)(nil)
+	_ rpc.TaskExecutorNotifier = (*TaskExecutor)(nil)
+)
 
 type slotState uint8
 
@@ -734,6 +737,31 @@ func (te *TaskExecutor) call(ctx context.Context, fn func() error) error {
 	})
 }
 
+// notify is call without waiting: fn's error (or why the TaskExecutor refused the call) goes to
+// done, if not nil, on the loop, or at once when the TaskExecutor takes no call (killed, closed).
+func (te *TaskExecutor) notify(fn func() error, done func(err error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if err := te.alive(); err != nil {
+		done(err)
+		return
+	}
+	if !te.loop.Execute(func() {
+		if err := te.alive(); err != nil {
+			done(err)
+			return
+		}
+		done(fn())
+	}) {
+		err := te.loop.Err() // the panic the loop died of, as call returns it
+		if err == nil {
+			err = te.alive() // closed
+		}
+		done(err)
+	}
+}
+
 // spawn runs fn on a goroutine the TaskExecutor owns (an idle one of workers, or a new one).
 // Only on the loop.
 func (te *TaskExecutor) spawn(fn func()) {
@@ -755,53 +783,61 @@ func (te *TaskExecutor) spawn(fn func()) {
 // fixed ResourceManagerAddress does. The offer happens off the loop: a slot the JobMaster
 // declines (or that cannot be offered) is freed again and the ResourceManager told.
 func (te *TaskExecutor) RequestSlot(ctx context.Context, slotID rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
-	return te.call(ctx, func() error {
-		if slotID.ResourceID != te.id {
-			return fmt.Errorf("TaskExecutor %s: asked for slot %d of TaskExecutor %s: %w", te.id, slotID.SlotNumber, slotID.ResourceID, ErrSlotNotFound)
+	return te.call(ctx, func() error { return te.requestSlot(slotID, job, allocation, profile, jobMasterAddress, jobMaster, rm) })
+}
+
+// NotifyRequestSlot implements rpc.TaskExecutorNotifier: RequestSlot without waiting.
+func (te *TaskExecutor) NotifyRequestSlot(slotID rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, done func(err error)) {
+	te.notify(func() error { return te.requestSlot(slotID, job, allocation, profile, jobMasterAddress, jobMaster, rm) }, done)
+}
+
+// requestSlot is RequestSlot on the loop.
+func (te *TaskExecutor) requestSlot(slotID rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
+	if slotID.ResourceID != te.id {
+		return fmt.Errorf("TaskExecutor %s: asked for slot %d of TaskExecutor %s: %w", te.id, slotID.SlotNumber, slotID.ResourceID, ErrSlotNotFound)
+	}
+	if err := te.fenceResourceManager(rm); err != nil {
+		return err
+	}
+	n := slotID.SlotNumber
+	if n < 0 || n >= len(te.slots) {
+		return fmt.Errorf("TaskExecutor %s: slot %d out of range [0, %d): %w", te.id, n, len(te.slots), ErrSlotNotFound)
+	}
+	s := &te.slots[n]
+	if s.state != slotFree {
+		if s.allocation == allocation && s.job == job && s.state != slotReleasing {
+			return nil
 		}
-		if err := te.fenceResourceManager(rm); err != nil {
-			return err
-		}
-		n := slotID.SlotNumber
-		if n < 0 || n >= len(te.slots) {
-			return fmt.Errorf("TaskExecutor %s: slot %d out of range [0, %d): %w", te.id, n, len(te.slots), ErrSlotNotFound)
-		}
-		s := &te.slots[n]
-		if s.state != slotFree {
-			if s.allocation == allocation && s.job == job && s.state != slotReleasing {
-				return nil
-			}
-			return fmt.Errorf("TaskExecutor %s: slot %d is %s for allocation %s of job %s, cannot allocate it to %s: %w",
-				te.id, n, s.state, s.allocation, s.job, allocation, ErrSlotOccupied)
-		}
-		if other, dup := te.allocations[allocation]; dup {
-			return fmt.Errorf("TaskExecutor %s: allocation %s already has slot %d, cannot also take slot %d: %w", te.id, allocation, other, n, ErrSlotOccupied)
-		}
-		if !te.profile.IsMatching(profile) {
-			return fmt.Errorf("TaskExecutor %s: slot %d offers %v, less than the %v asked for", te.id, n, te.profile, profile)
-		}
-		*s = slot{state: slotAllocated, allocation: allocation, job: job, profile: profile,
-			tasks: make(map[jobgraph.ExecutionAttemptID]*task)}
-		te.allocations[allocation] = n
-		if te.rmID.IsZero() && te.rmConn == nil {
-			// The request raced ahead of RegisterTaskExecutor's answer: its token is the one
-			// registration returns.
-			te.rmID = rm
-		}
-		jc := te.jobs[job]
-		if jc == nil {
-			jc = &jobConnection{job: job}
-			te.jobs[job] = jc
-		}
-		if jc.address != jobMasterAddress || jc.token != jobMaster {
-			// A new JobMaster leader (or the first): connect and register afresh.
-			jc.address, jc.token, jc.gateway, jc.registered = jobMasterAddress, jobMaster, nil, false
-			te.jmHeartbeats.Unmonitor(job)
-		}
-		jc.pending = append(jc.pending, rpc.SlotOffer{AllocationID: allocation, SlotIndex: n, ResourceProfile: profile})
-		te.offerSlots(jc)
-		return nil
-	})
+		return fmt.Errorf("TaskExecutor %s: slot %d is %s for allocation %s of job %s, cannot allocate it to %s: %w",
+			te.id, n, s.state, s.allocation, s.job, allocation, ErrSlotOccupied)
+	}
+	if other, dup := te.allocations[allocation]; dup {
+		return fmt.Errorf("TaskExecutor %s: allocation %s already has slot %d, cannot also take slot %d: %w", te.id, allocation, other, n, ErrSlotOccupied)
+	}
+	if !te.profile.IsMatching(profile) {
+		return fmt.Errorf("TaskExecutor %s: slot %d offers %v, less than the %v asked for", te.id, n, te.profile, profile)
+	}
+	*s = slot{state: slotAllocated, allocation: allocation, job: job, profile: profile,
+		tasks: make(map[jobgraph.ExecutionAttemptID]*task)}
+	te.allocations[allocation] = n
+	if te.rmID.IsZero() && te.rmConn == nil {
+		// The request raced ahead of RegisterTaskExecutor's answer: its token is the one
+		// registration returns.
+		te.rmID = rm
+	}
+	jc := te.jobs[job]
+	if jc == nil {
+		jc = &jobConnection{job: job}
+		te.jobs[job] = jc
+	}
+	if jc.address != jobMasterAddress || jc.token != jobMaster {
+		// A new JobMaster leader (or the first): connect and register afresh.
+		jc.address, jc.token, jc.gateway, jc.registered = jobMasterAddress, jobMaster, nil, false
+		te.jmHeartbeats.Unmonitor(job)
+	}
+	jc.pending = append(jc.pending, rpc.SlotOffer{AllocationID: allocation, SlotIndex: n, ResourceProfile: profile})
+	te.offerSlots(jc)
+	return nil
 }
 
 // fenceResourceManager checks the ResourceManagerID a RequestSlot carries; see RequestSlot. On
@@ -1128,17 +1164,25 @@ func (te *TaskExecutor) CancelTask(ctx context.Context, attempt jobgraph.Executi
 // once they have returned the slot is free and the ResourceManager told. An unknown allocation
 // is not an error (the slot is free already).
 func (te *TaskExecutor) FreeSlot(ctx context.Context, allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error {
-	return te.call(ctx, func() error {
-		n, ok := te.allocations[allocation]
-		if !ok {
-			return nil
-		}
-		if te.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
-			te.log.Debug("freeing slot", "slot", n, "allocation", allocation.String(), "cause", cause.Err())
-		}
-		te.freeSlot(n, nil)
+	return te.call(ctx, func() error { return te.freeAllocation(allocation, cause) })
+}
+
+// NotifyFreeSlot implements rpc.TaskExecutorNotifier: FreeSlot without waiting.
+func (te *TaskExecutor) NotifyFreeSlot(allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo, done func(err error)) {
+	te.notify(func() error { return te.freeAllocation(allocation, cause) }, done)
+}
+
+// freeAllocation is FreeSlot on the loop.
+func (te *TaskExecutor) freeAllocation(allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo) error {
+	n, ok := te.allocations[allocation]
+	if !ok {
 		return nil
-	})
+	}
+	if te.log.Enabled(context.Background(), slog.LevelDebug) { // no arguments made unless logged
+		te.log.Debug("freeing slot", "slot", n, "allocation", allocation.String(), "cause", cause.Err())
+	}
+	te.freeSlot(n, nil)
+	return nil
 }
 
 // ReleasePartitions drops the job's partitions named from the shuffle.
@@ -1159,13 +1203,22 @@ func (te *TaskExecutor) ReleasePartitions(ctx context.Context, job jobgraph.JobI
 // slots were requested for another JobMasterID than token (a newer leader session), it fails with
 // an *rpc.FencingError (rpc.ErrFencingTokenMismatch) and changes nothing.
 func (te *TaskExecutor) DisconnectJobMaster(ctx context.Context, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
-	return te.call(ctx, func() error {
-		if jc := te.jobs[job]; jc != nil && jc.token != token {
-			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (job " + job.String() + ")", Expected: jc.token.String(), Got: token.String()}
-		}
-		te.disconnectJobMaster(job, cause.Err())
-		return nil
-	})
+	return te.call(ctx, func() error { return te.fencedDisconnectJobMaster(token, job, cause) })
+}
+
+// NotifyDisconnectJobMaster implements rpc.TaskExecutorNotifier: DisconnectJobMaster without
+// waiting.
+func (te *TaskExecutor) NotifyDisconnectJobMaster(token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo, done func(err error)) {
+	te.notify(func() error { return te.fencedDisconnectJobMaster(token, job, cause) }, done)
+}
+
+// fencedDisconnectJobMaster is DisconnectJobMaster on the loop.
+func (te *TaskExecutor) fencedDisconnectJobMaster(token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
+	if jc := te.jobs[job]; jc != nil && jc.token != token {
+		return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (job " + job.String() + ")", Expected: jc.token.String(), Got: token.String()}
+	}
+	te.disconnectJobMaster(job, cause.Err())
+	return nil
 }
 
 // disconnectJobMaster is DisconnectJobMaster on the loop.
