@@ -111,25 +111,24 @@ func compareScopes(a, b Scope) int {
 
 // entry is one registered metric.
 type entry struct {
-	owner   *Group
-	kind    Kind
-	counter *Counter
-	intFn   func() int64
-	floatFn func() float64
-	setFn   func(i int) int64 // a gauge of a set (Group.Gauges): setFn(index)
-	index   int
-	meter   *Meter
-	timer   *TimerGauge
-	hist    *Histogram
+	owner *Group
+	// m is the metric: a *Counter, a func() int64 (an int64 gauge), a func(int) int64 (a gauge
+	// of a set, read as m(index)), a func() float64, a *Meter, a *TimerGauge or a *Histogram;
+	// nil for a gauge registered with a nil function. One interface rather than a field per
+	// form keeps an entry at 32 bytes with 3 pointer-typed words (a running task's five are
+	// read by every collector cycle).
+	m     any
+	index int32
+	kind  uint8 // a Kind
 }
 
 // view returns the metric's View, updated every UpdateInterval, or nil.
 func (e *entry) view() view {
-	switch {
-	case e.meter != nil:
-		return e.meter
-	case e.timer != nil:
-		return e.timer
+	switch m := e.m.(type) {
+	case *Meter:
+		return m
+	case *TimerGauge:
+		return m
 	}
 	return nil
 }
@@ -140,8 +139,8 @@ func (e *entry) view() view {
 // and empty snapshots.
 type Registry struct {
 	mu     sync.RWMutex
-	scopes map[Scope]map[string]*entry
-	byJob  map[jobgraph.JobID]map[Scope]struct{}
+	scopes map[Scope]*scopeMetrics
+	byJob  map[jobgraph.JobID]map[*scopeMetrics]struct{}
 
 	updMu  sync.Mutex
 	views  map[view]struct{}
@@ -152,8 +151,8 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{
-		scopes: make(map[Scope]map[string]*entry),
-		byJob:  make(map[jobgraph.JobID]map[Scope]struct{}),
+		scopes: make(map[Scope]*scopeMetrics),
+		byJob:  make(map[jobgraph.JobID]map[*scopeMetrics]struct{}),
 		views:  make(map[view]struct{}),
 	}
 }
@@ -292,9 +291,9 @@ func (r *Registry) Snapshot() []Value {
 		e    *entry
 	}
 	items := make([]item, 0, 64)
-	for s, names := range r.scopes {
-		for n, e := range names {
-			items = append(items, item{s, n, e})
+	for s, sm := range r.scopes {
+		for _, m := range sm.metrics {
+			items = append(items, item{s, m.name, m.e})
 		}
 	}
 	r.mu.RUnlock()
@@ -331,12 +330,12 @@ func (r *Registry) jobMetrics(jobID jobgraph.JobID, keep func(Scope) bool) []Val
 	}
 	var items []item
 	r.mu.RLock()
-	for s := range r.byJob[jobID] {
-		if !keep(s) {
+	for sm := range r.byJob[jobID] {
+		if !keep(sm.scope) {
 			continue
 		}
-		for n, e := range r.scopes[s] {
-			items = append(items, item{s, n, e})
+		for _, m := range sm.metrics {
+			items = append(items, item{sm.scope, m.name, m.e})
 		}
 	}
 	r.mu.RUnlock()
@@ -351,23 +350,23 @@ func (r *Registry) jobMetrics(jobID jobgraph.JobID, keep func(Scope) bool) []Val
 }
 
 func (e *entry) read(s Scope, name string) Value {
-	v := Value{Scope: s, Name: name, Kind: e.kind}
-	switch {
-	case e.counter != nil:
-		v.Int = e.counter.Count()
-	case e.intFn != nil:
-		v.Int = e.intFn()
-	case e.setFn != nil:
-		v.Int = e.setFn(e.index)
-	case e.floatFn != nil:
-		v.Float, v.IsFloat = e.floatFn(), true
-	case e.meter != nil:
-		v.Float, v.IsFloat = e.meter.Rate(), true
-		v.Int = e.meter.Count()
-	case e.timer != nil:
-		v.Int = e.timer.Value()
-	case e.hist != nil:
-		v.Histogram = e.hist.Statistics()
+	v := Value{Scope: s, Name: name, Kind: Kind(e.kind)}
+	switch m := e.m.(type) {
+	case *Counter:
+		v.Int = m.Count()
+	case func() int64:
+		v.Int = m()
+	case func(int) int64:
+		v.Int = m(int(e.index))
+	case func() float64:
+		v.Float, v.IsFloat = m(), true
+	case *Meter:
+		v.Float, v.IsFloat = m.Rate(), true
+		v.Int = m.Count()
+	case *TimerGauge:
+		v.Int = m.Value()
+	case *Histogram:
+		v.Histogram = m.Statistics()
 		v.Int = v.Histogram.Count
 	}
 	return v
@@ -386,12 +385,10 @@ func scopeSizeHint(kind ScopeKind) int {
 	return 0
 }
 
-// add registers e under (s, name), replacing what was there. Called with the owner's lock held.
-func (r *Registry) add(s Scope, name string, e *entry) {
+// add registers e under (g's scope, name), replacing what was there. Called with g's lock held.
+func (r *Registry) add(g *Group, name string, e *entry) {
 	r.mu.Lock()
-	names := r.scopeLocked(s)
-	old := names[name]
-	names[name] = e
+	old := r.scopeLocked(g).put(name, e)
 	r.mu.Unlock()
 	if old != nil && old.view() != nil {
 		r.dropView(old.view())
@@ -404,18 +401,17 @@ func (r *Registry) add(s Scope, name string, e *entry) {
 // addGauges registers es[i] under (s, names[i]) for every es[i] with an owner (the valid ones),
 // under one lock: the gauges of a set (Group.Gauges), none of which is a view. Called with the
 // owner's lock held.
-func (r *Registry) addGauges(s Scope, names []string, es []entry) {
+func (r *Registry) addGauges(g *Group, names []string, es []entry) {
 	var dropped []view
 	r.mu.Lock()
-	reg := r.scopeLocked(s)
+	sm := r.scopeLocked(g)
 	for i, n := range names {
 		if es[i].owner == nil {
 			continue
 		}
-		if old := reg[n]; old != nil && old.view() != nil {
+		if old := sm.put(n, &es[i]); old != nil && old.view() != nil {
 			dropped = append(dropped, old.view())
 		}
-		reg[n] = &es[i]
 	}
 	r.mu.Unlock()
 	for _, v := range dropped {
@@ -423,48 +419,104 @@ func (r *Registry) addGauges(s Scope, names []string, es []entry) {
 	}
 }
 
-// scopeLocked returns the metrics of scope s, made (and indexed by job) if s had none. Called
-// with r.mu held for writing.
-func (r *Registry) scopeLocked(s Scope) map[string]*entry {
-	names := r.scopes[s]
-	if names == nil {
-		names = make(map[string]*entry, scopeSizeHint(s.Kind))
-		r.scopes[s] = names
+// scopeMetrics is what the registry holds of one scope: its metrics in the order they were
+// first registered (a scope holds a few dozen at most, so a slice searched by name costs less
+// than a map of them, and registering and removing a task attempt's five hashes its Scope twice:
+// once when its group first registers, once when the last of them goes).
+type scopeMetrics struct {
+	scope   Scope
+	metrics []namedEntry
+	// gone is set when the scope's last metric was removed and the registry forgot it; a group
+	// that cached it looks its scope up again.
+	gone bool
+}
+
+// taskScopeMetrics is a task attempt's scope with room for its usual metrics.
+type taskScopeMetrics struct {
+	scopeMetrics
+	room [8]namedEntry
+}
+
+type namedEntry struct {
+	name string
+	e    *entry
+}
+
+// put registers e under name in the scope and returns what it replaced, or nil.
+func (sm *scopeMetrics) put(name string, e *entry) *entry {
+	for i := range sm.metrics {
+		if m := &sm.metrics[i]; m.name == name {
+			old := m.e
+			m.e = e
+			return old
+		}
+	}
+	sm.metrics = append(sm.metrics, namedEntry{name, e})
+	return nil
+}
+
+// scopeLocked returns the metrics of g's scope, made (and indexed by job) if the scope had none,
+// and keeps them in g for its next registration. Called with r.mu held for writing.
+func (r *Registry) scopeLocked(g *Group) *scopeMetrics {
+	if sm := g.held; sm != nil && !sm.gone {
+		return sm
+	}
+	s := g.scope
+	sm := r.scopes[s]
+	if sm == nil {
+		if s.Kind == ScopeTask { // one allocation for the record and the room for its metrics
+			t := &taskScopeMetrics{scopeMetrics: scopeMetrics{scope: s}}
+			t.metrics = t.room[:0]
+			sm = &t.scopeMetrics
+		} else {
+			sm = &scopeMetrics{scope: s, metrics: make([]namedEntry, 0, scopeSizeHint(s.Kind))}
+		}
+		r.scopes[s] = sm
 		if s.Kind != ScopeJobManager {
 			idx := r.byJob[s.JobID]
 			if idx == nil {
-				idx = make(map[Scope]struct{})
+				idx = make(map[*scopeMetrics]struct{})
 				r.byJob[s.JobID] = idx
 			}
-			idx[s] = struct{}{}
+			idx[sm] = struct{}{}
 		}
 	}
-	return names
+	g.held = sm
+	return sm
 }
 
-// remove unregisters the metrics of scope s that owner still owns: a look at every metric of the
-// scope (a job's or a task's holds a few dozen), so a group keeps no list of its names.
-func (r *Registry) remove(s Scope, owner *Group) {
+// remove unregisters the metrics of owner's scope that owner still owns: a look at every metric of
+// the scope (a job's or a task's holds a few dozen), so a group keeps no list of its names.
+func (r *Registry) remove(owner *Group) {
 	var dropped []view
 	r.mu.Lock()
-	reg := r.scopes[s]
-	for n, e := range reg {
-		if e.owner == owner {
-			delete(reg, n)
-			if v := e.view(); v != nil {
+	sm := owner.held
+	if sm == nil || sm.gone {
+		sm = r.scopes[owner.scope]
+	}
+	if sm != nil {
+		kept := sm.metrics[:0]
+		for _, m := range sm.metrics {
+			if m.e.owner != owner {
+				kept = append(kept, m)
+			} else if v := m.e.view(); v != nil {
 				dropped = append(dropped, v)
 			}
 		}
-	}
-	if reg != nil && len(reg) == 0 {
-		delete(r.scopes, s)
-		if idx := r.byJob[s.JobID]; idx != nil && s.Kind != ScopeJobManager {
-			delete(idx, s)
-			if len(idx) == 0 {
-				delete(r.byJob, s.JobID)
+		clear(sm.metrics[len(kept):])
+		sm.metrics = kept
+		if len(kept) == 0 {
+			sm.gone = true
+			delete(r.scopes, sm.scope)
+			if idx := r.byJob[sm.scope.JobID]; idx != nil && sm.scope.Kind != ScopeJobManager {
+				delete(idx, sm)
+				if len(idx) == 0 {
+					delete(r.byJob, sm.scope.JobID)
+				}
 			}
 		}
 	}
+	owner.held = nil
 	r.mu.Unlock()
 	for _, v := range dropped {
 		r.dropView(v)
@@ -523,6 +575,7 @@ type Group struct {
 	mu     sync.Mutex
 	closed bool
 	errs   []error
+	held   *scopeMetrics // the scope's metrics once g registered one; guarded by reg.mu
 }
 
 // Scope returns the group's scope (the zero Scope for a nil group).
@@ -575,7 +628,7 @@ func (g *Group) register(name string, e *entry) {
 		return
 	}
 	e.owner = g
-	g.reg.add(g.scope, name, e)
+	g.reg.add(g, name, e)
 }
 
 // validLocked says whether e may be registered under name, recording the error if not. Called
@@ -585,7 +638,7 @@ func (g *Group) validLocked(name string, e *entry) bool {
 	case !validName(name):
 		g.errs = append(g.errs, fmt.Errorf("%w %q in scope %s: want 1 to 256 of [A-Za-z0-9_.-]", ErrInvalidName, jobgraph.Truncate(name), g.scope.Kind))
 		return false
-	case e.kind == KindGauge && e.intFn == nil && e.floatFn == nil && e.setFn == nil && e.timer == nil:
+	case Kind(e.kind) == KindGauge && e.m == nil:
 		g.errs = append(g.errs, fmt.Errorf("%w for %q in scope %s", ErrNilGauge, name, g.scope.Kind))
 		return false
 	}
@@ -595,14 +648,14 @@ func (g *Group) validLocked(name string, e *entry) bool {
 // Counter registers and returns a new Counter named name (Flink: MetricGroup.counter).
 func (g *Group) Counter(name string) *Counter {
 	c := new(Counter)
-	g.register(name, &entry{kind: KindCounter, counter: c})
+	g.register(name, &entry{kind: uint8(KindCounter), m: c})
 	return c
 }
 
 // RegisterCounter registers c, a Counter the caller made, under name; nothing if c is nil.
 func (g *Group) RegisterCounter(name string, c *Counter) {
 	if c != nil {
-		g.register(name, &entry{kind: KindCounter, counter: c})
+		g.register(name, &entry{kind: uint8(KindCounter), m: c})
 	}
 }
 
@@ -610,7 +663,11 @@ func (g *Group) RegisterCounter(name string, c *Counter) {
 // whoever reads the registry, at any time until the group is closed, so it must only read what its
 // owner publishes atomically, and must not block.
 func (g *Group) Gauge(name string, value func() int64) {
-	g.register(name, &entry{kind: KindGauge, intFn: value})
+	e := &entry{kind: uint8(KindGauge)}
+	if value != nil { // a nil func in m would not compare equal to nil
+		e.m = value
+	}
+	g.register(name, e)
 }
 
 // Gauges registers one int64 gauge per name at once, under Gauge's rules: the gauge names[i]
@@ -627,7 +684,10 @@ func (g *Group) Gauges(names []string, value func(i int) int64) {
 	defer g.mu.Unlock()
 	valid := 0
 	for i, n := range names {
-		es[i] = entry{kind: KindGauge, setFn: value, index: i}
+		es[i] = entry{kind: uint8(KindGauge), index: int32(i)}
+		if value != nil {
+			es[i].m = value
+		}
 		if g.validLocked(n, &es[i]) {
 			es[i].owner = g
 			valid++
@@ -636,12 +696,16 @@ func (g *Group) Gauges(names []string, value func(i int) int64) {
 	if valid == 0 || g.closed {
 		return
 	}
-	g.reg.addGauges(g.scope, names, es)
+	g.reg.addGauges(g, names, es)
 }
 
 // FloatGauge registers a float64 gauge, under Gauge's rules.
 func (g *Group) FloatGauge(name string, value func() float64) {
-	g.register(name, &entry{kind: KindGauge, floatFn: value})
+	e := &entry{kind: uint8(KindGauge)}
+	if value != nil {
+		e.m = value
+	}
+	g.register(name, e)
 }
 
 // Meter registers and returns a Meter named name over counter (Flink: MetricGroup.meter with a
@@ -649,7 +713,7 @@ func (g *Group) FloatGauge(name string, value func() float64) {
 // gives the meter a counter of its own.
 func (g *Group) Meter(name string, counter *Counter) *Meter {
 	m := newMeter(counter)
-	g.register(name, &entry{kind: KindMeter, meter: m})
+	g.register(name, &entry{kind: uint8(KindMeter), m: m})
 	return m
 }
 
@@ -657,7 +721,7 @@ func (g *Group) Meter(name string, counter *Counter) *Meter {
 // gauge, as `backPressuredTimeMsPerSecond`); its Kind is KindGauge.
 func (g *Group) TimerGauge(name string) *TimerGauge {
 	t := newTimerGauge()
-	g.register(name, &entry{kind: KindGauge, timer: t})
+	g.register(name, &entry{kind: uint8(KindGauge), m: t})
 	return t
 }
 
@@ -665,7 +729,7 @@ func (g *Group) TimerGauge(name string) *TimerGauge {
 // (DefaultHistogramWindowSize for 0 or less).
 func (g *Group) Histogram(name string, windowSize int) *Histogram {
 	h := newHistogram(windowSize)
-	g.register(name, &entry{kind: KindHistogram, hist: h})
+	g.register(name, &entry{kind: uint8(KindHistogram), m: h})
 	return h
 }
 
@@ -681,5 +745,5 @@ func (g *Group) Close() {
 		return
 	}
 	g.closed = true
-	g.reg.remove(g.scope, g)
+	g.reg.remove(g)
 }
