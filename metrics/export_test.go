@@ -14,7 +14,11 @@ func JobsIndexed(r *Registry) int {
 }
 
 func MetersHeld(r *Registry) int {
-	r.updMu.Lock()
-	defer r.updMu.Unlock()
-	return len(r.views)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	n := 0
+	for sm := range r.viewScopes {
+		n += sm.nviews
+	}
+	return n
 }

@@ -141,19 +141,19 @@ type Registry struct {
 	mu     sync.RWMutex
 	scopes map[Scope]*scopeMetrics
 	byJob  map[jobgraph.JobID]map[*scopeMetrics]struct{}
-
-	updMu  sync.Mutex
-	views  map[view]struct{}
-	timer  *time.Timer
-	closed bool
+	// viewScopes are the scopes holding a view (a Meter, a TimerGauge), which the timer updates
+	// every UpdateInterval while there are any; timer and closed are guarded by mu too.
+	viewScopes map[*scopeMetrics]struct{}
+	timer      *time.Timer
+	closed     bool
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{
-		scopes: make(map[Scope]*scopeMetrics),
-		byJob:  make(map[jobgraph.JobID]map[*scopeMetrics]struct{}),
-		views:  make(map[view]struct{}),
+		scopes:     make(map[Scope]*scopeMetrics),
+		byJob:      make(map[jobgraph.JobID]map[*scopeMetrics]struct{}),
+		viewScopes: make(map[*scopeMetrics]struct{}),
 	}
 }
 
@@ -163,8 +163,8 @@ func (r *Registry) Close() {
 	if r == nil {
 		return
 	}
-	r.updMu.Lock()
-	defer r.updMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.closed = true
 	if r.timer != nil {
 		r.timer.Stop()
@@ -388,35 +388,25 @@ func scopeSizeHint(kind ScopeKind) int {
 // add registers e under (g's scope, name), replacing what was there. Called with g's lock held.
 func (r *Registry) add(g *Group, name string, e *entry) {
 	r.mu.Lock()
-	old := r.scopeLocked(g).put(name, e)
+	sm := r.scopeLocked(g)
+	sm.put(name, e)
+	r.viewsChangedLocked(sm)
 	r.mu.Unlock()
-	if old != nil && old.view() != nil {
-		r.dropView(old.view())
-	}
-	if v := e.view(); v != nil {
-		r.addView(v)
-	}
 }
 
 // addGauges registers es[i] under (s, names[i]) for every es[i] with an owner (the valid ones),
 // under one lock: the gauges of a set (Group.Gauges), none of which is a view. Called with the
 // owner's lock held.
 func (r *Registry) addGauges(g *Group, names []string, es []entry) {
-	var dropped []view
 	r.mu.Lock()
 	sm := r.scopeLocked(g)
 	for i, n := range names {
-		if es[i].owner == nil {
-			continue
-		}
-		if old := sm.put(n, &es[i]); old != nil && old.view() != nil {
-			dropped = append(dropped, old.view())
+		if es[i].owner != nil {
+			sm.put(n, &es[i])
 		}
 	}
+	r.viewsChangedLocked(sm) // a gauge may have replaced a view
 	r.mu.Unlock()
-	for _, v := range dropped {
-		r.dropView(v)
-	}
 }
 
 // scopeMetrics is what the registry holds of one scope: its metrics in the order they were
@@ -429,6 +419,9 @@ type scopeMetrics struct {
 	// gone is set when the scope's last metric was removed and the registry forgot it; a group
 	// that cached it looks its scope up again.
 	gone bool
+	// nviews counts the metrics that are views (each view is the metric of one entry: Group
+	// makes a new Meter or TimerGauge for every registration).
+	nviews int
 }
 
 // taskScopeMetrics is a task attempt's scope with room for its usual metrics.
@@ -442,17 +435,34 @@ type namedEntry struct {
 	e    *entry
 }
 
-// put registers e under name in the scope and returns what it replaced, or nil.
-func (sm *scopeMetrics) put(name string, e *entry) *entry {
+// put registers e under name in the scope, replacing what was there.
+func (sm *scopeMetrics) put(name string, e *entry) {
+	if e.view() != nil {
+		sm.nviews++
+	}
 	for i := range sm.metrics {
 		if m := &sm.metrics[i]; m.name == name {
-			old := m.e
+			if m.e.view() != nil {
+				sm.nviews--
+			}
 			m.e = e
-			return old
+			return
 		}
 	}
 	sm.metrics = append(sm.metrics, namedEntry{name, e})
-	return nil
+}
+
+// viewsChangedLocked records whether sm holds views, and arms the updater for the first view.
+// Called with r.mu held for writing.
+func (r *Registry) viewsChangedLocked(sm *scopeMetrics) {
+	if sm.nviews == 0 || sm.gone {
+		delete(r.viewScopes, sm)
+		return
+	}
+	r.viewScopes[sm] = struct{}{}
+	if r.timer == nil && !r.closed {
+		r.timer = time.AfterFunc(UpdateInterval, r.updateViews)
+	}
 }
 
 // scopeLocked returns the metrics of g's scope, made (and indexed by job) if the scope had none,
@@ -488,7 +498,6 @@ func (r *Registry) scopeLocked(g *Group) *scopeMetrics {
 // remove unregisters the metrics of owner's scope that owner still owns: a look at every metric of
 // the scope (a job's or a task's holds a few dozen), so a group keeps no list of its names.
 func (r *Registry) remove(owner *Group) {
-	var dropped []view
 	r.mu.Lock()
 	sm := owner.held
 	if sm == nil || sm.gone {
@@ -499,8 +508,8 @@ func (r *Registry) remove(owner *Group) {
 		for _, m := range sm.metrics {
 			if m.e.owner != owner {
 				kept = append(kept, m)
-			} else if v := m.e.view(); v != nil {
-				dropped = append(dropped, v)
+			} else if m.e.view() != nil {
+				sm.nviews--
 			}
 		}
 		clear(sm.metrics[len(kept):])
@@ -515,50 +524,42 @@ func (r *Registry) remove(owner *Group) {
 				}
 			}
 		}
+		r.viewsChangedLocked(sm)
 	}
 	owner.held = nil
 	r.mu.Unlock()
-	for _, v := range dropped {
-		r.dropView(v)
-	}
 }
 
 // view is a metric the registry updates every UpdateInterval: Flink's View (a Meter's
 // MeterView, a TimerGauge).
 type view interface{ update() }
 
-func (r *Registry) addView(v view) {
-	r.updMu.Lock()
-	defer r.updMu.Unlock()
-	r.views[v] = struct{}{}
-	if r.timer == nil && !r.closed {
-		r.timer = time.AfterFunc(UpdateInterval, r.updateViews)
-	}
-}
-
-func (r *Registry) dropView(v view) {
-	r.updMu.Lock()
-	defer r.updMu.Unlock()
-	delete(r.views, v)
-}
-
 // updateViews is the view updater (Flink's MetricRegistryImpl.ViewUpdater): every UpdateInterval
 // while views are registered, all of them at once. The timer is re-armed before the views are
 // updated, so a slow update does not shift the period; once no view is left it is dropped, and
-// the next registered view arms a new one, in its own phase.
+// the next registered view arms a new one, in its own phase. The views are updated outside the
+// lock; a view removed meanwhile may be updated once more, which nobody reads.
 func (r *Registry) updateViews() {
-	r.updMu.Lock()
-	if r.closed || len(r.views) == 0 {
+	r.mu.Lock()
+	if r.closed || len(r.viewScopes) == 0 {
 		r.timer = nil
-		r.updMu.Unlock()
+		r.mu.Unlock()
 		return
 	}
-	vs := make([]view, 0, len(r.views))
-	for v := range r.views {
-		vs = append(vs, v)
+	n := 0
+	for sm := range r.viewScopes {
+		n += sm.nviews
+	}
+	vs := make([]view, 0, n)
+	for sm := range r.viewScopes {
+		for _, m := range sm.metrics {
+			if v := m.e.view(); v != nil {
+				vs = append(vs, v)
+			}
+		}
 	}
 	r.timer.Reset(UpdateInterval)
-	r.updMu.Unlock()
+	r.mu.Unlock()
 	for _, v := range vs {
 		v.update()
 	}
