@@ -16,8 +16,9 @@ import (
 // Every other goroutine of a job runs on goroutines its owner keeps for reuse (internal/gopool):
 // the JobManager's for the job's runner (its loop, and its session's leadership operation, which
 // runs the ServiceProcess) and JobMaster (its loop and outbox, its ResourceManager registration attempt),
-// the Dispatcher's for its watch of the job, the ResourceManager's for the slot request and the
-// job-leader stop, the TaskExecutor's for the slot offer and the freed-slot notice — 13 per job
+// the Dispatcher's for its watch of the job, the ResourceManager's for the job-leader stop (its
+// slot request takes none since rpc.TaskExecutorNotifier), the TaskExecutor's for the slot offer
+// and the freed-slot notice — 13 per job
 // before internal/gopool, 8 before the JobManager's pool. A reused goroutine that was still
 // finishing its previous function when the next came makes a new one, so the count over 20 jobs
 // may exceed 20 by a few, never by 20.
