@@ -163,3 +163,34 @@ func TestNotifierQueuesFencedSlotCalls(t *testing.T) {
 		assert.True(t, rpc.IsUnreachable(got[0]))
 	})
 }
+
+// A closing or closed TaskExecutor refuses the notifier's calls at once with its closed error,
+// as the gateway methods do: also while its loop still runs what was queued before Close.
+func TestNotifierAfterCloseAnswersClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		te := c.startTE(1, 1)
+		synctest.Wait()
+		held, gate := make(chan struct{}), make(chan struct{})
+		te.loop.Execute(func() { close(held); <-gate })
+		<-held
+		closed := make(chan error, 1)
+		go func() { closed <- te.Close() }()
+		synctest.Wait() // Close waits for the held loop
+		var closing error
+		te.NotifyFreeSlot(allocID(1), nil, func(err error) { closing = err })
+		close(gate)
+		require.NoError(t, <-closed)
+		assert.ErrorIs(t, closing, ErrClosed, "refused while the loop drains")
+		var got []error
+		record := func(err error) { got = append(got, err) }
+		te.NotifyFreeSlot(allocID(1), nil, record)
+		te.NotifyDisconnectJobMaster(jmToken(1), jobID(1), nil, record)
+		te.NotifyRequestSlot(rpc.SlotID{ResourceID: te.ResourceID()}, jobID(1), allocID(1), jobgraph.ResourceProfile{}, jmAddr, jmToken(1), rmToken(9), record)
+		require.Len(t, got, 3, "answered at once")
+		for _, err := range got {
+			assert.ErrorIs(t, err, ErrClosed)
+		}
+		assert.ErrorIs(t, te.FreeSlot(ctx, allocID(1), nil), ErrClosed, "as the gateway method answers")
+	})
+}

@@ -756,7 +756,12 @@ func (te *TaskExecutor) notify(fn func() error, done func(err error)) {
 	}) {
 		err := te.loop.Err() // the panic the loop died of, as call returns it
 		if err == nil {
-			err = te.alive() // closed
+			err = te.alive() // killed meanwhile
+		}
+		if err == nil {
+			// Closed (the loop's own closed error, see New): alive does not say so until the
+			// loop's goroutine has run what was queued before.
+			err = fmt.Errorf("TaskExecutor %s: %w", te.id, ErrClosed)
 		}
 		done(err)
 	}
