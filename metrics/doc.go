@@ -46,8 +46,9 @@
 // A Group lives until its Close; a job's and a task's groups are closed when the JobMaster or the
 // task ends, so a registry that saw a thousand jobs holds only the metrics of those still running.
 // Meters are updated every 5 s ([UpdateInterval], Flink's MetricRegistryImpl view updater) by a
-// timer the registry arms while at least one registered meter exists; [Registry.Close] stops it
-// for good.
+// timer the registry arms with the first registered meter and drops at the first tick that finds
+// none (a meter registered before that tick is first updated in the old timer's phase, possibly
+// sooner than 5 s); [Registry.Close] stops it for good.
 //
 // # Nil groups
 //

@@ -536,9 +536,11 @@ type view interface{ update() }
 
 // updateViews is the view updater (Flink's MetricRegistryImpl.ViewUpdater): every UpdateInterval
 // while views are registered, all of them at once. The timer is re-armed before the views are
-// updated, so a slow update does not shift the period; once no view is left it is dropped, and
-// the next registered view arms a new one, in its own phase. The views are updated outside the
-// lock; a view removed meanwhile may be updated once more, which nobody reads.
+// updated, so a slow update does not shift the period; the first tick that finds no view left
+// drops it, and the next registered view arms a new one, in its own phase (a view registered
+// before that tick keeps the old phase: its first update may come sooner than UpdateInterval).
+// The views are updated outside the lock; a view removed meanwhile may be updated once more,
+// which nobody reads.
 func (r *Registry) updateViews() {
 	r.mu.Lock()
 	if r.closed || len(r.viewScopes) == 0 {

@@ -89,9 +89,15 @@ func partitionName(id rpc.ResultPartitionID) string {
 
 // ShuffleConfig tunes the in-memory shuffle. Zero fields take the defaults.
 type ShuffleConfig struct {
-	// BatchSize is the number of records per batch (DefaultBatchSize). A writer also hands over
-	// a smaller batch when the reader is idle, when its own task waits for input, and at finish,
-	// so batching never delays a record indefinitely.
+	// BatchSize is the number of records per batch (DefaultBatchSize). A writer of a pipelined
+	// or hybrid partition also hands over a smaller batch when it emits while the reader waits
+	// for data, whenever its own task waits through the task's API (a read, Yield), and at
+	// finish. It does not on a timer: a task that emits and then waits outside the API — on a
+	// channel of its own, on ctx.Done() — keeps the records of its unfinished batches until its
+	// next Emit, read or Yield, or its end. Such a task should wait in Environment.Yield (which
+	// also runs its mail). Where we differ: Flink's output flusher hands over partial buffers
+	// every execution.buffer-timeout (100 ms) whatever the task does; here the buffers are the
+	// writing goroutine's alone, so a record costs no synchronisation.
 	BatchSize int
 	// QueueCapacity is the number of pipelined batches one input gate buffers, shared by every
 	// producer it reads (Flink's floating buffers per gate), before their writers block
