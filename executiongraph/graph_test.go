@@ -583,3 +583,58 @@ func TestVertexNameAllocatesOnce(t *testing.T) {
 	assert.Equal(t, "source (10000/12345)", v.Name())
 	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _ = v.Name() }))
 }
+
+// TestStateTimestampsOfFirstAndLaterAttempts: every state an attempt entered has the clock's
+// time of that transition, every other the zero time. A first attempt's times after CREATED live
+// in its job vertex's slab, made at the first transition of any of its subtasks; a later attempt
+// keeps its own, so a reset does not touch the first attempt's.
+func TestStateTimestampsOfFirstAndLaterAttempts(t *testing.T) {
+	g := jobgraph.New("job", jobgraph.Streaming)
+	g.AddVertex("map", "noop", 3)
+	clk := newManualClock()
+	built := clk.Now()
+	eg := build(t, g, WithClock(clk.Now))
+	jv := eg.JobVertices()[0]
+	require.Nil(t, jv.timesSlab, "no subtask left CREATED yet")
+
+	first := jv.Vertex(1).CurrentExecution()
+	want := map[jobgraph.ExecutionState]time.Time{jobgraph.ExecutionStateCreated: built}
+	for _, s := range []jobgraph.ExecutionState{jobgraph.ExecutionStateScheduled, jobgraph.ExecutionStateDeploying,
+		jobgraph.ExecutionStateInitializing, jobgraph.ExecutionStateRunning} {
+		clk.Advance(time.Second)
+		require.NoError(t, first.TransitionState(s))
+		want[s] = clk.Now()
+	}
+	require.Len(t, jv.timesSlab, 3)
+	clk.Advance(time.Second)
+	require.NoError(t, first.MarkFailed(errors.New("boom")))
+	want[jobgraph.ExecutionStateFailed] = clk.Now()
+	for s := range jobgraph.ExecutionState(jobgraph.NumExecutionStates) {
+		assert.Equal(t, want[s], first.StateTimestamp(s), "attempt 0, %s", s)
+	}
+	assert.Equal(t, built, jv.Vertex(0).CurrentExecution().StateTimestamp(jobgraph.ExecutionStateCreated))
+	assert.True(t, jv.Vertex(0).CurrentExecution().StateTimestamp(jobgraph.ExecutionStateScheduled).IsZero(), "another subtask's times are its own")
+
+	clk.Advance(time.Minute)
+	second, err := jv.Vertex(1).ResetForNewExecution()
+	require.NoError(t, err)
+	reset := clk.Now()
+	clk.Advance(time.Second)
+	require.NoError(t, second.TransitionState(jobgraph.ExecutionStateScheduled))
+	assert.Equal(t, reset, second.StateTimestamp(jobgraph.ExecutionStateCreated))
+	assert.Equal(t, clk.Now(), second.StateTimestamp(jobgraph.ExecutionStateScheduled))
+	assert.True(t, second.StateTimestamp(jobgraph.ExecutionStateFailed).IsZero())
+	for s := range jobgraph.ExecutionState(jobgraph.NumExecutionStates) {
+		assert.Equal(t, want[s], first.StateTimestamp(s), "attempt 0 after the reset, %s", s)
+	}
+	// A third attempt (allocated without the history) keeps its own times too.
+	require.NoError(t, second.MarkFailed(errors.New("again")))
+	third, err := jv.Vertex(1).ResetForNewExecution()
+	require.NoError(t, err)
+	clk.Advance(time.Second)
+	require.NoError(t, third.TransitionState(jobgraph.ExecutionStateScheduled))
+	assert.Equal(t, clk.Now(), third.StateTimestamp(jobgraph.ExecutionStateScheduled))
+	assert.Equal(t, clk.Now().Add(-time.Second), second.StateTimestamp(jobgraph.ExecutionStateFailed))
+	assert.Same(t, third, jv.Vertex(1).CurrentExecution())
+	assert.Equal(t, uint64(2), jv.Vertex(1).Version())
+}

@@ -32,6 +32,18 @@ type ExecutionJobVertex struct {
 	producedBacking []*IntermediateResultPartition
 
 	stateCounts [jobgraph.NumExecutionStates]int32
+
+	// timesSlab holds the state entry times of the subtasks' first attempts (Execution.times),
+	// made when the first of them leaves CREATED.
+	timesSlab []stateTimes
+}
+
+// firstAttemptTimes is where subtask s's first attempt keeps its state entry times.
+func (jv *ExecutionJobVertex) firstAttemptTimes(s int32) *stateTimes {
+	if jv.timesSlab == nil {
+		jv.timesSlab = make([]stateTimes, len(jv.vertices))
+	}
+	return &jv.timesSlab[s]
 }
 
 // jobInput is one input edge of a job vertex, with the groups built for it.

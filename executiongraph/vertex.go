@@ -16,17 +16,19 @@ type ExecutionVertex struct {
 	// first is attempt 0, allocated with the vertex: one slab per job vertex holds its subtasks,
 	// which are their first attempts. It also says which job vertex and subtask this is
 	// (first.jobVertex, first.subtask), for the vertex and every later attempt alike, and its
-	// extra holds the vertex's later attempts once it was reset (first.extra.later). The
+	// extra holds the earlier attempts kept once the vertex was reset (first.extra.later). The
 	// garbage collector reads every pointer-typed word of that slab in each cycle, nil or not,
-	// so a subtask of a graph just built costs it three words: the job vertex, the extra
-	// (nil) and the ResourceID (empty).
+	// so a subtask of a graph just built costs it five words: the job vertex, the state times,
+	// the extra, the ResourceID and current (all but the first nil or empty).
 	first Execution
+	// current is the current attempt once the vertex was reset, nil while it is first (read on
+	// every lookup of the current attempt, so kept in the vertex rather than behind extra).
+	current *Execution
 }
 
 // laterAttempts is a vertex's attempt history after its first reset.
 type laterAttempts struct {
-	current *Execution
-	prior   []*Execution // oldest first, at most graph.maxPriorAttempts
+	prior []*Execution // oldest first, at most graph.maxPriorAttempts
 }
 
 // later is the vertex's history after its first reset, nil before it.
@@ -37,12 +39,20 @@ func (v *ExecutionVertex) later() *laterAttempts {
 	return nil
 }
 
-// firstReset is what a vertex's first reset allocates: its history, its second attempt and, if
-// the first attempt had none, the first attempt's extra that holds the history.
+// firstReset is what a vertex's first reset allocates: its history, its second attempt with its
+// state times and, if the first attempt had none, the first attempt's extra that holds the
+// history.
 type firstReset struct {
 	attempts  laterAttempts
 	execution Execution
+	times     stateTimes
 	extra     executionExtra
+}
+
+// laterAttempt is an attempt after the second, with its state times.
+type laterAttempt struct {
+	execution Execution
+	times     stateTimes
 }
 
 // ID is the ExecutionVertexID: job vertex ID and subtask index.
@@ -84,8 +94,8 @@ func (v *ExecutionVertex) String() string { return v.Name() }
 
 // CurrentExecution is the current attempt; never nil.
 func (v *ExecutionVertex) CurrentExecution() *Execution {
-	if h := v.later(); h != nil {
-		return h.current
+	if c := v.current; c != nil {
+		return c
 	}
 	return &v.first
 }
@@ -168,18 +178,20 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 	jv.stateCounts[jobgraph.ExecutionStateCreated]++
 
 	var e *Execution
+	var times *stateTimes
 	h := v.later()
 	if h == nil {
 		// The history and the second attempt in one allocation, as the attempt alone was
 		// before the history moved out of the vertex.
 		b := new(firstReset)
-		h, e = &b.attempts, &b.execution
+		h, e, times = &b.attempts, &b.execution, &b.times
 		if v.first.extra == nil {
 			v.first.extra = &b.extra
 		}
 		v.first.extra.later = h
 	} else {
-		e = new(Execution)
+		a := new(laterAttempt)
+		e, times = &a.execution, &a.times
 	}
 	if limit := g.maxPriorAttempts; limit > 0 {
 		if len(h.prior) == limit {
@@ -188,12 +200,12 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 		}
 		h.prior = append(h.prior, old)
 	}
-	*e = Execution{jobVertex: jv, subtask: v.first.subtask, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated}
+	*e = Execution{jobVertex: jv, subtask: v.first.subtask, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated, times: times}
 	e.mark(jobgraph.ExecutionStateCreated, g.now())
 	if old.accumulators() != nil {
 		g.accumulatorsChanged() // the old attempt's no longer count
 	}
 	old.superseded = true
-	h.current = e
+	v.current = e
 	return e, nil
 }
