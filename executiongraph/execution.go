@@ -22,14 +22,14 @@ type Execution struct {
 	// times holds the entry times of the states after CREATED (unix nanoseconds), nil until the
 	// first transition: a first attempt's are in its job vertex's timesSlab, made when the first
 	// of its subtasks leaves CREATED, so a graph just built is 88 bytes a subtask and a job
-	// vertex's slab of 10,000 fits the core's 1 MiB cache (with the times inline, 160 bytes:
-	// BuildExecutionGraph/batch-10000 took twice as long); a later attempt's are allocated
-	// with it.
+	// vertex's slab of 10,000 fits the core's 1 MiB cache (with the times inline, 144 bytes at
+	// 92ff6c9: BuildExecutionGraph/batch-10000 took twice as long); a later attempt's are
+	// allocated with it.
 	times *stateTimes
 	// extra holds what only some attempts have: the failure cause, the accumulators and, in a
-	// vertex's first attempt, the vertex's later attempts. Nil until one of them is set, so the
-	// attempts a graph is built with carry one pointer for all (each pointer-typed word of the
-	// graph's slabs costs the garbage collector a load per cycle, nil or not).
+	// vertex's first attempt, the earlier attempts the vertex keeps. Nil until one of them is
+	// set, so the attempts a graph is built with carry one pointer for all (each pointer-typed
+	// word of the graph's slabs costs the garbage collector a load per cycle, nil or not).
 	extra *executionExtra
 
 	// ResourceID is the TaskExecutor the attempt was deployed to; set by the scheduler.
