@@ -43,8 +43,9 @@ type executionExtra struct {
 	failure error
 	// accumulators is the newest snapshot of the attempt's accumulators (SetAccumulators).
 	accumulators map[string]jobgraph.SerializedAccumulator
-	// later is set in a vertex's first attempt at the vertex's first reset (ExecutionVertex).
-	later *laterAttempts
+	// prior, in a vertex's first attempt, are the vertex's earlier attempts still kept, oldest
+	// first, at most graph.maxPriorAttempts (ExecutionVertex.PriorExecutions).
+	prior []*Execution
 }
 
 // failure is the recorded failure cause, or nil.

@@ -16,7 +16,7 @@ type ExecutionVertex struct {
 	// first is attempt 0, allocated with the vertex: one slab per job vertex holds its subtasks,
 	// which are their first attempts. It also says which job vertex and subtask this is
 	// (first.jobVertex, first.subtask), for the vertex and every later attempt alike, and its
-	// extra holds the earlier attempts kept once the vertex was reset (first.extra.later). The
+	// extra holds the earlier attempts kept once the vertex was reset (first.extra.prior). The
 	// garbage collector reads every pointer-typed word of that slab in each cycle, nil or not,
 	// so a subtask of a graph just built costs it five words: the job vertex, the state times,
 	// the extra, the ResourceID and current (all but the first nil or empty).
@@ -26,24 +26,9 @@ type ExecutionVertex struct {
 	current *Execution
 }
 
-// laterAttempts is a vertex's attempt history after its first reset.
-type laterAttempts struct {
-	prior []*Execution // oldest first, at most graph.maxPriorAttempts
-}
-
-// later is the vertex's history after its first reset, nil before it.
-func (v *ExecutionVertex) later() *laterAttempts {
-	if x := v.first.extra; x != nil {
-		return x.later
-	}
-	return nil
-}
-
-// firstReset is what a vertex's first reset allocates: its history, its second attempt with its
-// state times and, if the first attempt had none, the first attempt's extra that holds the
-// history.
+// firstReset is what a vertex's first reset allocates: its second attempt with its state times
+// and, if the first attempt had none, the first attempt's extra that keeps the earlier attempts.
 type firstReset struct {
-	attempts  laterAttempts
 	execution Execution
 	times     stateTimes
 	extra     executionExtra
@@ -110,8 +95,8 @@ func (v *ExecutionVertex) NumPriorAttempts() int { return int(v.CurrentExecution
 // PriorExecutions are the earlier attempts still kept, oldest first (at most
 // WithMaxPriorAttempts of them). The slice must not be modified.
 func (v *ExecutionVertex) PriorExecutions() []*Execution {
-	if h := v.later(); h != nil {
-		return h.prior
+	if x := v.first.extra; x != nil {
+		return x.prior
 	}
 	return nil
 }
@@ -149,9 +134,8 @@ func (v *ExecutionVertex) ProducedPartitions() []*IntermediateResultPartition {
 
 // Region is the pipelined region the subtask belongs to.
 func (v *ExecutionVertex) Region() *PipelinedRegion {
-	jv := v.first.jobVertex
-	set := jv.graph.regions
-	return &set.regions[set.regionOf[jv.base+int(v.first.subtask)]]
+	set := v.first.jobVertex.graph.regions
+	return &set.regions[set.regionOf[v.Index()]]
 }
 
 // ResetForNewExecution replaces the current attempt, which must be terminal (FINISHED, CANCELED
@@ -179,26 +163,25 @@ func (v *ExecutionVertex) ResetForNewExecution() (*Execution, error) {
 
 	var e *Execution
 	var times *stateTimes
-	h := v.later()
-	if h == nil {
-		// The history and the second attempt in one allocation, as the attempt alone was
-		// before the history moved out of the vertex.
+	if v.current == nil {
+		// The first reset: the second attempt, its times and the extra that keeps the earlier
+		// attempts in one allocation, as the attempt alone was before they moved out of the vertex.
 		b := new(firstReset)
-		h, e, times = &b.attempts, &b.execution, &b.times
+		e, times = &b.execution, &b.times
 		if v.first.extra == nil {
 			v.first.extra = &b.extra
 		}
-		v.first.extra.later = h
 	} else {
 		a := new(laterAttempt)
 		e, times = &a.execution, &a.times
 	}
 	if limit := g.maxPriorAttempts; limit > 0 {
-		if len(h.prior) == limit {
-			copy(h.prior, h.prior[1:])
-			h.prior = h.prior[:limit-1]
+		x := v.first.extra // set at the first reset
+		if len(x.prior) == limit {
+			copy(x.prior, x.prior[1:])
+			x.prior = x.prior[:limit-1]
 		}
-		h.prior = append(h.prior, old)
+		x.prior = append(x.prior, old)
 	}
 	*e = Execution{jobVertex: jv, subtask: v.first.subtask, attempt: old.attempt + 1, state: jobgraph.ExecutionStateCreated, times: times}
 	e.mark(jobgraph.ExecutionStateCreated, g.now())
