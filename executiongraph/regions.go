@@ -249,7 +249,7 @@ func (g *ExecutionGraph) buildRegions(regionOf []int32, numRegions int, scratch 
 		set.ptrs[r] = &set.regions[r]
 	}
 	// at[k] is the Index of set.vertices[k], so the loop over external groups below reads the
-	// job vertices' group tables, not the vertices (whose slab is ~170 bytes a subtask).
+	// job vertices' group tables, not the vertices (a cache line each).
 	at := scratch[:g.numVertices]
 	for _, jv := range g.jobVertices {
 		for s := range jv.vertices {

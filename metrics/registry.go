@@ -373,17 +373,20 @@ func (e *entry) read(s Scope, name string) Value {
 }
 
 // scopeSizeHint is how many metrics a scope of kind usually holds (a job's scheduler registers
-// about 20, a task attempt 5, see the package doc): its maps are made that large at once, so
-// they do not grow step by step through every job's registrations.
+// about 20, a task attempt 5, see the package doc): its slice is made that large at once (a
+// task's inside its record, taskScopeMetrics), so it does not grow step by step through every
+// job's registrations.
 func scopeSizeHint(kind ScopeKind) int {
 	switch kind {
 	case ScopeJob:
 		return 24
 	case ScopeTask:
-		return 8
+		return taskScopeRoom
 	}
 	return 0
 }
+
+const taskScopeRoom = 8
 
 // add registers e under (g's scope, name), replacing what was there. Called with g's lock held.
 func (r *Registry) add(g *Group, name string, e *entry) {
@@ -394,7 +397,7 @@ func (r *Registry) add(g *Group, name string, e *entry) {
 	r.mu.Unlock()
 }
 
-// addGauges registers es[i] under (s, names[i]) for every es[i] with an owner (the valid ones),
+// addGauges registers es[i] under (g's scope, names[i]) for every es[i] with an owner (the valid ones),
 // under one lock: the gauges of a set (Group.Gauges), none of which is a view. Called with the
 // owner's lock held.
 func (r *Registry) addGauges(g *Group, names []string, es []entry) {
@@ -427,7 +430,7 @@ type scopeMetrics struct {
 // taskScopeMetrics is a task attempt's scope with room for its usual metrics.
 type taskScopeMetrics struct {
 	scopeMetrics
-	room [8]namedEntry
+	room [taskScopeRoom]namedEntry
 }
 
 type namedEntry struct {
