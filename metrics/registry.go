@@ -398,8 +398,8 @@ func (r *Registry) add(g *Group, name string, e *entry) {
 }
 
 // addGauges registers es[i] under (g's scope, names[i]) for every es[i] with an owner (the
-// valid ones), under one lock: the gauges of a set (Group.Gauges), none of which is a view. Called with the
-// owner's lock held.
+// valid ones), under one lock: the gauges of a set (Group.Gauges), none of which is a view.
+// Called with the owner's lock held.
 func (r *Registry) addGauges(g *Group, names []string, es []entry) {
 	r.mu.Lock()
 	sm := r.scopeLocked(g)
