@@ -1092,24 +1092,15 @@ func (jm *DefaultJobMaster) UpdateTaskExecutionState(ctx context.Context, token 
 // queued on the loop, fenced there, without waiting for it; done hears the fencing or closed
 // error on the loop, or at once when the loop takes nothing any more.
 func (jm *DefaultJobMaster) NotifyTaskExecutionState(token jobgraph.JobMasterID, state rpc.TaskExecutionState, done func(err error)) {
-	if jm.loop.Execute(func() {
+	// A closed loop answers its closed error (jm.closedErr, or the panic that ended it), as a
+	// fenced call returns it.
+	jm.loop.Notify(func() error {
 		err := jm.fence(token)
 		if err == nil {
 			jm.applyTaskExecutionState(state)
 		}
-		if done != nil {
-			done(err)
-		}
-	}) {
-		return
-	}
-	if done != nil {
-		err := jm.loop.Err() // the panic that ended the loop, as a fenced call returns it
-		if err == nil {
-			err = jm.closedErr
-		}
-		done(err)
-	}
+		return err
+	}, done)
 }
 
 // applyTaskExecutionState hands a TaskExecutor's report to the scheduler; on the loop, fenced.

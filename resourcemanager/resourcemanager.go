@@ -794,24 +794,8 @@ func (rm *ResourceManager) NotifyRequiredResources(rmToken jobgraph.ResourceMana
 
 // notify runs fn on the loop without waiting for it and hands its error to done (if not nil)
 // there, or ErrClosed (wrapping the panic the loop died of) at once when the loop is closed:
-// what call would have returned.
-func (rm *ResourceManager) notify(fn func() error, done func(err error)) {
-	if rm.loop.Execute(func() {
-		err := fn()
-		if done != nil {
-			done(err)
-		}
-	}) {
-		return
-	}
-	if done != nil {
-		err := rm.loop.Err()
-		if err == nil {
-			err = ErrClosed
-		}
-		done(err)
-	}
-}
+// what call would have returned (mainloop.Loop.Notify; the loop's closed error is ErrClosed).
+func (rm *ResourceManager) notify(fn func() error, done func(err error)) { rm.loop.Notify(fn, done) }
 
 func (rm *ResourceManager) declareRequiredResources(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
 	if err := rm.fenced(rmToken); err != nil {

@@ -303,6 +303,21 @@ func (l *Loop) Schedule(d time.Duration, fn func()) (cancel func() bool) {
 	}
 }
 
+// Notify is Call without waiting: it posts fn and returns at once. done, if not nil, is called
+// with fn's error on the loop right after fn, or, when the loop is closed and fn is refused, with
+// the error Call would return then (ErrClosed, NewWithClosedError's error, or the failure
+// wrapping it after a panic) on the caller's goroutine before Notify returns. A loop that dies
+// of a panic before it reaches fn never calls done. done must not block.
+func (l *Loop) Notify(fn func() error, done func(err error)) {
+	if done == nil {
+		l.Execute(func() { _ = fn() })
+		return
+	}
+	if !l.Execute(func() { done(fn()) }) {
+		done(l.closedError())
+	}
+}
+
 // Call runs fn on the loop and returns its error, or ctx's error if ctx ends first (fn may still
 // run later), or ErrClosed (or NewWithClosedError's error) if the loop closed before fn ran. Never call it from the loop itself:
 // that waits forever for a closure queued behind the caller.

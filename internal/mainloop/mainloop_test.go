@@ -693,3 +693,45 @@ func TestPostedCountsAcceptedClosures(t *testing.T) {
 		assert.Equal(t, uint64(4), l.Posted(), "refused closures do not count")
 	})
 }
+
+// Notify runs its closure in order with the loop's other closures and hands its error to done on
+// the loop; once the loop is closed, done hears what Call would return, before Notify returns:
+// the loop's closed error, or the failure after a panic.
+func TestNotifyIsCallWithoutWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.NewWithClosedError("rm", errEndpointClosed)
+		var order []string
+		release := make(chan struct{})
+		require.True(t, l.Execute(func() { <-release; order = append(order, "before") }))
+		boom := errors.New("stale token")
+		var got []error
+		l.Notify(func() error { order = append(order, "notified"); return boom }, func(err error) {
+			order = append(order, "done")
+			got = append(got, err)
+		})
+		l.Notify(func() error { order = append(order, "no done"); return nil }, nil)
+		require.True(t, l.Execute(func() { order = append(order, "after") }))
+		assert.Empty(t, got, "Notify returned before the loop ran its closure")
+		close(release)
+		require.NoError(t, l.Call(context.Background(), func() error { return nil }))
+		assert.Equal(t, []string{"before", "notified", "done", "no done", "after"}, order)
+		assert.Equal(t, []error{boom}, got)
+
+		l.Close()
+		var closed []error
+		l.Notify(func() error { t.Error("ran on a closed loop"); return nil }, func(err error) { closed = append(closed, err) })
+		assert.Equal(t, []error{errEndpointClosed}, closed, "answered before Notify returned")
+		l.Notify(func() error { t.Error("ran on a closed loop"); return nil }, nil)
+
+		p := mainloop.New("te")
+		p.SetPanicHandler(func(*jobgraph.PanicError) {})
+		require.True(t, p.Execute(func() { panic("lost") }))
+		<-p.Done()
+		var failed error
+		p.Notify(func() error { return nil }, func(err error) { failed = err })
+		require.Error(t, failed)
+		assert.Equal(t, p.Err(), failed)
+		assert.ErrorIs(t, failed, mainloop.ErrClosed)
+		p.Close()
+	})
+}
