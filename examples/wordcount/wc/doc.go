@@ -37,6 +37,9 @@
 //     to the host: written to SinkConfig.OutPath if set (one "word\tcount\n" line per word, sorted
 //     by word in byte order, see WriteCounts) and stored for TakeResult under the job's JobID
 //     (unless SinkConfig.SkipResult: a host in another process reads the accumulators instead).
+//     When it neither writes nor stores the result, it does not merge the count subtasks' runs:
+//     it checks that each word came from the count subtask of its hash partition, which proves
+//     none arrived twice, and reports the totals from the runs as they are.
 //
 // The tasks report the job's totals in accumulators, which the JobResult carries
 // (jobgraph.JobResult.Accumulators, read with jobgraph.AccumulatorValue): the sources the files,
@@ -52,7 +55,7 @@
 // subtasks, and the count and the sink merge the runs of their producers (sort-based aggregation,
 // as Flink runs batch aggregations), each checking that its runs are sorted: the count sums the
 // counts of equal words, the sink fails on them. No task hashes or sorts everything again, and the
-// single sink only merges.
+// single sink at most merges.
 //
 // Register puts the three task codes into a taskexecutor.Registry, RegisterCoordinator the
 // source's coordinator into a coordination.Registry (the MiniCluster's OperatorCoordinators).

@@ -445,6 +445,16 @@ func testJobByHand(t *testing.T, numFiles, maxWords int, vocab []string) {
 			entries, err := os.ReadDir(filepath.Dir(out))
 			require.NoError(t, err)
 			assert.Len(t, entries, 1, "no temporary file left")
+
+			// A sink that keeps no result takes the same totals from its runs unmerged.
+			gTotals, err := BuildJobWith(files, JobOptions{Parallelism: p, SkipResult: true, Top: 3, SplitBytes: 1})
+			require.NoError(t, err)
+			_, _, _, accsTotals := runByHand(t, gTotals)
+			assert.Equal(t, len(want), accValue[int](t, accsTotals, AccDistinctWords))
+			assert.Equal(t, TopN(want, 3), accValue[[]WordCount](t, accsTotals, AccTopWords))
+			assert.Equal(t, int64(words), accValue[int64](t, accsTotals, AccWords))
+			_, ok = TakeResult(gTotals.JobID)
+			assert.False(t, ok, "SkipResult stores nothing")
 		})
 	}
 }
@@ -503,28 +513,30 @@ func TestBuildJob(t *testing.T) {
 	// in one of the default 1 MiB.
 	assert.JSONEq(t, `{}`, string(src.Config))
 	assert.Equal(t, "wordcount-files", src.OperatorCoordinator)
-	assert.JSONEq(t, `{"splits":[{"id":"a.go","payload":"`+b64(`[{"path":"a.go","size":3},{"path":"b.go","size":5},{"path":"c.go","size":1}]`)+`"}]}`,
+	assert.JSONEq(t, `{"splits":[{"id":"a.go","payload":"`+b64("a.go\x00b.go\x00c.go")+`"}]}`,
 		string(src.OperatorCoordinatorConfig))
 	// Splits of 4 bytes: a and b (3 + 5 ≥ 4), then c.
 	g6, err := BuildJobWith(files, JobOptions{Parallelism: 2, SplitBytes: 4})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"splits":[{"id":"a.go","payload":"`+b64(`[{"path":"a.go","size":3},{"path":"b.go","size":5}]`)+`"},`+
-		`{"id":"c.go","payload":"`+b64(`[{"path":"c.go","size":1}]`)+`"}]}`, string(g6.VertexByName(SourceVertex).OperatorCoordinatorConfig))
+	assert.JSONEq(t, `{"splits":[{"id":"a.go","payload":"`+b64("a.go\x00b.go")+`"},`+
+		`{"id":"c.go","payload":"`+b64("c.go")+`"}]}`, string(g6.VertexByName(SourceVertex).OperatorCoordinatorConfig))
 	_, err = BuildJobWith(files, JobOptions{Parallelism: 2, SplitBytes: -1})
 	assert.EqualError(t, err, "wc: split size -1 is below 1 byte")
 	assert.Empty(t, cnt.OperatorCoordinator)
 	assert.JSONEq(t, `{}`, string(cnt.Config))
-	assert.JSONEq(t, `{}`, string(sink.Config))
+	assert.JSONEq(t, `{"producers":2}`, string(sink.Config), "the sink knows the count's parallelism")
 
 	g2, err := BuildJobWith(files, JobOptions{Parallelism: 1, OutPath: "/tmp/wc.tsv", SkipResult: true})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"outPath":"/tmp/wc.tsv","skipResult":true}`, string(g2.VertexByName(SinkVertex).Config))
+	assert.JSONEq(t, `{"outPath":"/tmp/wc.tsv","skipResult":true,"producers":1}`, string(g2.VertexByName(SinkVertex).Config))
 	assert.Equal(t, src.OperatorCoordinatorConfig, g2.VertexByName(SourceVertex).OperatorCoordinatorConfig)
 	g5, err := BuildJobWith(files, JobOptions{Parallelism: 2, FailOnce: SourceVertex, SlowSubtask: 1, SlowDelay: time.Millisecond})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"failOnce":true,"slowSubtask":1,"slowDelay":1000000}`, string(g5.VertexByName(SourceVertex).Config))
 	_, err = BuildJobWith(files, JobOptions{Parallelism: 2, SlowSubtask: 2, SlowDelay: time.Millisecond})
 	assert.EqualError(t, err, "wc: slow source subtask 2 with delay 1ms: the subtask must be in [0, 2) and the delay at least 0")
+	_, err = BuildJobWith([]InputFile{{"a\x00.go", 1}}, JobOptions{Parallelism: 1})
+	assert.EqualError(t, err, `wc: file path "a\x00.go" holds a NUL byte`)
 	_, err = BuildJobWith([]InputFile{{"a.go", 1}, {"a.go", 1}}, JobOptions{Parallelism: 1, SplitBytes: 1})
 	assert.EqualError(t, err, `wc: the source's splits: source: split ID "a.go" appears twice`)
 
@@ -542,7 +554,7 @@ func TestBuildJob(t *testing.T) {
 	assert.EqualError(t, err, "wc: top -1 is below 0")
 	g4, err := BuildJobWith(files, JobOptions{Parallelism: 1, Top: 5})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"top":5}`, string(g4.VertexByName(SinkVertex).Config))
+	assert.JSONEq(t, `{"top":5,"producers":1}`, string(g4.VertexByName(SinkVertex).Config))
 	g3, err := BuildJob(nil, 2)
 	require.NoError(t, err, "no input is an empty word count, not an error")
 	assert.JSONEq(t, `{"splits":null}`, string(g3.Vertices[0].OperatorCoordinatorConfig))
@@ -760,6 +772,36 @@ func TestTaskErrors(t *testing.T) {
 		assert.ErrorContains(t, err, `t (1/1): word "a" arrived twice (counts 1 and 3): every word must reach exactly one count subtask`)
 		_, ok := TakeResult(jobID)
 		assert.False(t, ok)
+	})
+	t.Run("sink: totals without merging", func(t *testing.T) {
+		// Producer 1 of 2 sends the words of hash partition 1, producer 0 those of partition 0.
+		var p0, p1 []WordCount
+		for k, w := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+			if Partition(w, 2) == 0 {
+				p0 = append(p0, WordCount{w, k + 1})
+			} else {
+				p1 = append(p1, WordCount{w, k + 1})
+			}
+		}
+		require.NotEmpty(t, p0)
+		require.NotEmpty(t, p1)
+		gate := &sliceGate{records: []any{Chunk{1, p1}, Chunk{0, p0}}}
+		jobID := jobgraph.NewJobID()
+		i := info(`{"skipResult":true,"top":2,"producers":2}`, 1)
+		i.JobID = jobID
+		env := &fakeEnv{info: i, inputs: []*sliceGate{gate}}
+		require.NoError(t, RunSink(ctx, env))
+		accs := env.AccumulatorRegistry().Snapshot()
+		assert.Equal(t, 8, accValue[int](t, accs, AccDistinctWords))
+		assert.Equal(t, []WordCount{{"h", 8}, {"g", 7}}, accValue[[]WordCount](t, accs, AccTopWords))
+		_, ok := TakeResult(jobID)
+		assert.False(t, ok)
+
+		// A word in the other producer's partition is refused, duplicate or not.
+		wrong := p1[0].Word
+		gate = &sliceGate{records: []any{Chunk{0, []WordCount{{wrong, 1}}}}}
+		err := RunSink(ctx, &fakeEnv{info: info(`{"skipResult":true,"producers":2}`, 1), inputs: []*sliceGate{gate}})
+		assert.EqualError(t, err, `wc: t (1/1): word "`+wrong+`" arrived from input 0, producer 0, but is in partition 1 of 2: every word must reach exactly one count subtask`)
 	})
 	t.Run("sink: word twice in a run", func(t *testing.T) {
 		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}, {"a", 3}}}}}

@@ -66,13 +66,15 @@ func (r run) flat() []WordCount {
 	return out
 }
 
+// runFrom names where a run came from: the input and the producer subtask.
+type runFrom struct{ input, producer int }
+
 // readRuns reads every Chunk of every input of env until each ends and returns the runs, input by
-// input, by producer index, skipping empty ones. It checks that each run is strictly increasing.
-// The runs alias the Chunks' Words.
-func readRuns(ctx context.Context, env taskexecutor.Environment) ([]run, error) {
+// input, by producer index, skipping empty ones, and where each came from (from[k] is runs[k]'s).
+// It checks that each run is strictly increasing. The runs alias the Chunks' Words.
+func readRuns(ctx context.Context, env taskexecutor.Environment) (runs []run, from []runFrom, _ error) {
 	info := env.Info()
 	var byProducer []run // of the current input
-	var runs []run
 	for i := range env.NumInputs() {
 		byProducer = byProducer[:0]
 		err := readInput(ctx, env, i, func(ch Chunk) error {
@@ -88,19 +90,40 @@ func readRuns(ctx context.Context, env taskexecutor.Environment) ([]run, error) 
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for p, r := range byProducer {
 			if len(r) == 0 {
 				continue
 			}
 			if err := r.check(i, p); err != nil {
-				return nil, fmt.Errorf("wc: %s: %w", info.TaskName, err)
+				return nil, nil, fmt.Errorf("wc: %s: %w", info.TaskName, err)
 			}
 			runs = append(runs, r)
+			from = append(from, runFrom{i, p})
 		}
 	}
-	return runs, nil
+	return runs, from, nil
+}
+
+// checkPartitions returns an error unless every word of each run is in its producer's hash
+// partition, Partition(word, producers) == the producer, and the number of words in them all.
+// Runs that pass are disjoint: a word is in one partition only. from names the runs (readRuns).
+func checkPartitions(runs []run, from []runFrom, producers int) (int, error) {
+	n := 0
+	for k, r := range runs {
+		p := from[k].producer
+		for _, ws := range r {
+			for _, wc := range ws {
+				if q := Partition(wc.Word, producers); q != p {
+					return 0, fmt.Errorf("word %q arrived from input %d, producer %d, but is in partition %d of %d",
+						wc.Word, from[k].input, p, q, producers)
+				}
+			}
+			n += len(ws)
+		}
+	}
+	return n, nil
 }
 
 // duplicateError reports a word that is in two runs that must not share words.
