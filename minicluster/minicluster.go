@@ -600,16 +600,15 @@ func (mc *MiniCluster) Dispatcher() dispatcher.Dispatcher { return mc.dispatcher
 func (mc *MiniCluster) ResourceManager() *resourcemanager.ResourceManager { return mc.rm }
 
 // TaskExecutors returns the cluster's running TaskExecutors in start order: those Start and
-// AddTaskExecutor started, less those KillTaskExecutor and RemoveTaskExecutor took away and those
-// that failed fatally (TaskExecutor.FatalError, a task stuck past task.cancellation.timeout), as
-// Flink's MiniCluster terminates a TaskManager that reports a fatal error. The cluster still
-// releases a failed one on Close.
+// AddTaskExecutor started, less those KillTaskExecutor and RemoveTaskExecutor took away, those
+// killed through their own Kill, and those that failed fatally (TaskExecutor.FatalError, a task
+// stuck past task.cancellation.timeout), as Flink's MiniCluster terminates a TaskManager that
+// reports a fatal error: every one whose TaskExecutor.Killed is true. The cluster still releases
+// a killed or failed one on Close.
 func (mc *MiniCluster) TaskExecutors() []*taskexecutor.TaskExecutor {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(mc.taskExecutors), func(te *taskexecutor.TaskExecutor) bool {
-		return te.FatalError() != nil
-	})
+	return slices.DeleteFunc(slices.Clone(mc.taskExecutors), (*taskexecutor.TaskExecutor).Killed)
 }
 
 // RPC returns the cluster's RPC service, where every endpoint is registered.

@@ -288,3 +288,27 @@ func TestRunGivesUpOnAJobThatDoesNotStopWithinTheBound(t *testing.T) {
 		assert.False(t, errors.Is(err, context.DeadlineExceeded))
 	})
 }
+
+// A TaskExecutor killed through its own Kill is gone from TaskExecutors at once, as one
+// KillTaskExecutor took away is; the others stay, in start order. The cluster still releases it
+// on Close (the goroutine check of TestMain would see one it kept).
+func TestTaskExecutorsListsNoKilledTaskExecutor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mc := start(t, minicluster.Config{TaskExecutors: 4})
+		ids := func() []jobgraph.ResourceID {
+			ids := []jobgraph.ResourceID{}
+			for _, te := range mc.TaskExecutors() {
+				ids = append(ids, te.ResourceID())
+			}
+			return ids
+		}
+		require.Equal(t, []jobgraph.ResourceID{"taskexecutor-0", "taskexecutor-1", "taskexecutor-2", "taskexecutor-3"}, ids())
+
+		mc.TaskExecutors()[1].Kill()
+		assert.Equal(t, []jobgraph.ResourceID{"taskexecutor-0", "taskexecutor-2", "taskexecutor-3"}, ids(), "killed through its own Kill")
+		require.NoError(t, mc.KillTaskExecutor("taskexecutor-3"))
+		assert.Equal(t, []jobgraph.ResourceID{"taskexecutor-0", "taskexecutor-2"}, ids(), "killed through the cluster")
+		synctest.Wait()
+		assert.Equal(t, []jobgraph.ResourceID{"taskexecutor-0", "taskexecutor-2"}, ids(), "and it does not come back")
+	})
+}

@@ -652,6 +652,11 @@ func (te *TaskExecutor) Close() error {
 // afterwards to wait for its goroutines.
 func (te *TaskExecutor) Kill() { te.die(errKilledStop) }
 
+// Killed reports whether the TaskExecutor is dead: killed (Kill) or failed fatally (FatalError
+// is not nil), so that it no longer answers; a closed one that was neither is not. Safe anywhere.
+// Flink has no such accessor: there a dead TaskManager's process is gone.
+func (te *TaskExecutor) Killed() bool { return te.killed.Load() || te.fatal.Load() != nil }
+
 // die is Kill, with why as the cause the tasks are stopped with. It reports false when the
 // TaskExecutor was dead already. Safe anywhere.
 func (te *TaskExecutor) die(why *stopReason) bool {
