@@ -314,6 +314,72 @@ func TestKilledTaskExecutorIsLostAtTheRPCFailureThreshold(t *testing.T) {
 	}
 }
 
+// A TaskExecutor closed through its own Close (not RemoveTaskExecutor, which says goodbye) is
+// gone as a killed one is: its gateway answers taskexecutor.ErrClosed as an rpc.UnreachableError
+// (Flink: an RPC to a stopped endpoint fails with RecipientUnreachableException), so the JobMaster
+// and the ResourceManager, asking every second from 0 s, lose it at their second failed request
+// after the close at 2.5 s — 4 s — not at its heartbeat.timeout at 7 s; with the threshold -1 they
+// wait for that timeout.
+func TestClosedTaskExecutorIsLostAtTheRPCFailureThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		threshold int
+		lost      time.Duration
+		cause     string
+	}{
+		{0, 4 * time.Second, "TaskExecutor taskexecutor-1 is no longer reachable: 2 consecutive heartbeat RPCs failed, the last with: TaskExecutor taskexecutor-1: taskexecutor: closed"},
+		{-1, 7 * time.Second, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s"},
+	} {
+		t.Run(fmt.Sprintf("threshold%d", tc.threshold), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				started := make(chan jobgraph.ExecutionAttemptID, 2)
+				statuses := &statusLog{begin: time.Now()}
+				mc := start(t, minicluster.Config{
+					TaskExecutors:                2,
+					Registry:                     blockingRegistry(started),
+					HeartbeatInterval:            time.Second,
+					HeartbeatTimeout:             5 * time.Second,
+					HeartbeatRPCFailureThreshold: tc.threshold,
+					JobStatusListener:            statuses.listen,
+				})
+				g := jobgraph.New("blocking", jobgraph.Streaming)
+				g.AddVertex("v", "block", 2)
+				require.NoError(t, mc.SubmitJob(ctx, g))
+				synctest.Wait()
+				require.Len(t, started, 2)
+
+				time.Sleep(2500 * time.Millisecond)
+				synctest.Wait()
+				require.NoError(t, mc.TaskExecutors()[1].Close())
+				time.Sleep(tc.lost - 2500*time.Millisecond - time.Nanosecond)
+				synctest.Wait()
+				st, err := mc.RequestJobStatus(ctx, g.JobID)
+				require.NoError(t, err)
+				assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before it is lost")
+				assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
+
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it at the same instant")
+				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
+				res, err := mc.RequestJobResult(ctx, g.JobID)
+				require.NoError(t, err)
+				assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
+				require.Error(t, res.RootCause)
+				assert.Contains(t, res.RootCause.Error(), tc.cause)
+				if tc.threshold == -1 {
+					assert.ErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
+				} else {
+					assert.ErrorIs(t, res.RootCause, jobmaster.ErrTaskExecutorUnreachable)
+					assert.NotErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
+				}
+				secs := fmt.Sprintf("%gs", tc.lost.Seconds())
+				assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at " + secs, "FAILED at " + secs}, statuses.get())
+			})
+		})
+	}
+}
+
 func TestHeartbeatRPCFailureThresholdIsChecked(t *testing.T) {
 	_, err := minicluster.New(minicluster.Config{Registry: registry(), HeartbeatRPCFailureThreshold: -2})
 	assert.EqualError(t, err, "minicluster: invalid configuration: HeartbeatRPCFailureThreshold (heartbeat.rpc-failure-threshold) is -2; want a positive number of failed heartbeat RPCs, or -1 to turn the detection off")

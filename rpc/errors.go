@@ -100,10 +100,11 @@ func (e *HeartbeatTargetUnreachableError) Is(target error) bool {
 // all — it is gone: a killed TaskExecutor, a process that no longer listens — as opposed to one
 // that answered with an error, or did not answer in time. errors.As finds it in a call's error
 // and Unreachable reports true. Heartbeat senders count such failures toward
-// heartbeat.rpc-failure-threshold (IsUnreachable). taskexecutor (the calls of a killed
-// TaskExecutor) and transport/grpc (a peer that answers with codes.Unavailable, or not at all
-// because the connection cannot be made) return such errors, made with Unreachable; a host's
-// transport should for its own.
+// heartbeat.rpc-failure-threshold (IsUnreachable). taskexecutor (the calls of a killed or closed
+// TaskExecutor), a Service for an address nothing is registered under (ErrUnknownAddress) and
+// transport/grpc (a peer that answers with codes.Unavailable, or not at all because the
+// connection cannot be made) return such errors, made with Unreachable; a host's transport
+// should for its own.
 // Flink: RecipientUnreachableException.
 type UnreachableError interface {
 	error

@@ -27,7 +27,12 @@ import (
 // one (a JobMasterID of an earlier leadership session, say). Flink: FencingTokenException.
 var ErrFencingTokenMismatch = errors.New("fencing token mismatch")
 
-// ErrUnknownAddress is returned by Service.Connect for an address nothing is registered under.
+// ErrUnknownAddress is returned by Service.Lookup and Connect for an address nothing is
+// registered under (and by a transport's calls to an endpoint unregistered since), in an error
+// that is an UnreachableError (IsUnreachable): nobody answers there, so heartbeats count it toward
+// heartbeat.rpc-failure-threshold, as Flink's do an RPC to a stopped endpoint, whose terminated
+// actor makes it a RecipientUnreachableException. The sentinel alone, in an endpoint's answer or
+// an ErrorInfo, is no such error.
 var ErrUnknownAddress = errors.New("rpc: no endpoint at address")
 
 // FencingError wraps ErrFencingTokenMismatch with the tokens involved.

@@ -14,7 +14,9 @@ import (
 // caller holds travels with each call rather than with the connection.
 //
 // A Service is safe for concurrent use. A call already in flight when its endpoint is unregistered
-// returns (with the endpoint's answer or an error); later lookups of the address fail. Every
+// returns (with the endpoint's answer or an error); later lookups of the address fail, and so
+// may later calls through a gateway handed out before, with the unknown address's unreachable
+// error (a transport's stub; the in-process Service's gateway is the endpoint itself). Every
 // implementation should pass the conformance suite rpc/rpctest (TestService).
 // Flink: org.apache.flink.runtime.rpc.RpcService (connect, startServer, closeAsync).
 type Service interface {
@@ -23,8 +25,9 @@ type Service interface {
 	Register(address string, endpoint any) error
 	// Unregister removes whatever is registered under address; an unknown address is a no-op.
 	Unregister(address string)
-	// Lookup returns what is registered under address, or an error wrapping ErrUnknownAddress;
-	// ErrServiceClosed after Close.
+	// Lookup returns what is registered under address, or an error wrapping ErrUnknownAddress
+	// that is unreachable (IsUnreachable: nothing answers there, as for a call to a stopped
+	// endpoint in Flink, RecipientUnreachableException); ErrServiceClosed after Close.
 	Lookup(ctx context.Context, address string) (any, error)
 	// Close stops the Service: Register and Lookup fail with ErrServiceClosed from then on.
 	// Closing twice is harmless.
@@ -54,7 +57,8 @@ func AddressOf(s Service, name string) string {
 
 // Connect looks address up and returns it as gateway type G (DispatcherGateway,
 // JobMasterGateway, ResourceManagerGateway or TaskExecutorGateway). It fails with
-// ErrUnknownAddress when nothing is there and with a type error when the endpoint there is not a G.
+// ErrUnknownAddress (unreachable, see Service.Lookup) when nothing is there and with a type
+// error when the endpoint there is not a G.
 func Connect[G any](ctx context.Context, s Service, address string) (G, error) {
 	var zero G
 	ep, err := s.Lookup(ctx, address)
@@ -113,7 +117,7 @@ func (s *LocalService) Lookup(ctx context.Context, address string) (any, error) 
 	}
 	ep, ok := s.endpoints[address]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownAddress, address)
+		return nil, Unreachable(fmt.Errorf("%w %q", ErrUnknownAddress, address))
 	}
 	return ep, nil
 }

@@ -32,7 +32,11 @@ import (
 // Errors returned by TaskExecutor methods (errors.Is).
 var (
 	// ErrClosed: the TaskExecutor was closed. Every error-returning method returns it (wrapped
-	// with the TaskExecutor's ResourceID) after Close; it matches rpc.ErrClosed.
+	// with the TaskExecutor's ResourceID) after Close, in an rpc.UnreachableError
+	// (rpc.IsUnreachable): a closed TaskExecutor is gone for its callers, so heartbeat senders
+	// count it toward heartbeat.rpc-failure-threshold as they do a killed one's ErrKilled (Flink:
+	// an RPC to a stopped endpoint fails with RecipientUnreachableException). It matches
+	// rpc.ErrClosed.
 	ErrClosed = fmt.Errorf("taskexecutor: %w", rpc.ErrClosed)
 	// ErrKilled: the TaskExecutor was killed (Kill) and no longer answers. Its gateway methods
 	// return it wrapped in an rpc.UnreachableError (rpc.IsUnreachable), as a transport does for
@@ -372,7 +376,7 @@ func New(cfg Config) (*TaskExecutor, error) {
 		shuffle:     cfg.Shuffle,
 		metrics:     cfg.Metrics,
 		log:         cfg.Logger.With("taskExecutor", string(cfg.ResourceID)),
-		loop:        mainloop.NewWithClosedError("taskexecutor "+string(cfg.ResourceID), fmt.Errorf("TaskExecutor %s: %w", cfg.ResourceID, ErrClosed)),
+		loop:        mainloop.NewWithClosedError("taskexecutor "+string(cfg.ResourceID), closedError(cfg.ResourceID)),
 		ctx:         ctx,
 		cancel:      cancel,
 		slots:       make([]slot, cfg.NumSlots),
@@ -722,10 +726,16 @@ func (te *TaskExecutor) alive() error {
 	}
 	select {
 	case <-te.loop.Done():
-		return fmt.Errorf("TaskExecutor %s: %w", te.id, ErrClosed)
+		return closedError(te.id)
 	default:
 		return nil
 	}
+}
+
+// closedError is what the methods of closed TaskExecutor id return: ErrClosed naming it, as an
+// rpc.UnreachableError (see ErrClosed).
+func closedError(id jobgraph.ResourceID) error {
+	return rpc.Unreachable(fmt.Errorf("TaskExecutor %s: %w", id, ErrClosed))
 }
 
 // call runs fn on the loop unless the TaskExecutor is killed or closed.
@@ -766,7 +776,7 @@ func (te *TaskExecutor) notify(fn func() error, done func(err error)) {
 		if err == nil {
 			// Closed (the loop's own closed error, see New): alive does not say so until the
 			// loop's goroutine has run what was queued before.
-			err = fmt.Errorf("TaskExecutor %s: %w", te.id, ErrClosed)
+			err = closedError(te.id)
 		}
 		done(err)
 	}

@@ -66,7 +66,10 @@ func TestStartRegistersWithTheResourceManager(t *testing.T) {
 }
 
 // After Close every public method that returns an error returns ErrClosed (and rpc.ErrClosed),
-// naming the TaskExecutor; nothing internal leaks.
+// naming the TaskExecutor; nothing internal leaks. It is an rpc.UnreachableError: a closed
+// TaskExecutor is gone for its callers, as Flink's stopped RpcEndpoint is (an RPC to its
+// terminated actor fails with RecipientUnreachableException), so heartbeats count it toward
+// heartbeat.rpc-failure-threshold.
 func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
@@ -94,7 +97,7 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 			assert.ErrorIs(t, err, ErrClosed, name)
 			assert.ErrorIs(t, err, rpc.ErrClosed, name)
 			assert.EqualError(t, err, "TaskExecutor te-1: taskexecutor: closed", name)
-			assert.False(t, rpc.IsUnreachable(err), "closed is an answer, not a TaskExecutor gone: %s", name)
+			assert.True(t, rpc.IsUnreachable(err), "a closed TaskExecutor is gone: %s", name)
 		}
 	})
 }

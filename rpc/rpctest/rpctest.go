@@ -3,8 +3,9 @@
 // still match rpc.ErrFencingTokenMismatch on the caller's side, an endpoint's error that says its
 // recipient is unreachable (rpc.IsUnreachable, which heartbeats count toward
 // heartbeat.rpc-failure-threshold) staying so on the caller's side while a timeout or a plain
-// error does not become one, unknown and taken addresses, an
-// endpoint unregistered while a call to it is in flight, operator events in both directions
+// error does not become one, unknown and taken addresses (nothing registered at an address is
+// unreachable too: rpc.ErrUnknownAddress and rpc.IsUnreachable, as a call to a stopped endpoint
+// is in Flink), an endpoint unregistered while a call to it is in flight, operator events in both directions
 // (their bytes, attempt and token intact, a stale token refused), concurrent calls, and a closed
 // Service.
 // Run it from the implementation's tests:
@@ -65,6 +66,7 @@ var cases = []struct {
 	{"Failure/SentinelsSurviveTheTrip", failureSentinels},
 	{"Failure/UnreachableStaysUnreachable", failureUnreachable},
 	{"Address/UnknownTakenAndUnregistered", addresses},
+	{"Address/UnregisteredIsUnreachable", unregisteredUnreachable},
 	{"Address/UnregisteredMidCall", unregisteredMidCall},
 	{"OperatorEvents/CrossIntactAndStaleTokensAreRefused", operatorEvents},
 	{"ConcurrentCalls", concurrentCalls},
@@ -367,12 +369,16 @@ func failureUnreachable(t *testing.T, s rpc.Service) {
 	}
 }
 
+// addresses: an address nothing is registered under fails with rpc.ErrUnknownAddress, which is
+// unreachable (rpc.IsUnreachable): nobody there answers.
 func addresses(t *testing.T, s rpc.Service) {
 	c := ctx(t)
 	_, err := s.Lookup(c, "nowhere")
 	require.ErrorIs(t, err, rpc.ErrUnknownAddress)
+	assert.True(t, rpc.IsUnreachable(err), "nothing at the address: unreachable (%v)", err)
 	_, err = rpc.Connect[rpc.JobMasterGateway](c, s, "nowhere")
 	require.ErrorIs(t, err, rpc.ErrUnknownAddress)
+	assert.True(t, rpc.IsUnreachable(err), "nothing at the address: unreachable (%v)", err)
 
 	p := register(t, s, "jobmaster-a")
 	err = s.Register("jobmaster-a", &Probe{})
@@ -387,6 +393,7 @@ func addresses(t *testing.T, s rpc.Service) {
 	s.Unregister("never-registered")
 	_, err = s.Lookup(c, "jobmaster-a")
 	require.ErrorIs(t, err, rpc.ErrUnknownAddress, "gone once unregistered")
+	assert.True(t, rpc.IsUnreachable(err), "gone once unregistered: unreachable (%v)", err)
 
 	next := register(t, s, "jobmaster-a")
 	gw, err = rpc.Connect[rpc.JobMasterGateway](c, s, "jobmaster-a")
@@ -395,6 +402,33 @@ func addresses(t *testing.T, s rpc.Service) {
 	require.NoError(t, err, "the address can be taken again")
 	assert.Len(t, next.States(), 1)
 	assert.Len(t, p.States(), 1, "the old endpoint got nothing more")
+}
+
+// unregisteredUnreachable: a gateway handed out before its endpoint was unregistered either still
+// reaches the endpoint (the in-process Service hands out the endpoint itself, which answers for
+// itself: a closed endpoint's own error) or fails as a call to an address nothing is registered
+// under does: rpc.ErrUnknownAddress and unreachable, so heartbeats to it count toward
+// heartbeat.rpc-failure-threshold. Flink: an RPC to a stopped endpoint's terminated actor fails
+// with RecipientUnreachableException.
+func unregisteredUnreachable(t *testing.T, s rpc.Service) {
+	c := ctx(t)
+	p := register(t, s, "jobmaster-a")
+	gw, err := rpc.Connect[rpc.JobMasterGateway](c, s, "jobmaster-a")
+	require.NoError(t, err)
+	require.NoError(t, gw.HeartbeatFromResourceManager(c, "rm-1"))
+	s.Unregister("jobmaster-a")
+	for i := range 2 {
+		err = gw.HeartbeatFromResourceManager(c, "rm-1")
+		if err != nil {
+			require.ErrorIs(t, err, rpc.ErrUnknownAddress, "call %d after the unregistration", i)
+			assert.True(t, rpc.IsUnreachable(err), "call %d after the unregistration: unreachable (%v)", i, err)
+		}
+		_, err = gw.UpdateTaskExecutionState(c, p.Token, failedState())
+		if err != nil {
+			require.ErrorIs(t, err, rpc.ErrUnknownAddress, "call %d after the unregistration", i)
+			assert.True(t, rpc.IsUnreachable(err), "call %d after the unregistration: unreachable (%v)", i, err)
+		}
+	}
 }
 
 func unregisteredMidCall(t *testing.T, s rpc.Service) {
@@ -416,6 +450,7 @@ func unregisteredMidCall(t *testing.T, s rpc.Service) {
 	s.Unregister("jobmaster-a")
 	_, err = s.Lookup(c, "jobmaster-a")
 	require.ErrorIs(t, err, rpc.ErrUnknownAddress, "new lookups fail at once, with the call still in flight")
+	assert.True(t, rpc.IsUnreachable(err), "and are unreachable (%v)", err)
 	close(p.Release)
 	select {
 	case <-done: // the endpoint's answer or an error: either way the call returned

@@ -12,8 +12,9 @@
 // (Service.Address(name)); a bare name means the same name on the Service at hand. Lookup asks
 // the Service at host:port which gateway the endpoint serves (so rpc.Connect[G] fails for the
 // wrong G, and an address nothing is registered under fails with an error matching
-// rpc.ErrUnknownAddress, checked on the remote side) and returns a client stub for exactly
-// that gateway. One connection per peer host:port is dialed on first use and shared by every
+// rpc.ErrUnknownAddress, checked on the remote side, that is unreachable (rpc.IsUnreachable),
+// as is a call through a stub to an endpoint unregistered since) and returns a client stub for
+// exactly that gateway. One connection per peer host:port is dialed on first use and shared by every
 // stub and call to that peer; Close closes them.
 //
 // # The wire

@@ -230,7 +230,8 @@ func (s *Service) Register(address string, endpoint any) error {
 }
 
 // Unregister removes the endpoint under address; later calls to it fail with an error
-// matching rpc.ErrUnknownAddress, calls in flight return with the endpoint's answer. An unknown
+// matching rpc.ErrUnknownAddress that is unreachable (rpc.IsUnreachable), calls in flight return
+// with the endpoint's answer. An unknown
 // address, or one of another Service, is a no-op.
 func (s *Service) Unregister(address string) {
 	name, err := s.localName(address)
@@ -252,7 +253,8 @@ func (s *Service) endpoint(name string) (any, error) {
 	case closed:
 		return nil, toStatus(fmt.Errorf("grpctransport: %s: %w", s.Address(name), rpc.ErrServiceClosed))
 	case !ok:
-		return nil, toStatus(fmt.Errorf("%w %q", rpc.ErrUnknownAddress, s.Address(name)))
+		// Nothing answers there: unreachable on the caller's side too (see rpc.ErrUnknownAddress).
+		return nil, toStatus(rpc.Unreachable(fmt.Errorf("%w %q", rpc.ErrUnknownAddress, s.Address(name))))
 	}
 	return ep, nil
 }
@@ -364,7 +366,7 @@ func (s *Service) conn(hostPort string) (*grpc.ClientConn, error) {
 // returns a stub implementing exactly that one (rpc.DispatcherGateway, rpc.JobMasterGateway,
 // rpc.ResourceManagerGateway or rpc.TaskExecutorGateway; for an endpoint serving several, the
 // first of these). Errors: nothing registered there (rpc.ErrUnknownAddress, checked on the
-// remote side), the Service there cannot be reached or refuses this one's certificate, ctx's
+// remote side, and unreachable: rpc.IsUnreachable), the Service there cannot be reached or refuses this one's certificate, ctx's
 // error, rpc.ErrServiceClosed once this Service is closed. One connection per peer host:port
 // is dialed on first use and kept until Close.
 func (s *Service) Lookup(ctx context.Context, address string) (any, error) {

@@ -86,7 +86,8 @@ func TestUnreachableCrossesTheCall(t *testing.T) {
 
 // heartbeat.rpc-failure-threshold over gRPC, with a JobManager and two TaskExecutors each on a
 // Service (a listener) of its own: one TaskExecutor goes away — killed, still answering with its
-// killed error; or its process gone, nothing listening — and the JobMaster drops it at its second
+// killed error; closed, unregistered from its Service, which answers that nothing is there; or its
+// process gone, nothing listening — and the JobMaster drops it at its second
 // failed heartbeat request (heartbeat.interval 100 ms), not at heartbeat.timeout (10 min): the
 // job fails with the unreachable cause. Real time; the bound asserted is the test's own 1 min.
 func TestGoneTaskExecutorIsLostAtTheRPCFailureThresholdOverGRPC(t *testing.T) {
@@ -96,6 +97,9 @@ func TestGoneTaskExecutorIsLostAtTheRPCFailureThresholdOverGRPC(t *testing.T) {
 		gone func(te *taskexecutor.TaskExecutor, svc *grpctransport.Service)
 	}{
 		{"Killed", "TaskExecutor te-gone: taskexecutor: killed", func(te *taskexecutor.TaskExecutor, _ *grpctransport.Service) { te.Kill() }},
+		// Closed: Close unregisters it, so its Service answers that nothing is there, which is
+		// unreachable (Flink: an RPC to a stopped endpoint is a RecipientUnreachableException).
+		{"Closed", `rpc: no endpoint at address "127.0.0.1:`, func(te *taskexecutor.TaskExecutor, _ *grpctransport.Service) { require.NoError(t, te.Close()) }},
 		{"ProcessGone", "grpctransport: HeartbeatFromJobMaster at", func(te *taskexecutor.TaskExecutor, svc *grpctransport.Service) {
 			te.Kill() // it says nothing more to anyone
 			_ = svc.Close()
