@@ -223,6 +223,8 @@ type hbRM struct {
 	heartbeats []jobgraph.ResourceID
 	// deadlines: for each declaration, how long its ctx had left (-1: no deadline).
 	deadlines []time.Duration
+	// heartbeatErrs are the errors the next HeartbeatFromJobMaster calls fail with, in order.
+	heartbeatErrs []error
 }
 
 func (r *hbRM) RegisterTaskExecutor(context.Context, rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
@@ -270,6 +272,11 @@ func (r *hbRM) HeartbeatFromJobMaster(_ context.Context, rm jobgraph.ResourceMan
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.heartbeats = append(r.heartbeats, jm)
+	if len(r.heartbeatErrs) > 0 {
+		err := r.heartbeatErrs[0]
+		r.heartbeatErrs = r.heartbeatErrs[1:]
+		return err
+	}
 	return nil
 }
 
@@ -546,5 +553,66 @@ func TestJobMasterAnswersTheResourceManagerAndRegistersAgainWhenDropped(t *testi
 
 		_, err = jobmaster.NewFactory(e.g, jobmaster.Config{RPC: e.svc, ResourceManagerAddress: "rm", HeartbeatInterval: time.Minute})
 		assert.EqualError(t, err, "jobmaster: invalid configuration: heartbeat: heartbeat.timeout 50s is shorter than heartbeat.interval 1m0s")
+	})
+}
+
+// registrations is how many times the JobMaster registered with e's ResourceManager and how
+// many declarations it made.
+func (e *hbEnv) registrations() (registered, declared int) {
+	e.rm.mu.Lock()
+	defer e.rm.mu.Unlock()
+	return len(e.rm.registered), len(e.rm.declared)
+}
+
+func TestJobMasterRegistersAgainWhenTheResourceManagerHeartbeatTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// heartbeat.timeout 50 s (the default): the ResourceManager asks at 10, 20 and 30 s.
+		e := newHBEnv(t, jobmaster.Config{})
+		registered, declared := e.registrations()
+		require.Equal(t, 1, registered)
+		for range 3 {
+			advance(10 * time.Second)
+			require.NoError(t, e.gw.HeartbeatFromResourceManager(e.ctx, "rm"))
+			synctest.Wait()
+		}
+		advance(50*time.Second - time.Millisecond) // 79.999 s: 50 s after the last request, less 1 ms
+		r, d := e.registrations()
+		assert.Equal(t, []int{1, declared}, []int{r, d}, "not yet")
+		advance(time.Millisecond) // 80 s
+		r, d = e.registrations()
+		assert.Equal(t, []int{2, declared + 1}, []int{r, d}, "registered again at 80 s and declared anew")
+
+		// Monitored again from the new registration on: silent for 50 s more, registered a third time.
+		advance(50*time.Second - time.Millisecond)
+		r, _ = e.registrations()
+		assert.Equal(t, 2, r)
+		advance(time.Millisecond)
+		r, _ = e.registrations()
+		assert.Equal(t, 3, r)
+	})
+}
+
+func TestJobMasterRegistersAgainWhenTheResourceManagerIsUnreachable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// heartbeat.rpc-failure-threshold 2 (the default): two answers in a row that find the
+		// ResourceManager unreachable, and the JobMaster registers again at once.
+		e := newHBEnv(t, jobmaster.Config{})
+		gone := rpc.Unreachable(errors.New("connection refused"))
+		e.rm.mu.Lock()
+		e.rm.heartbeatErrs = []error{gone, nil, gone, errors.New("answered with an error"), gone}
+		e.rm.mu.Unlock()
+		heartbeat := func() int {
+			t.Helper()
+			require.NoError(t, e.gw.HeartbeatFromResourceManager(e.ctx, "rm"))
+			synctest.Wait()
+			r, _ := e.registrations()
+			return r
+		}
+		assert.Equal(t, 1, heartbeat(), "unreachable once")
+		assert.Equal(t, 1, heartbeat(), "a success starts the count over")
+		assert.Equal(t, 1, heartbeat(), "unreachable once")
+		assert.Equal(t, 1, heartbeat(), "an error the ResourceManager answered with counts for nothing")
+		assert.Equal(t, 2, heartbeat(), "unreachable twice with no success between: registered again")
+		assert.Equal(t, 2, heartbeat(), "answered fine")
 	})
 }

@@ -392,6 +392,10 @@ type DefaultJobMaster struct {
 	// teHeartbeats monitors the registered TaskExecutors; freeing holds the slots a FreeSlot
 	// call is in flight for.
 	teHeartbeats *heartbeat.Manager[jobgraph.ResourceID]
+	// rmHeartbeats monitors the ResourceManager the JobMaster is registered with, under its
+	// ResourceManagerID (the only one monitored): its heartbeat requests, and the answers'
+	// RPCs. Flink: JobMaster's resourceManagerHeartbeatManager.
+	rmHeartbeats *heartbeat.Manager[jobgraph.ResourceManagerID]
 	freeing      map[jobgraph.AllocationID]bool
 	// deployments is what was deployed where, reconciled with each TaskExecutor's heartbeat.
 	deployments *deploymentTracker
@@ -497,7 +501,7 @@ func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID
 		var rmID jobgraph.ResourceManagerID
 		rmID, err = rm.RegisterJobMaster(ctx, token, jm.resourceID, jm.address, jm.job)
 		if err == nil {
-			err = jm.loop.Call(ctx, func() error { jm.rmID = rmID; return nil })
+			err = jm.loop.Call(ctx, func() error { jm.rmID = rmID; jm.monitorResourceManager(); return nil })
 		}
 	}
 	if err == nil && rm == nil {
@@ -563,6 +567,7 @@ func (jm *DefaultJobMaster) newResourceManagerLeader(address string, session ha.
 	}
 	jm.log.Info("new ResourceManager leader", "address", address, "resourceManagerID", jobgraph.ResourceManagerID(session))
 	jm.rm, jm.rmID = nil, jobgraph.ResourceManagerID{}
+	jm.monitorResourceManager()
 }
 
 // registrationAttempt is one RegisterJobMaster with the ResourceManager leader at address, made
@@ -587,6 +592,7 @@ func (jm *DefaultJobMaster) registeredWithResourceManager(gw rpc.ResourceManager
 		return
 	}
 	jm.rm, jm.rmID = gw, id
+	jm.monitorResourceManager()
 	jm.log.Info("registered with the ResourceManager", "resourceManagerID", id)
 	if jm.pool != nil {
 		jm.declareRequirements(jm.pool.Requirements())
@@ -609,6 +615,18 @@ func (jm *DefaultJobMaster) setUp(g *jobgraph.JobGraph, rm rpc.ResourceManagerGa
 		return err
 	}
 	jm.teHeartbeats = hb
+	// A receiver: the ResourceManager asks, the JobMaster answers (HeartbeatFromResourceManager).
+	jm.rmHeartbeats, err = heartbeat.New(heartbeat.Config[jobgraph.ResourceManagerID]{
+		Timers:              jm.loop,
+		Interval:            jm.cfg.HeartbeatInterval,
+		Timeout:             jm.cfg.HeartbeatTimeout,
+		RPCFailureThreshold: jm.cfg.HeartbeatRPCFailureThreshold,
+		OnTimeout:           jm.resourceManagerHeartbeatTimedOut,
+		OnUnreachable:       jm.resourceManagerUnreachable,
+	})
+	if err != nil {
+		return err
+	}
 	pool, err := slotpool.New(slotpool.Config{
 		Timers:                jm.loop,
 		SlotRequestTimeout:    jm.cfg.SlotRequestTimeout,
@@ -1255,32 +1273,87 @@ func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token
 			return &rpc.FencingError{Endpoint: "JobMaster " + jm.address + " (ResourceManagerID)", Expected: jm.rmID.String(), Got: rm.String()}
 		}
 		jm.log.Warn("ResourceManager disconnected; registering again", "cause", cause.Err())
-		if jm.terminal || jm.rm == nil {
-			return nil
-		}
-		if jm.rmConn != nil {
-			jm.rm, jm.rmID = nil, jobgraph.ResourceManagerID{}
-			jm.rmConn.Reconnect()
-			return nil
-		}
-		gw, token, from, address, job := jm.rm, jm.token, jm.resourceID, jm.address, jm.job
-		jm.enqueue(func() {
-			ctx, cancel := jm.rpcContext()
-			defer cancel()
-			rmID, err := gw.RegisterJobMaster(ctx, token, from, address, job)
-			jm.loop.Execute(func() {
-				switch {
-				case jm.closed:
-				case err != nil:
-					jm.log.Warn("registering with the ResourceManager again failed", "err", err)
-				default:
-					jm.rmID = rmID
-					jm.declareRequirements(jm.pool.Requirements())
-				}
-			})
-		})
+		jm.reconnectToResourceManager()
 		return nil
 	})
+}
+
+// reconnectToResourceManager drops the connection to the ResourceManager and registers again:
+// with the ResourceManager leader's retrieval, through the registration connection (to the
+// leader it knows by then); with a fixed ResourceManagerAddress, with the same gateway, after
+// which the requirements are declared anew. Nothing while the job is terminal or not connected.
+// Where we differ: Flink's closeResourceManagerConnection first tells the ResourceManager
+// (disconnectJobManager); ours does not, as that call could overtake the registration after it,
+// and a registration replaces the job's earlier one there (ResourceManager.RegisterJobMaster).
+// Flink: JobMaster.reconnectToResourceManager. On the loop.
+func (jm *DefaultJobMaster) reconnectToResourceManager() {
+	if jm.terminal || jm.rm == nil {
+		return
+	}
+	if jm.rmConn != nil {
+		jm.rm, jm.rmID = nil, jobgraph.ResourceManagerID{}
+		jm.monitorResourceManager()
+		jm.rmConn.Reconnect()
+		return
+	}
+	gw, token, from, address, job := jm.rm, jm.token, jm.resourceID, jm.address, jm.job
+	jm.rmHeartbeats.Unmonitor(jm.rmID) // until the registration's answer: monitored again then
+	jm.enqueue(func() {
+		ctx, cancel := jm.rpcContext()
+		defer cancel()
+		rmID, err := gw.RegisterJobMaster(ctx, token, from, address, job)
+		jm.loop.Execute(func() {
+			switch {
+			case jm.closed:
+			case err != nil:
+				jm.log.Warn("registering with the ResourceManager again failed", "err", err)
+			default:
+				jm.rmID = rmID
+				jm.monitorResourceManager()
+				jm.declareRequirements(jm.pool.Requirements())
+			}
+		})
+	})
+}
+
+// monitorResourceManager makes the ResourceManager the JobMaster is registered with, if any, the
+// only one whose heartbeats it monitors, its timeout starting now. On the loop.
+func (jm *DefaultJobMaster) monitorResourceManager() {
+	if jm.rmHeartbeats == nil || jm.closed {
+		return
+	}
+	for _, id := range jm.rmHeartbeats.Targets() {
+		if id != jm.rmID || jm.rm == nil {
+			jm.rmHeartbeats.Unmonitor(id)
+		}
+	}
+	if jm.rm != nil && !jm.rmHeartbeats.IsMonitored(jm.rmID) {
+		jm.rmHeartbeats.Monitor(jm.rmID)
+	}
+}
+
+// resourceManagerHeartbeatTimedOut registers again with a ResourceManager that sent no
+// heartbeat request for heartbeat.timeout. Flink: JobMaster.ResourceManagerHeartbeatListener.
+// notifyHeartbeatTimeout. On the loop.
+func (jm *DefaultJobMaster) resourceManagerHeartbeatTimedOut(id jobgraph.ResourceManagerID) {
+	if jm.closed || id != jm.rmID {
+		return
+	}
+	cause := &heartbeat.TimeoutError{Target: "ResourceManager " + id.String(), Timeout: jm.rmHeartbeats.Timeout()}
+	jm.log.Warn("ResourceManager heartbeat timed out; registering again", "cause", cause)
+	jm.reconnectToResourceManager()
+}
+
+// resourceManagerUnreachable registers again with a ResourceManager whose heartbeat answers
+// failed heartbeat.rpc-failure-threshold times in a row as unreachable. Flink:
+// JobMaster.ResourceManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
+func (jm *DefaultJobMaster) resourceManagerUnreachable(id jobgraph.ResourceManagerID, last error) {
+	if jm.closed || id != jm.rmID {
+		return
+	}
+	cause := &heartbeat.UnreachableError{Target: "ResourceManager " + id.String(), Failures: jm.rmHeartbeats.RPCFailureThreshold(), LastFailure: last.Error()}
+	jm.log.Warn("ResourceManager unreachable; registering again", "cause", cause)
+	jm.reconnectToResourceManager()
 }
 
 // HeartbeatFromTaskExecutor implements rpc.JobMasterGateway: a registered TaskExecutor answers a
@@ -1342,7 +1415,14 @@ func (jm *DefaultJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm
 		}
 		if gw := jm.rm; gw != nil {
 			from, rmID := jm.resourceID, jm.rmID
-			jm.sendAside(func(ctx context.Context) error { return gw.HeartbeatFromJobMaster(ctx, rmID, from) }, nil)
+			jm.rmHeartbeats.ReceiveHeartbeat(rmID)
+			report := jm.rmHeartbeats.TrackRPC(rmID)
+			jm.goAside(func() {
+				ctx, cancel := jm.rpcContext()
+				defer cancel()
+				err := gw.HeartbeatFromJobMaster(ctx, rmID, from)
+				jm.loop.Execute(func() { report(err) })
+			})
 		}
 		return nil
 	})
@@ -1406,6 +1486,9 @@ func (jm *DefaultJobMaster) Close() *executiongraph.ArchivedExecutionGraph {
 			jm.closed = true
 			if jm.teHeartbeats != nil {
 				jm.teHeartbeats.Stop()
+			}
+			if jm.rmHeartbeats != nil {
+				jm.rmHeartbeats.Stop()
 			}
 			if jm.sched == nil {
 				return nil

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,5 +134,43 @@ func TestJobMasterFollowsTheResourceManagerLeader(t *testing.T) {
 		defer retrieval.mu.Unlock()
 		assert.Equal(t, 1, retrieval.starts)
 		assert.True(t, retrieval.stopped, "Close stops the retrieval")
+	})
+}
+
+// A JobMaster following the ResourceManager leader registers again with the leader when the
+// leader sends no heartbeat request for heartbeat.timeout (50 s): the timeout runs from the
+// registration, and from each request after it.
+func TestJobMasterRegistersWithTheLeaderAgainWhenItsHeartbeatTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		svc := rpc.NewLocalService()
+		s := ha.NewSessionID()
+		rm := &hbRM{id: jobgraph.ResourceManagerID(s)}
+		require.NoError(t, svc.Register("rm", rm))
+		retrieval := &handRetrieval{}
+		g := jobgraph.New("one", jobgraph.Batch)
+		g.AddVertex("v", "noop", 2)
+		f, err := jobmaster.NewFactory(g, jobmaster.Config{RPC: svc, Logger: slog.New(slog.DiscardHandler),
+			ResourceManagerRetrieval: func() ha.LeaderRetrieval { return retrieval }})
+		require.NoError(t, err)
+		jm, err := f.Create(ctx, jobgraph.NewJobMasterID())
+		require.NoError(t, err)
+		defer jm.Close()
+		synctest.Wait()
+		retrieval.announce("rm", s)
+		synctest.Wait()
+		registered, _, _ := rm.snapshot()
+		require.Equal(t, 1, registered)
+
+		advance(30 * time.Second)
+		require.NoError(t, jm.Gateway().HeartbeatFromResourceManager(ctx, "rm"))
+		synctest.Wait()
+		advance(50*time.Second - time.Millisecond)
+		registered, _, beats := rm.snapshot()
+		assert.Equal(t, []int{1, 1}, []int{registered, beats}, "49.999 s after the request")
+		advance(time.Millisecond)
+		registered, declared, _ := rm.snapshot()
+		assert.Equal(t, 2, registered, "50 s after the request: registered again")
+		require.NotEmpty(t, declared)
 	})
 }
