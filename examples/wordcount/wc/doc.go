@@ -37,9 +37,9 @@
 //     to the host: written to SinkConfig.OutPath if set (one "word\tcount\n" line per word, sorted
 //     by word in byte order, see WriteCounts) and stored for TakeResult under the job's JobID
 //     (unless SinkConfig.SkipResult: a host in another process reads the accumulators instead).
-//     When it neither writes nor stores the result, it does not merge the count subtasks' runs:
-//     it checks that each word came from the count subtask of its hash partition, which proves
-//     none arrived twice, and reports the totals from the runs as they are.
+//     When it neither writes nor stores the result, it does not build the merged slice: it walks
+//     the count subtasks' runs side by side as the merge would, failing on a word in two of them,
+//     and reports the totals from the runs as they are.
 //
 // The tasks report the job's totals in accumulators, which the JobResult carries
 // (jobgraph.JobResult.Accumulators, read with jobgraph.AccumulatorValue): the sources the files,

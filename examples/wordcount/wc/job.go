@@ -86,11 +86,6 @@ type SinkConfig struct {
 	// Top is how many of the most frequent words the sink reports in accumulator AccTopWords;
 	// none when 0.
 	Top int `json:"top,omitempty"`
-	// Producers is the count vertex's parallelism, 0 when not known. When it is set and the sink
-	// keeps no result (no OutPath, SkipResult), the sink does not merge its runs into one: it
-	// checks that every word from count subtask i is in hash partition i (Partition(word,
-	// Producers) == i), which proves no word arrived twice, and takes the totals from the runs.
-	Producers int `json:"producers,omitempty"`
 }
 
 // ErrInjectedFailure is the failure a FailOnce config injects.
@@ -168,7 +163,7 @@ func BuildJobWith(files []InputFile, opts JobOptions) (*jobgraph.JobGraph, error
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the count config: %w", err)
 	}
-	sinkCfg, err := json.Marshal(SinkConfig{OutPath: opts.OutPath, SkipResult: opts.SkipResult, FailOnce: opts.FailOnce == SinkVertex, Top: opts.Top, Producers: p})
+	sinkCfg, err := json.Marshal(SinkConfig{OutPath: opts.OutPath, SkipResult: opts.SkipResult, FailOnce: opts.FailOnce == SinkVertex, Top: opts.Top})
 	if err != nil {
 		return nil, fmt.Errorf("wc: encoding the sink config: %w", err)
 	}
@@ -377,7 +372,7 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 	if env.NumOutputs() < 1 {
 		return fmt.Errorf("wc: %s: the count has no output", info.TaskName)
 	}
-	runs, _, err := readRuns(ctx, env)
+	runs, err := readRuns(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -406,8 +401,8 @@ func RunCount(ctx context.Context, env taskexecutor.Environment) error {
 // WordCount sorted by word, fails if a word arrives twice, reports the number of distinct words
 // in accumulator AccDistinctWords and the SinkConfig.Top most frequent ones in AccTopWords,
 // writes them to SinkConfig.OutPath when set, and stores them for TakeResult(jobID) unless
-// SinkConfig.SkipResult. When it neither writes nor stores them and knows SinkConfig.Producers,
-// it reports the same totals without the merge (see SinkConfig.Producers).
+// SinkConfig.SkipResult. When it neither writes nor stores them, it walks the runs side by side
+// without building the merged slice (distinctWords), and reports the same totals.
 func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	info := env.Info()
 	var cfg SinkConfig
@@ -417,14 +412,14 @@ func RunSink(ctx context.Context, env taskexecutor.Environment) error {
 	if info.Parallelism != 1 {
 		return fmt.Errorf("wc: %s: the sink needs parallelism 1, has %d", info.TaskName, info.Parallelism)
 	}
-	runs, from, err := readRuns(ctx, env)
+	runs, err := readRuns(ctx, env)
 	if err != nil {
 		return err
 	}
-	if cfg.OutPath == "" && cfg.SkipResult && cfg.Producers > 0 {
+	if cfg.OutPath == "" && cfg.SkipResult {
 		// Nothing needs the words in one sorted slice: the totals come from the runs as they
-		// are, which checking the partitions proves disjoint.
-		distinct, err := checkPartitions(runs, from, cfg.Producers)
+		// are, walked side by side as the merge would, which finds a word in two of them.
+		distinct, err := distinctWords(runs)
 		if err != nil {
 			return fmt.Errorf("wc: %s: %w: every word must reach exactly one count subtask", info.TaskName, err)
 		}

@@ -528,11 +528,11 @@ func TestBuildJob(t *testing.T) {
 	assert.EqualError(t, err, "wc: split size -1 is below 1 byte")
 	assert.Empty(t, cnt.OperatorCoordinator)
 	assert.JSONEq(t, `{}`, string(cnt.Config))
-	assert.JSONEq(t, `{"producers":2}`, string(sink.Config), "the sink knows the count's parallelism")
+	assert.JSONEq(t, `{}`, string(sink.Config))
 
 	g2, err := BuildJobWith(files, JobOptions{Parallelism: 1, OutPath: "/tmp/wc.tsv", SkipResult: true})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"outPath":"/tmp/wc.tsv","skipResult":true,"producers":1}`, string(g2.VertexByName(SinkVertex).Config))
+	assert.JSONEq(t, `{"outPath":"/tmp/wc.tsv","skipResult":true}`, string(g2.VertexByName(SinkVertex).Config))
 	assert.Equal(t, src.OperatorCoordinatorConfig, g2.VertexByName(SourceVertex).OperatorCoordinatorConfig)
 	g5, err := BuildJobWith(files, JobOptions{Parallelism: 2, FailOnce: SourceVertex, SlowSubtask: 1, SlowDelay: time.Millisecond})
 	require.NoError(t, err)
@@ -558,7 +558,7 @@ func TestBuildJob(t *testing.T) {
 	assert.EqualError(t, err, "wc: top -1 is below 0")
 	g4, err := BuildJobWith(files, JobOptions{Parallelism: 1, Top: 5})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"top":5,"producers":1}`, string(g4.VertexByName(SinkVertex).Config))
+	assert.JSONEq(t, `{"top":5}`, string(g4.VertexByName(SinkVertex).Config))
 	g3, err := BuildJob(nil, 2)
 	require.NoError(t, err, "no input is an empty word count, not an error")
 	assert.Empty(t, g3.Vertices[0].OperatorCoordinatorConfig)
@@ -770,34 +770,34 @@ func TestTaskErrors(t *testing.T) {
 		assert.False(t, ok)
 	})
 	t.Run("sink: totals without merging", func(t *testing.T) {
-		// Producer 1 of 2 sends the words of hash partition 1, producer 0 those of partition 0.
-		var p0, p1 []WordCount
-		for k, w := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-			if Partition(w, 2) == 0 {
-				p0 = append(p0, WordCount{w, k + 1})
-			} else {
-				p1 = append(p1, WordCount{w, k + 1})
-			}
-		}
-		require.NotEmpty(t, p0)
-		require.NotEmpty(t, p1)
-		gate := &sliceGate{records: []any{Chunk{1, p1}, Chunk{0, p0}}}
+		gate := &sliceGate{records: []any{
+			Chunk{1, []WordCount{{"b", 2}, {"x", 9}}},
+			Chunk{0, []WordCount{{"a", 1}, {"c", 3}}},
+			Chunk{1, []WordCount{{"y", 5}}},
+			Chunk{2, []WordCount{{"d", 9}}},
+		}}
 		jobID := jobgraph.NewJobID()
-		i := info(`{"skipResult":true,"top":2,"producers":2}`, 1)
+		i := info(`{"skipResult":true,"top":3}`, 1)
 		i.JobID = jobID
 		env := &fakeEnv{info: i, inputs: []*sliceGate{gate}}
 		require.NoError(t, RunSink(ctx, env))
 		accs := env.AccumulatorRegistry().Snapshot()
-		assert.Equal(t, 8, accValue[int](t, accs, AccDistinctWords))
-		assert.Equal(t, []WordCount{{"h", 8}, {"g", 7}}, accValue[[]WordCount](t, accs, AccTopWords))
+		assert.Equal(t, 6, accValue[int](t, accs, AccDistinctWords))
+		assert.Equal(t, []WordCount{{"d", 9}, {"x", 9}, {"y", 5}}, accValue[[]WordCount](t, accs, AccTopWords))
 		_, ok := TakeResult(jobID)
 		assert.False(t, ok)
 
-		// A word in the other producer's partition is refused, duplicate or not.
-		wrong := p1[0].Word
-		gate = &sliceGate{records: []any{Chunk{0, []WordCount{{wrong, 1}}}}}
-		err := RunSink(ctx, &fakeEnv{info: info(`{"skipResult":true,"producers":2}`, 1), inputs: []*sliceGate{gate}})
-		assert.EqualError(t, err, `wc: t (1/1): word "`+wrong+`" arrived from input 0, producer 0, but is in partition 1 of 2: every word must reach exactly one count subtask`)
+		// A word in two runs is refused as the merge refuses it, whichever runs hold it.
+		for _, dup := range []string{"a", "c", "y"} {
+			gate := &sliceGate{records: []any{
+				Chunk{0, []WordCount{{"a", 1}, {"c", 3}}},
+				Chunk{1, []WordCount{{"b", 2}, {"x", 9}, {"y", 5}}},
+				Chunk{2, []WordCount{{dup, 7}}},
+			}}
+			err := RunSink(ctx, &fakeEnv{info: info(`{"skipResult":true}`, 1), inputs: []*sliceGate{gate}})
+			assert.ErrorContains(t, err, `t (1/1): word "`+dup+`" arrived twice`)
+			assert.ErrorContains(t, err, `: every word must reach exactly one count subtask`)
+		}
 	})
 	t.Run("sink: word twice in a run", func(t *testing.T) {
 		gate := &sliceGate{records: []any{Chunk{0, []WordCount{{"a", 1}, {"a", 3}}}}}

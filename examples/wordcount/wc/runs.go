@@ -3,6 +3,7 @@ package wc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jobgraph/jobgraph/taskexecutor"
@@ -66,13 +67,10 @@ func (r run) flat() []WordCount {
 	return out
 }
 
-// runFrom names where a run came from: the input and the producer subtask.
-type runFrom struct{ input, producer int }
-
 // readRuns reads every Chunk of every input of env until each ends and returns the runs, input by
-// input, by producer index, skipping empty ones, and where each came from (from[k] is runs[k]'s).
-// It checks that each run is strictly increasing. The runs alias the Chunks' Words.
-func readRuns(ctx context.Context, env taskexecutor.Environment) (runs []run, from []runFrom, _ error) {
+// input, by producer index, skipping empty ones. It checks that each run is strictly increasing.
+// The runs alias the Chunks' Words.
+func readRuns(ctx context.Context, env taskexecutor.Environment) (runs []run, _ error) {
 	info := env.Info()
 	var byProducer []run // of the current input
 	for i := range env.NumInputs() {
@@ -90,40 +88,19 @@ func readRuns(ctx context.Context, env taskexecutor.Environment) (runs []run, fr
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for p, r := range byProducer {
 			if len(r) == 0 {
 				continue
 			}
 			if err := r.check(i, p); err != nil {
-				return nil, nil, fmt.Errorf("wc: %s: %w", info.TaskName, err)
+				return nil, fmt.Errorf("wc: %s: %w", info.TaskName, err)
 			}
 			runs = append(runs, r)
-			from = append(from, runFrom{i, p})
 		}
 	}
-	return runs, from, nil
-}
-
-// checkPartitions returns an error unless every word of each run is in its producer's hash
-// partition, Partition(word, producers) == the producer, and the number of words in them all.
-// Runs that pass are disjoint: a word is in one partition only. from names the runs (readRuns).
-func checkPartitions(runs []run, from []runFrom, producers int) (int, error) {
-	n := 0
-	for k, r := range runs {
-		p := from[k].producer
-		for _, ws := range r {
-			for _, wc := range ws {
-				if q := Partition(wc.Word, producers); q != p {
-					return 0, fmt.Errorf("word %q arrived from input %d, producer %d, but is in partition %d of %d",
-						wc.Word, from[k].input, p, q, producers)
-				}
-			}
-			n += len(ws)
-		}
-	}
-	return n, nil
+	return runs, nil
 }
 
 // duplicateError reports a word that is in two runs that must not share words.
@@ -157,6 +134,65 @@ func mergeRuns(runs []run, sum bool) ([]WordCount, error) {
 	}
 	return runs[0].flat(), nil
 }
+
+// distinctWords returns the number of words in strictly increasing runs that share no word, and
+// a *duplicateError for a word in two of them: it walks the runs side by side as mergeRuns does,
+// comparing their next words, without building the merged slice. More than maxWalk runs are
+// merged with mergeRuns instead (each step of the walk compares every run's next word).
+func distinctWords(runs []run) (int, error) {
+	if len(runs) > maxWalk {
+		m, err := mergeRuns(runs, false)
+		return len(m), err
+	}
+	// heads[k] is the unwalked rest of the current slice of rest[k].
+	heads := make([][]WordCount, 0, len(runs))
+	rest := make([]run, 0, len(runs))
+	for _, r := range runs {
+		heads, rest = append(heads, nil), append(rest, r)
+	}
+	n := 0
+	for {
+		// Refill the heads and drop the runs walked to their end.
+		for k := 0; k < len(heads); {
+			for len(heads[k]) == 0 && len(rest[k]) > 0 {
+				heads[k], rest[k] = rest[k][0], rest[k][1:]
+			}
+			if len(heads[k]) == 0 {
+				heads, rest = slices.Delete(heads, k, k+1), slices.Delete(rest, k, k+1)
+				continue
+			}
+			k++
+		}
+		switch len(heads) {
+		case 0:
+			return n, nil
+		case 1:
+			n += len(heads[0]) + rest[0].len()
+			return n, nil
+		}
+		// Step past the smallest next word until one run's slice runs out. Two equal next
+		// words are both the smallest at once, so one is compared with the other.
+		for {
+			least := 0
+			for k := 1; k < len(heads); k++ {
+				switch strings.Compare(heads[k][0].Word, heads[least][0].Word) {
+				case -1:
+					least = k
+				case 0:
+					return 0, &duplicateError{heads[least][0], heads[k][0]}
+				}
+			}
+			n++
+			heads[least] = heads[least][1:]
+			if len(heads[least]) == 0 {
+				break
+			}
+		}
+	}
+}
+
+// maxWalk is the most runs distinctWords walks side by side.
+const maxWalk = 8
 
 // merge2 merges two strictly increasing runs into a new slice (see mergeRuns).
 func merge2(ra, rb run, sum bool) ([]WordCount, error) {
