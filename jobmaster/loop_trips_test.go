@@ -49,15 +49,7 @@ func TestRequirementsWaitForTheRegistrationOffTheOutbox(t *testing.T) {
 		s := ha.NewSessionID()
 		rm := &hbRM{id: jobgraph.ResourceManagerID(s)}
 		require.NoError(t, svc.Register("rm", rm))
-		retrieval := &handRetrieval{}
-		g := jobgraph.New("one", jobgraph.Batch)
-		g.AddVertex("v", "noop", 2)
-		f, err := jobmaster.NewFactory(g, jobmaster.Config{RPC: svc, Logger: slog.New(slog.DiscardHandler),
-			ResourceManagerRetrieval: func() ha.LeaderRetrieval { return retrieval }})
-		require.NoError(t, err)
-		jm, err := f.Create(ctx, jobgraph.NewJobMasterID())
-		require.NoError(t, err)
-		defer jm.Close()
+		jm, retrieval := newFollowingJobMaster(t, svc, jobgraph.NewJobMasterID())
 		synctest.Wait()
 		status, err := jm.RequestJobStatus(ctx)
 		require.NoError(t, err)

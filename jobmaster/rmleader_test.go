@@ -67,6 +67,23 @@ func (r *hbRM) snapshot() (registered int, declared [][]rpc.ResourceRequirement,
 	return len(r.registered), append([][]rpc.ResourceRequirement(nil), r.declared...), len(r.heartbeats)
 }
 
+// newFollowingJobMaster creates on svc the JobMaster, under token, of a job of one vertex of 2
+// subtasks that follows the ResourceManager leaders the returned retrieval announces. It is
+// closed when the test ends.
+func newFollowingJobMaster(t *testing.T, svc *rpc.LocalService, token jobgraph.JobMasterID) (jobmaster.JobMaster, *handRetrieval) {
+	t.Helper()
+	retrieval := &handRetrieval{}
+	g := jobgraph.New("one", jobgraph.Batch)
+	g.AddVertex("v", "noop", 2)
+	f, err := jobmaster.NewFactory(g, jobmaster.Config{RPC: svc, Logger: slog.New(slog.DiscardHandler),
+		ResourceManagerRetrieval: func() ha.LeaderRetrieval { return retrieval }})
+	require.NoError(t, err)
+	jm, err := f.Create(context.Background(), token)
+	require.NoError(t, err)
+	t.Cleanup(func() { jm.Close() })
+	return jm, retrieval
+}
+
 // A JobMaster with a ResourceManager leader retrieval starts without waiting for a
 // ResourceManager and registers with each leader it is told of, declaring its requirements to
 // it (under the leader's token: the fake refuses any other); the answer of a registration with an
@@ -82,16 +99,8 @@ func TestJobMasterFollowsTheResourceManagerLeader(t *testing.T) {
 		rmB := &hbRM{id: jobgraph.ResourceManagerID(s2)}
 		require.NoError(t, svc.Register("rm-a", rmA))
 		require.NoError(t, svc.Register("rm-b", rmB))
-		retrieval := &handRetrieval{}
-		g := jobgraph.New("one", jobgraph.Batch)
-		g.AddVertex("v", "noop", 2)
-		f, err := jobmaster.NewFactory(g, jobmaster.Config{RPC: svc, Logger: slog.New(slog.DiscardHandler),
-			ResourceManagerRetrieval: func() ha.LeaderRetrieval { return retrieval }})
-		require.NoError(t, err)
 		token := jobgraph.NewJobMasterID()
-		jm, err := f.Create(ctx, token)
-		require.NoError(t, err, "created with no ResourceManager known")
-		defer jm.Close()
+		jm, retrieval := newFollowingJobMaster(t, svc, token) // created with no ResourceManager known
 		synctest.Wait()
 		status, err := jm.RequestJobStatus(ctx)
 		require.NoError(t, err)
@@ -147,15 +156,7 @@ func TestJobMasterRegistersWithTheLeaderAgainWhenItsHeartbeatTimesOut(t *testing
 		s := ha.NewSessionID()
 		rm := &hbRM{id: jobgraph.ResourceManagerID(s)}
 		require.NoError(t, svc.Register("rm", rm))
-		retrieval := &handRetrieval{}
-		g := jobgraph.New("one", jobgraph.Batch)
-		g.AddVertex("v", "noop", 2)
-		f, err := jobmaster.NewFactory(g, jobmaster.Config{RPC: svc, Logger: slog.New(slog.DiscardHandler),
-			ResourceManagerRetrieval: func() ha.LeaderRetrieval { return retrieval }})
-		require.NoError(t, err)
-		jm, err := f.Create(ctx, jobgraph.NewJobMasterID())
-		require.NoError(t, err)
-		defer jm.Close()
+		jm, retrieval := newFollowingJobMaster(t, svc, jobgraph.NewJobMasterID())
 		synctest.Wait()
 		retrieval.announce("rm", s)
 		synctest.Wait()
