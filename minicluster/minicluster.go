@@ -603,12 +603,15 @@ func (mc *MiniCluster) ResourceManager() *resourcemanager.ResourceManager { retu
 // AddTaskExecutor started, less those KillTaskExecutor and RemoveTaskExecutor took away, those
 // killed through their own Kill, and those that failed fatally (TaskExecutor.FatalError, a task
 // stuck past task.cancellation.timeout), as Flink's MiniCluster terminates a TaskManager that
-// reports a fatal error: every one whose TaskExecutor.Killed is true. The cluster still releases
-// a killed or failed one on Close.
+// reports a fatal error: every one whose TaskExecutor.Killed is true; and those closed through
+// their own Close (TaskExecutor.Closed). The cluster still releases a killed or failed one on
+// Close.
 func (mc *MiniCluster) TaskExecutors() []*taskexecutor.TaskExecutor {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(mc.taskExecutors), (*taskexecutor.TaskExecutor).Killed)
+	return slices.DeleteFunc(slices.Clone(mc.taskExecutors), func(te *taskexecutor.TaskExecutor) bool {
+		return te.Killed() || te.Closed()
+	})
 }
 
 // RPC returns the cluster's RPC service, where every endpoint is registered.

@@ -289,10 +289,10 @@ func TestRunGivesUpOnAJobThatDoesNotStopWithinTheBound(t *testing.T) {
 	})
 }
 
-// A TaskExecutor killed through its own Kill is gone from TaskExecutors at once, as one
-// KillTaskExecutor took away is; the others stay, in start order. The cluster still releases it
+// A TaskExecutor killed through its own Kill, or closed through its own Close, is gone from
+// TaskExecutors at once, as one KillTaskExecutor took away is; the others stay, in start order. The cluster still releases it
 // on Close (the goroutine check of TestMain would see one it kept).
-func TestTaskExecutorsListsNoKilledTaskExecutor(t *testing.T) {
+func TestTaskExecutorsListsNoKilledOrClosedTaskExecutor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mc := start(t, minicluster.Config{TaskExecutors: 4})
 		ids := func() []jobgraph.ResourceID {
@@ -310,5 +310,7 @@ func TestTaskExecutorsListsNoKilledTaskExecutor(t *testing.T) {
 		assert.Equal(t, []jobgraph.ResourceID{"taskexecutor-0", "taskexecutor-2"}, ids(), "killed through the cluster")
 		synctest.Wait()
 		assert.Equal(t, []jobgraph.ResourceID{"taskexecutor-0", "taskexecutor-2"}, ids(), "and it does not come back")
+		require.NoError(t, mc.TaskExecutors()[0].Close())
+		assert.Equal(t, []jobgraph.ResourceID{"taskexecutor-2"}, ids(), "closed through its own Close")
 	})
 }

@@ -244,6 +244,7 @@ type TaskExecutor struct {
 	cancelInterval time.Duration // task.cancellation.interval
 	cancelTimeout  time.Duration // task.cancellation.timeout; ≤ 0: no watchdog
 	closeOnce      sync.Once
+	closing        atomic.Bool // Close was called (Closed)
 
 	// State below is owned by the loop.
 	slots       []slot
@@ -632,6 +633,7 @@ func (te *TaskExecutor) registration() rpc.TaskExecutorRegistration {
 // is io.Closer's, as on every endpoint (the JobMaster's Close returns its final archive instead).
 // Afterwards every method that returns an error returns ErrClosed.
 func (te *TaskExecutor) Close() error {
+	te.closing.Store(true)
 	te.closeOnce.Do(func() {
 		if te.retrieving.Load() {
 			if err := te.rmRetrieval.Stop(); err != nil {
@@ -660,6 +662,10 @@ func (te *TaskExecutor) Kill() { te.die(errKilledStop) }
 // is not nil), so that it no longer answers; a closed one that was neither is not. Safe anywhere.
 // Flink has no such accessor: there a dead TaskManager's process is gone.
 func (te *TaskExecutor) Killed() bool { return te.killed.Load() || te.fatal.Load() != nil }
+
+// Closed reports whether Close was called: the TaskExecutor takes no more calls (they fail with
+// ErrClosed) and is going away, or gone. Safe anywhere.
+func (te *TaskExecutor) Closed() bool { return te.closing.Load() }
 
 // die is Kill, with why as the cause the tasks are stopped with. It reports false when the
 // TaskExecutor was dead already. Safe anywhere.
