@@ -269,7 +269,9 @@ type TaskExecutorGateway interface {
 // at once, never waiting, so a main loop may call it; done, if not nil, is called once with the
 // error the gateway method would have returned, on the TaskExecutor's main loop, or on the
 // caller's goroutine before the call returns when the TaskExecutor takes none; it must not
-// block. Flink: requestSlot, freeSlot and disconnectJobManager return futures.
+// block. The conformance suite taskexecutor/tetest checks an implementation (its
+// TaskExecutorNotifier/… cases). Flink: requestSlot, freeSlot and disconnectJobManager return
+// futures.
 type TaskExecutorNotifier interface {
 	NotifyRequestSlot(slot SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID, done func(err error))
 	NotifyFreeSlot(allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo, done func(err error))

@@ -10,7 +10,18 @@
 // rpc.ErrTaskNotRunning and for an earlier session with rpc.ErrFencingTokenMismatch, and answers
 // the handler's error), FreeSlot of
 // an unknown allocation and of a running one, and the heartbeat answers to the ResourceManager and
-// the JobMaster. Run it from the implementation's tests:
+// the JobMaster.
+//
+// The cases named TaskExecutorNotifier/… check a gateway that also implements the optional
+// rpc.TaskExecutorNotifier (as the in-process TaskExecutor does): that NotifyRequestSlot,
+// NotifyFreeSlot and NotifyDisconnectJobMaster behave as RequestSlot, FreeSlot and
+// DisconnectJobMaster (the same allocation, offer, cancellation and announcement to the
+// ResourceManager; refused where those are, a stale token with rpc.ErrFencingTokenMismatch),
+// call their done exactly once with that error, and come before every call made after they
+// returned (a waiting call right after one sees its effect). A gateway that does not implement
+// it (a transport's client proxy) passes them: each logs (t.Log) that it was not applicable.
+//
+// Run it from the implementation's tests:
 //
 //	func TestConformance(t *testing.T) {
 //		tetest.TestTaskExecutor(t, func(t *testing.T, env tetest.Env) rpc.TaskExecutorGateway {
@@ -143,6 +154,12 @@ var cases = []struct {
 	{"OperatorEvents/UnknownAttemptIsNotRunning", eventsUnknownAttempt},
 	{"OperatorEvents/StaleJobMasterIDChangesNothing", eventsStaleJobMaster},
 	{"OperatorEvents/TheHandlersErrorComesBack", eventsHandlerError},
+	// Only for a gateway that implements rpc.TaskExecutorNotifier; see notifier.go.
+	{"TaskExecutorNotifier/RequestSlotAllocatesAndOffersAsRequestSlot", notifierRequestSlot},
+	{"TaskExecutorNotifier/RequestSlotRefusedAsRequestSlot", notifierRequestSlotRefused},
+	{"TaskExecutorNotifier/FreeSlotFreesAsFreeSlot", notifierFreeSlot},
+	{"TaskExecutorNotifier/FreeSlotCancelsTheRunningTask", notifierFreeRunningSlot},
+	{"TaskExecutorNotifier/DisconnectJobMasterFencedAsDisconnectJobMaster", notifierDisconnectJobMaster},
 }
 
 const (
