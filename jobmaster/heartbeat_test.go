@@ -223,8 +223,9 @@ type hbRM struct {
 	heartbeats []jobgraph.ResourceID
 	// deadlines: for each declaration, how long its ctx had left (-1: no deadline).
 	deadlines []time.Duration
-	// heartbeatErrs are the errors the next HeartbeatFromJobMaster calls fail with, in order.
-	heartbeatErrs []error
+	// heartbeatErrs are the errors the next HeartbeatFromJobMaster calls fail with, in order;
+	// registerErrs those of the next RegisterJobMaster calls (nil: registered).
+	heartbeatErrs, registerErrs []error
 }
 
 func (r *hbRM) RegisterTaskExecutor(context.Context, rpc.TaskExecutorRegistration) (jobgraph.ResourceManagerID, error) {
@@ -243,6 +244,13 @@ func (r *hbRM) RegisterJobMaster(_ context.Context, _ jobgraph.JobMasterID, jm j
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.registered = append(r.registered, jm)
+	if len(r.registerErrs) > 0 {
+		err := r.registerErrs[0]
+		r.registerErrs = r.registerErrs[1:]
+		if err != nil {
+			return jobgraph.ResourceManagerID{}, err
+		}
+	}
 	return r.id, nil
 }
 func (r *hbRM) DeclareRequiredResources(ctx context.Context, rm jobgraph.ResourceManagerID, _ jobgraph.JobMasterID, reqs rpc.ResourceRequirements) error {
@@ -614,5 +622,36 @@ func TestJobMasterRegistersAgainWhenTheResourceManagerIsUnreachable(t *testing.T
 		assert.Equal(t, 1, heartbeat(), "an error the ResourceManager answered with counts for nothing")
 		assert.Equal(t, 2, heartbeat(), "unreachable twice with no success between: registered again")
 		assert.Equal(t, 2, heartbeat(), "answered fine")
+	})
+}
+
+func TestJobMasterTriesTheRegistrationAgainUntilItSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// With a fixed ResourceManager address: silent for 50 s, the JobMaster registers again;
+		// the ResourceManager refuses twice, and the JobMaster tries again every
+		// cluster.registration.error-delay (10 s) until it is registered, then declares.
+		e := newHBEnv(t, jobmaster.Config{})
+		_, declared := e.registrations()
+		e.rm.mu.Lock()
+		e.rm.registerErrs = []error{errors.New("busy"), errors.New("busy")}
+		e.rm.mu.Unlock()
+		advance(50 * time.Second)
+		r, d := e.registrations()
+		assert.Equal(t, []int{2, declared}, []int{r, d}, "at 50 s: refused")
+		advance(10*time.Second - time.Millisecond)
+		r, _ = e.registrations()
+		assert.Equal(t, 2, r, "not before the error delay")
+		advance(time.Millisecond)
+		r, d = e.registrations()
+		assert.Equal(t, []int{3, declared}, []int{r, d}, "at 60 s: refused again")
+		advance(10 * time.Second)
+		r, d = e.registrations()
+		assert.Equal(t, []int{4, declared + 1}, []int{r, d}, "at 70 s: registered, and declared")
+		advance(49 * time.Second)
+		r, _ = e.registrations()
+		assert.Equal(t, 4, r, "monitored again from 70 s on, no retry timer left")
+		advance(time.Second)
+		r, _ = e.registrations()
+		assert.Equal(t, 5, r, "silent from 70 s to 120 s")
 	})
 }

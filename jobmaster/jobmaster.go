@@ -105,13 +105,18 @@ type Config struct {
 	// heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
 	HeartbeatInterval time.Duration
 	// HeartbeatTimeout is how long a registered TaskExecutor may stay silent: then it is
-	// disconnected, its slots fail and so do the tasks in them (ErrHeartbeatTimeout). Option
+	// disconnected, its slots fail and so do the tasks in them (ErrHeartbeatTimeout). It is also
+	// how long the ResourceManager the JobMaster is registered with may send no heartbeat
+	// request (HeartbeatFromResourceManager): then the JobMaster registers with it again and
+	// declares its requirements anew (Flink's resourceManagerHeartbeatManager). Option
 	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
 	HeartbeatTimeout time.Duration
 	// HeartbeatRPCFailureThreshold is how many heartbeat requests to a TaskExecutor in a row
 	// may fail as unreachable (rpc.IsUnreachable) before it is disconnected at once, as on a
-	// timeout (ErrTaskExecutorUnreachable). Option heartbeat.rpc-failure-threshold, default 2
-	// (0 means the default); -1 turns it off; below -1 is an error.
+	// timeout (ErrTaskExecutorUnreachable); and how many answers to the ResourceManager's
+	// requests, before the JobMaster registers with it again. Option
+	// heartbeat.rpc-failure-threshold, default 2 (0 means the default); -1 turns it off; below
+	// -1 is an error.
 	HeartbeatRPCFailureThreshold int
 	// JobStatusListener, if set, hears every job status the job enters, in order, on the
 	// JobMaster's loop (it must not block): INITIALIZING when the JobMaster of a leader session
@@ -396,6 +401,7 @@ type DefaultJobMaster struct {
 	// ResourceManagerID (the only one monitored): its heartbeat requests, and the answers'
 	// RPCs. Flink: JobMaster's resourceManagerHeartbeatManager.
 	rmHeartbeats *heartbeat.Manager[jobgraph.ResourceManagerID]
+	rmAttempt    uint64 // registrations with the fixed ResourceManager gateway started again
 	freeing      map[jobgraph.AllocationID]bool
 	// deployments is what was deployed where, reconciled with each TaskExecutor's heartbeat.
 	deployments *deploymentTracker
@@ -1285,7 +1291,9 @@ func (jm *DefaultJobMaster) DisconnectResourceManager(ctx context.Context, token
 // Where we differ: Flink's closeResourceManagerConnection first tells the ResourceManager
 // (disconnectJobManager); ours does not, as that call could overtake the registration after it,
 // and a registration replaces the job's earlier one there (ResourceManager.RegisterJobMaster).
-// Flink: JobMaster.reconnectToResourceManager. On the loop.
+// A failed registration with the fixed gateway is tried again after
+// cluster.registration.error-delay (10 s), until one succeeds, the job is terminal or the
+// JobMaster closes. Flink: JobMaster.reconnectToResourceManager. On the loop.
 func (jm *DefaultJobMaster) reconnectToResourceManager() {
 	if jm.terminal || jm.rm == nil {
 		return
@@ -1298,6 +1306,8 @@ func (jm *DefaultJobMaster) reconnectToResourceManager() {
 	}
 	gw, token, from, address, job := jm.rm, jm.token, jm.resourceID, jm.address, jm.job
 	jm.rmHeartbeats.Unmonitor(jm.rmID) // until the registration's answer: monitored again then
+	jm.rmAttempt++
+	attempt := jm.rmAttempt
 	jm.enqueue(func() {
 		ctx, cancel := jm.rpcContext()
 		defer cancel()
@@ -1306,7 +1316,14 @@ func (jm *DefaultJobMaster) reconnectToResourceManager() {
 			switch {
 			case jm.closed:
 			case err != nil:
-				jm.log.Warn("registering with the ResourceManager again failed", "err", err)
+				// Tried again after cluster.registration.error-delay, as the leader retrieval's
+				// connection does, unless a later attempt was made by then.
+				jm.log.Warn("registering with the ResourceManager again failed", "retryIn", registration.DefaultErrorDelay, "err", err)
+				jm.loop.Schedule(registration.DefaultErrorDelay, func() {
+					if !jm.closed && jm.rmAttempt == attempt && jm.rm == gw {
+						jm.reconnectToResourceManager()
+					}
+				})
 			default:
 				jm.rmID = rmID
 				jm.monitorResourceManager()
@@ -1407,7 +1424,10 @@ func (jm *DefaultJobMaster) reconcileSlots(id jobgraph.ResourceID, report rpc.Al
 }
 
 // HeartbeatFromResourceManager implements rpc.JobMasterGateway: the JobMaster answers with
-// ResourceManagerGateway.HeartbeatFromJobMaster.
+// ResourceManagerGateway.HeartbeatFromJobMaster, to the ResourceManager it is registered with,
+// whose heartbeat timeout starts over (Config.HeartbeatTimeout; rm, the sender's ResourceID, is
+// not checked: the JobMaster knows one ResourceManager at a time). Without a registered
+// ResourceManager it does nothing.
 func (jm *DefaultJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm jobgraph.ResourceID) error {
 	return jm.loop.Call(ctx, func() error {
 		if jm.closed {
