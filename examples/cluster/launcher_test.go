@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,10 +167,37 @@ func TestClusterSurvivesAKilledTaskExecutor(t *testing.T) {
 		running, ok := s.StateTimestamps[jobgraph.ExecutionStateRunning]
 		require.True(t, ok, f.TaskName)
 		assert.GreaterOrEqual(t, running.Sub(f.Timestamp), restartDelay, "%s restarted after the restart delay", f.TaskName)
-		assert.LessOrEqual(t, running.Sub(killedAt), detection+restartDelay+slack,
-			"%s RUNNING again %v after the kill: want within two heartbeat.interval %v + restart delay %v + slack %v",
-			f.TaskName, running.Sub(killedAt), detection, restartDelay, slack)
-		t.Logf("%s: failed %v after the kill, RUNNING again on %s %v after it", f.TaskName, detected, s.Location, running.Sub(killedAt))
+		// One restart delay per round of failovers between the kill and the task's last start:
+		// the kill's (its tasks' regions fail over at once, one history entry each), and any
+		// later one a loaded machine adds (a live TaskExecutor whose heartbeat timed out fails
+		// its tasks too, which restarts them once more; see above). A round is the failovers
+		// within slack of its first.
+		var at []time.Time
+		for _, e := range arc.ExceptionHistory {
+			if !e.Timestamp.Before(killedAt) && !e.Timestamp.After(running) {
+				at = append(at, e.Timestamp)
+			}
+		}
+		slices.SortFunc(at, time.Time.Compare)
+		rounds := 0
+		for i := range at {
+			if i == 0 || at[i].Sub(at[0]) > slack {
+				rounds++
+				at[0] = at[i]
+			}
+		}
+		assert.LessOrEqual(t, running.Sub(killedAt), detection+time.Duration(max(rounds, 1))*restartDelay+slack,
+			"%s RUNNING again %v after the kill: want within two heartbeat.interval %v + %d rounds of failovers × restart delay %v + slack %v",
+			f.TaskName, running.Sub(killedAt), detection, rounds, restartDelay, slack)
+		t.Logf("%s: failed %v after the kill, RUNNING again on %s %v after it, %d round(s) of failovers between", f.TaskName, detected, s.Location, running.Sub(killedAt), rounds)
 	}
 	assert.Positive(t, sources, "the kill came while sources ran on the killed TaskExecutor: %+v", failed)
+	if t.Failed() {
+		// What a loaded machine may have added: heartbeat timeouts, registrations made again.
+		for line := range strings.SplitSeq(logged, "\n") {
+			if strings.Contains(line, "timed out") || strings.Contains(line, "registering again") || strings.Contains(line, "no longer reachable") {
+				t.Log(line)
+			}
+		}
+	}
 }
