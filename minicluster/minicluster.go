@@ -220,7 +220,9 @@ var (
 	// matches rpc.ErrClosed.
 	ErrClosed = fmt.Errorf("minicluster: %w", rpc.ErrClosed)
 	// ErrTaskExecutorNotFound is returned by KillTaskExecutor and RemoveTaskExecutor for a
-	// ResourceID that is not one of the cluster's running TaskExecutors.
+	// ResourceID that is not one of the cluster's TaskExecutors: never started, or taken away
+	// by KillTaskExecutor or RemoveTaskExecutor already. One that killed or closed itself
+	// (which TaskExecutors no longer lists) is still found, and released.
 	ErrTaskExecutorNotFound = errors.New("minicluster: no such TaskExecutor")
 	// ErrJobNotRunning is returned by SlotPoolStatus for a job that has no JobMaster now (not
 	// submitted, finished, or between leaders).

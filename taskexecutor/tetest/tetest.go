@@ -26,7 +26,7 @@
 //	func TestConformance(t *testing.T) {
 //		tetest.TestTaskExecutor(t, func(t *testing.T, env tetest.Env) rpc.TaskExecutorGateway {
 //			te := mytaskexecutor.Start(env.RPC, env.ResourceID, env.Address, env.ResourceManagerAddress, env.NumSlots)
-//			t.Cleanup(te.Close)
+//			t.Cleanup(func() { te.Close() })
 //			return te
 //		})
 //	}

@@ -205,8 +205,11 @@ func FileSplits(files []InputFile, splitBytes int64) ([]byte, error) {
 	}
 	size := 0
 	for _, f := range files {
-		if f.Path == "" || strings.IndexByte(f.Path, 0) >= 0 {
-			return nil, fmt.Errorf("wc: file path %q is empty or holds a NUL byte", f.Path)
+		switch {
+		case f.Path == "":
+			return nil, errors.New("wc: a file path is empty")
+		case strings.IndexByte(f.Path, 0) >= 0:
+			return nil, fmt.Errorf("wc: file path %q holds a NUL byte", f.Path)
 		}
 		size += len(f.Path) + 2
 	}

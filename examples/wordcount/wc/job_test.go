@@ -540,7 +540,9 @@ func TestBuildJob(t *testing.T) {
 	_, err = BuildJobWith(files, JobOptions{Parallelism: 2, SlowSubtask: 2, SlowDelay: time.Millisecond})
 	assert.EqualError(t, err, "wc: slow source subtask 2 with delay 1ms: the subtask must be in [0, 2) and the delay at least 0")
 	_, err = BuildJobWith([]InputFile{{"a\x00.go", 1}}, JobOptions{Parallelism: 1})
-	assert.EqualError(t, err, `wc: file path "a\x00.go" is empty or holds a NUL byte`)
+	assert.EqualError(t, err, `wc: file path "a\x00.go" holds a NUL byte`)
+	_, err = BuildJobWith([]InputFile{{"", 1}}, JobOptions{Parallelism: 1})
+	assert.EqualError(t, err, "wc: a file path is empty")
 	_, err = BuildJobWith([]InputFile{{"a.go", 1}, {"a.go", 1}}, JobOptions{Parallelism: 1, SplitBytes: 1})
 	assert.EqualError(t, err, `wc: the source's splits: split ID "a.go" appears twice`)
 

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jobgraph/jobgraph/taskexecutor"
 )
 
 func TestTopN(t *testing.T) {
@@ -36,3 +39,23 @@ func TestSortedCountsAndWriteCounts(t *testing.T) {
 type failingWriter struct{ err error }
 
 func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// A job whose sources read no file has a files-per-source histogram with nothing in it:
+// ReadTotals gives nil, as its doc says, not an empty map.
+func TestReadTotalsFilesPerSourceNilWhenNoFileWasRead(t *testing.T) {
+	reg := taskexecutor.NewAccumulatorRegistry()
+	_, err := reg.IntCounter(AccFiles)
+	require.NoError(t, err)
+	_, err = reg.LongCounter(AccBytes)
+	require.NoError(t, err)
+	_, err = reg.LongCounter(AccWords)
+	require.NoError(t, err)
+	_, err = reg.IntCounter(AccDistinctWords)
+	require.NoError(t, err)
+	_, err = reg.Histogram(AccFilesPerSource)
+	require.NoError(t, err)
+	tot, err := ReadTotals(reg.Snapshot(), 0)
+	require.NoError(t, err)
+	assert.Nil(t, tot.FilesPerSource)
+	assert.Equal(t, Totals{}, tot)
+}

@@ -43,6 +43,9 @@ func ReadTotals(accs map[string]jobgraph.SerializedAccumulator, top int) (Totals
 	}
 	if _, ok := accs[AccFilesPerSource]; ok { // absent when no file was read
 		t.FilesPerSource, err = jobgraph.AccumulatorValue[map[int]int](accs, AccFilesPerSource)
+		if len(t.FilesPerSource) == 0 {
+			t.FilesPerSource = nil // the sources registered it but read no file
+		}
 		read(err)
 	}
 	return t, errors.Join(errs...)
