@@ -9,7 +9,8 @@
 # drives a headless Chromium: if no Chromium or Chrome binary is found,
 # rest/web/browsertest/chromium.sh installs Debian's chromium with apt-get (without a browser that
 # test fails, it never skips). Extra arguments are passed to every `go test`, e.g.
-# ./test.sh -count=1 or ./test.sh -run TestX.
+# ./test.sh -count=1 or ./test.sh -run TestX. A module whose tests fail does not stop the others:
+# every module runs, the failed ones are listed at the end, and the exit status is 1 if any failed.
 set -euo pipefail
 cd "$(dirname "$0")"
 if ! command -v "$(go env CC)" >/dev/null 2>&1; then
@@ -24,7 +25,14 @@ fi
 if [ -f rest/web/browsertest/go.mod ]; then
   rest/web/browsertest/chromium.sh
 fi
-find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort | while read -r m; do
-  echo "== go test -race $* ./...   (module $m)"
-  (cd "$m" && go mod download && go test -race "$@" ./...) || exit 1
+mapfile -t modules < <(find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort)
+failed=()
+for m in "${modules[@]}"; do
+  echo "== go test -race${*:+ $*} ./...   (module $m)"
+  (cd "$m" && go mod download && go test -race "$@" ./...) || failed+=("$m")
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== FAILED: ${#failed[@]} of ${#modules[@]} modules: ${failed[*]}" >&2
+  exit 1
+fi
+echo "== every module passed: ${modules[*]}"
