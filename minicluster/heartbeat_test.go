@@ -233,6 +233,71 @@ func TestHeartbeatConfigurationIsChecked(t *testing.T) {
 	assert.EqualError(t, err, "minicluster: invalid configuration: heartbeat: heartbeat.interval 0s and heartbeat.timeout -1s must not be negative")
 }
 
+// lostTaskExecutor is what loseTaskExecutorAt saw: the cluster, the job, its status log, its
+// result, and the subtasks that ran on the lost and on the kept TaskExecutor.
+type lostTaskExecutor struct {
+	mc         *minicluster.MiniCluster
+	g          *jobgraph.JobGraph
+	statuses   *statusLog
+	res        *jobgraph.JobResult
+	lost, kept int
+}
+
+// loseTaskExecutorAt runs, in a synctest bubble, a job of 2 blocking subtasks on 2
+// TaskExecutors whose JobMaster and ResourceManager ask for heartbeats every second from 0 s
+// (heartbeat.timeout 5 s, heartbeat.rpc-failure-threshold threshold). At 2.5 s gone makes
+// taskexecutor-1 go away; the job must still run, with both TaskExecutors registered, 1 ns
+// before lost, and at lost the ResourceManager must have dropped it (1 TaskExecutor, 1 slot left)
+// and the job must be FAILED, its statuses ending FAILING and FAILED at lost.
+func loseTaskExecutorAt(t *testing.T, threshold int, lost time.Duration, gone func(*taskexecutor.TaskExecutor)) lostTaskExecutor {
+	t.Helper()
+	ctx := context.Background()
+	started := make(chan jobgraph.ExecutionAttemptID, 2)
+	statuses := &statusLog{begin: time.Now()}
+	mc := start(t, minicluster.Config{
+		TaskExecutors:                2,
+		Registry:                     blockingRegistry(started),
+		HeartbeatInterval:            time.Second,
+		HeartbeatTimeout:             5 * time.Second,
+		HeartbeatRPCFailureThreshold: threshold,
+		JobStatusListener:            statuses.listen,
+	})
+	g := jobgraph.New("blocking", jobgraph.Streaming)
+	g.AddVertex("v", "block", 2)
+	require.NoError(t, mc.SubmitJob(ctx, g))
+	synctest.Wait()
+	require.Len(t, started, 2)
+	archived, err := mc.RequestJob(ctx, g.JobID)
+	require.NoError(t, err)
+	locations := map[jobgraph.ResourceID]int{}
+	for _, st := range archived.JobVertices[0].Subtasks {
+		locations[st.Location] = st.Subtask
+	}
+	require.Len(t, locations, 2)
+
+	time.Sleep(2500 * time.Millisecond)
+	synctest.Wait()
+	gone(mc.TaskExecutors()[1])
+	time.Sleep(lost - 2500*time.Millisecond - time.Nanosecond)
+	synctest.Wait()
+	st, err := mc.RequestJobStatus(ctx, g.JobID)
+	require.NoError(t, err)
+	assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before it is lost")
+	assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
+
+	time.Sleep(time.Nanosecond)
+	synctest.Wait()
+	assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it at the same instant")
+	assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
+	res, err := mc.RequestJobResult(ctx, g.JobID)
+	require.NoError(t, err)
+	assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
+	require.Error(t, res.RootCause)
+	secs := fmt.Sprintf("%gs", lost.Seconds())
+	assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at " + secs, "FAILED at " + secs}, statuses.get())
+	return lostTaskExecutor{mc: mc, g: g, statuses: statuses, res: res, lost: locations["taskexecutor-1"], kept: locations["taskexecutor-0"]}
+}
+
 // heartbeat.rpc-failure-threshold (FLINK-23209): the TaskExecutor killed at 2.5 s answers no
 // heartbeat request from then on; its gateway fails with an unreachable error
 // (taskexecutor.ErrKilled), so the JobMaster and the ResourceManager, which both ask every second
@@ -249,66 +314,22 @@ func TestKilledTaskExecutorIsLostAtTheRPCFailureThreshold(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("threshold-%d", tc.threshold), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := context.Background()
-				started := make(chan jobgraph.ExecutionAttemptID, 2)
-				statuses := &statusLog{begin: time.Now()}
-				mc := start(t, minicluster.Config{
-					TaskExecutors:                2,
-					Registry:                     blockingRegistry(started),
-					HeartbeatInterval:            time.Second,
-					HeartbeatTimeout:             5 * time.Second,
-					HeartbeatRPCFailureThreshold: tc.threshold,
-					JobStatusListener:            statuses.listen,
-				})
-				g := jobgraph.New("blocking", jobgraph.Streaming)
-				g.AddVertex("v", "block", 2)
-				require.NoError(t, mc.SubmitJob(ctx, g))
-				synctest.Wait()
-				require.Len(t, started, 2)
-				archived, err := mc.RequestJob(ctx, g.JobID)
-				require.NoError(t, err)
-				locations := map[jobgraph.ResourceID]int{}
-				for _, st := range archived.JobVertices[0].Subtasks {
-					locations[st.Location] = st.Subtask
-				}
-				require.Len(t, locations, 2)
-				lost, kept := locations["taskexecutor-1"], locations["taskexecutor-0"]
-
-				time.Sleep(2500 * time.Millisecond)
-				synctest.Wait()
-				mc.TaskExecutors()[1].Kill()
-				time.Sleep(tc.lost - 2500*time.Millisecond - time.Nanosecond)
-				synctest.Wait()
-				st, err := mc.RequestJobStatus(ctx, g.JobID)
-				require.NoError(t, err)
-				assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before the last failed request")
-				assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
-
-				time.Sleep(time.Nanosecond)
-				synctest.Wait()
-				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it at the same request")
-				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
-				res, err := mc.RequestJobResult(ctx, g.JobID)
-				require.NoError(t, err)
-				assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
+				l := loseTaskExecutorAt(t, tc.threshold, tc.lost, (*taskexecutor.TaskExecutor).Kill)
 				want := fmt.Sprintf("TaskExecutor taskexecutor-1 is no longer reachable: %d consecutive heartbeat RPCs failed, the last with: TaskExecutor taskexecutor-1: taskexecutor: killed", tc.failures)
 				if tc.failures == 1 {
 					want = "TaskExecutor taskexecutor-1 is no longer reachable: its heartbeat RPC failed with: TaskExecutor taskexecutor-1: taskexecutor: killed"
 				}
-				require.Error(t, res.RootCause)
-				assert.ErrorIs(t, res.RootCause, jobmaster.ErrTaskExecutorUnreachable)
-				assert.NotErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
-				assert.Contains(t, res.RootCause.Error(), want)
-				secs := fmt.Sprintf("%gs", tc.lost.Seconds())
-				assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at " + secs, "FAILED at " + secs}, statuses.get())
+				assert.ErrorIs(t, l.res.RootCause, jobmaster.ErrTaskExecutorUnreachable)
+				assert.NotErrorIs(t, l.res.RootCause, jobmaster.ErrHeartbeatTimeout)
+				assert.Contains(t, l.res.RootCause.Error(), want)
 
-				archived, err = mc.RequestJob(ctx, g.JobID)
+				archived, err := l.mc.RequestJob(context.Background(), l.g.JobID)
 				require.NoError(t, err)
 				subtasks := archived.JobVertices[0].Subtasks
-				assert.Equal(t, jobgraph.ExecutionStateFailed, subtasks[lost].State)
-				assert.Contains(t, subtasks[lost].FailureMessage, want)
-				assert.Equal(t, tc.lost, subtasks[lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(statuses.begin))
-				assert.Equal(t, jobgraph.ExecutionStateCanceled, subtasks[kept].State)
+				assert.Equal(t, jobgraph.ExecutionStateFailed, subtasks[l.lost].State)
+				assert.Contains(t, subtasks[l.lost].FailureMessage, want)
+				assert.Equal(t, tc.lost, subtasks[l.lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(l.statuses.begin))
+				assert.Equal(t, jobgraph.ExecutionStateCanceled, subtasks[l.kept].State)
 			})
 		})
 	}
@@ -331,50 +352,14 @@ func TestClosedTaskExecutorIsLostAtTheRPCFailureThreshold(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("threshold%d", tc.threshold), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := context.Background()
-				started := make(chan jobgraph.ExecutionAttemptID, 2)
-				statuses := &statusLog{begin: time.Now()}
-				mc := start(t, minicluster.Config{
-					TaskExecutors:                2,
-					Registry:                     blockingRegistry(started),
-					HeartbeatInterval:            time.Second,
-					HeartbeatTimeout:             5 * time.Second,
-					HeartbeatRPCFailureThreshold: tc.threshold,
-					JobStatusListener:            statuses.listen,
-				})
-				g := jobgraph.New("blocking", jobgraph.Streaming)
-				g.AddVertex("v", "block", 2)
-				require.NoError(t, mc.SubmitJob(ctx, g))
-				synctest.Wait()
-				require.Len(t, started, 2)
-
-				time.Sleep(2500 * time.Millisecond)
-				synctest.Wait()
-				require.NoError(t, mc.TaskExecutors()[1].Close())
-				time.Sleep(tc.lost - 2500*time.Millisecond - time.Nanosecond)
-				synctest.Wait()
-				st, err := mc.RequestJobStatus(ctx, g.JobID)
-				require.NoError(t, err)
-				assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before it is lost")
-				assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
-
-				time.Sleep(time.Nanosecond)
-				synctest.Wait()
-				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it at the same instant")
-				assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
-				res, err := mc.RequestJobResult(ctx, g.JobID)
-				require.NoError(t, err)
-				assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
-				require.Error(t, res.RootCause)
-				assert.Contains(t, res.RootCause.Error(), tc.cause)
+				l := loseTaskExecutorAt(t, tc.threshold, tc.lost, func(te *taskexecutor.TaskExecutor) { require.NoError(t, te.Close()) })
+				assert.Contains(t, l.res.RootCause.Error(), tc.cause)
 				if tc.threshold == -1 {
-					assert.ErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
+					assert.ErrorIs(t, l.res.RootCause, jobmaster.ErrHeartbeatTimeout)
 				} else {
-					assert.ErrorIs(t, res.RootCause, jobmaster.ErrTaskExecutorUnreachable)
-					assert.NotErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
+					assert.ErrorIs(t, l.res.RootCause, jobmaster.ErrTaskExecutorUnreachable)
+					assert.NotErrorIs(t, l.res.RootCause, jobmaster.ErrHeartbeatTimeout)
 				}
-				secs := fmt.Sprintf("%gs", tc.lost.Seconds())
-				assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at " + secs, "FAILED at " + secs}, statuses.get())
 			})
 		})
 	}
