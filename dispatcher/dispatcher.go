@@ -1005,42 +1005,61 @@ func (d *StandaloneDispatcher) CancelJob(ctx context.Context, id jobgraph.JobID)
 // RequestJobStatus returns the job's current status, or ErrJobNotFound. A job no longer
 // archived is answered from the JobResultStore.
 func (d *StandaloneDispatcher) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
-	l, err := d.lookup(ctx, id)
-	switch {
-	case err != nil:
-		return 0, err
-	case l.result() != nil:
-		return l.result().Status, nil
-	case l.runner == nil:
-		return jobgraph.JobStatusInitializing, nil
+	for retried := false; ; retried = true {
+		l, err := d.lookup(ctx, id)
+		switch {
+		case err != nil:
+			return 0, err
+		case l.result() != nil:
+			return l.result().Status, nil
+		case l.runner == nil:
+			return jobgraph.JobStatusInitializing, nil
+		}
+		status, err := l.runner.RequestJobStatus(ctx)
+		if retried || !endedMeanwhile(err) {
+			return status, err
+		}
 	}
-	return l.runner.RequestJobStatus(ctx)
 }
+
+// endedMeanwhile reports whether err, a job's runner's answer, is the closed error of a runner
+// (or its JobMaster) that closed after the lookup gave it out: the job ended in between. The
+// watch records a job's outcome before it closes its runner, so a second lookup answers from
+// that outcome; an answer of a runner closed for another reason (the Dispatcher closing) is
+// the closed error again, and returned.
+func endedMeanwhile(err error) bool { return errors.Is(err, jobmaster.ErrClosed) }
 
 // RequestJob returns the job's ArchivedExecutionGraph (a live snapshot while it runs, with the
 // INITIALIZING timestamp of its submission, as the archive of an ended job has it), or
 // ErrJobNotFound: for an unknown JobID, and for a job whose graph is no longer archived
 // (jobstore.expiration-time or jobstore.max-capacity) though the JobResultStore has its result.
+// A job that ends while it is asked (its runner answers that it closed) is answered from its
+// outcome, as RequestJobStatus does.
 func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
-	l, err := d.lookup(ctx, id)
-	switch {
-	case err != nil:
-		return nil, err
-	case l.archived != nil:
-		return l.archived.graph, nil
-	case l.ended != nil:
-		return l.ended.graph, nil
-	case l.stored != nil:
-		return nil, fmt.Errorf("%w: job %s ended with status %s, and its archived execution graph has expired from the job store (jobstore.expiration-time, jobstore.max-capacity)",
-			ErrJobNotFound, id, l.stored.Status)
-	case l.runner == nil:
-		return nil, fmt.Errorf("dispatcher: job %s is still being submitted", id)
+	for retried := false; ; retried = true {
+		l, err := d.lookup(ctx, id)
+		switch {
+		case err != nil:
+			return nil, err
+		case l.archived != nil:
+			return l.archived.graph, nil
+		case l.ended != nil:
+			return l.ended.graph, nil
+		case l.stored != nil:
+			return nil, fmt.Errorf("%w: job %s ended with status %s, and its archived execution graph has expired from the job store (jobstore.expiration-time, jobstore.max-capacity)",
+				ErrJobNotFound, id, l.stored.Status)
+		case l.runner == nil:
+			return nil, fmt.Errorf("dispatcher: job %s is still being submitted", id)
+		}
+		a, err := l.runner.RequestJob(ctx)
+		if !retried && endedMeanwhile(err) {
+			continue
+		}
+		if err != nil || a == nil {
+			return a, err
+		}
+		return withInitializing(a, l.job.submitted), nil
 	}
-	a, err := l.runner.RequestJob(ctx)
-	if err != nil || a == nil {
-		return a, err
-	}
-	return withInitializing(a, l.job.submitted), nil
 }
 
 // RequestJobResult waits until the job has ended and been archived, or ctx ends, and returns
