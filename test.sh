@@ -32,7 +32,7 @@ for m in "${modules[@]}"; do
   (cd "$m" && go mod download && go test -race "$@" ./...) || failed+=("$m")
 done
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "== FAILED: ${#failed[@]} of ${#modules[@]} modules: ${failed[*]}" >&2
+  echo "== FAILED: ${#failed[@]} of ${#modules[@]} modules: ${failed[*]} (each one's FAIL lines are above)"
   exit 1
 fi
 echo "== every module passed: ${modules[*]}"
