@@ -985,21 +985,26 @@ func (l lookup) result() *jobgraph.JobResult {
 // CancelJob cancels a running job (CANCELLING, then CANCELED). It is a no-op for a CANCELED
 // job and fails with ErrJobAlreadyTerminated for a job that ended otherwise, and with
 // ErrJobNotFound for an unknown JobID. A job no longer archived is answered from the
-// JobResultStore.
+// JobResultStore; a job that ends while it is being canceled (its runner answers that it
+// closed) from its outcome, as RequestJobStatus does.
 func (d *StandaloneDispatcher) CancelJob(ctx context.Context, id jobgraph.JobID) error {
-	l, err := d.lookup(ctx, id)
-	switch {
-	case err != nil:
-		return err
-	case l.result() != nil:
-		if status := l.result().Status; status != jobgraph.JobStatusCanceled {
-			return fmt.Errorf("%w: job %s ended with status %s", ErrJobAlreadyTerminated, id, status)
+	for retried := false; ; retried = true {
+		l, err := d.lookup(ctx, id)
+		switch {
+		case err != nil:
+			return err
+		case l.result() != nil:
+			if status := l.result().Status; status != jobgraph.JobStatusCanceled {
+				return fmt.Errorf("%w: job %s ended with status %s", ErrJobAlreadyTerminated, id, status)
+			}
+			return nil
+		case l.runner == nil:
+			return fmt.Errorf("dispatcher: job %s is still being submitted; cancel it once SubmitJob returned", id)
 		}
-		return nil
-	case l.runner == nil:
-		return fmt.Errorf("dispatcher: job %s is still being submitted; cancel it once SubmitJob returned", id)
+		if err := l.runner.Cancel(ctx); retried || !endedMeanwhile(err) {
+			return err
+		}
 	}
-	return l.runner.Cancel(ctx)
 }
 
 // RequestJobStatus returns the job's current status, or ErrJobNotFound. A job no longer

@@ -19,7 +19,7 @@ import (
 )
 
 // closedAfterLookupRunner is a fakeRunner whose RequestJob and RequestJobStatus, once called,
-// end the job and wait until the Dispatcher closed the runner, then answer as a closed runner
+// (and Cancel) end the job and wait until the Dispatcher closed the runner, then answer as a closed runner
 // does: the interleaving in which a lookup gave the runner out just before its job ended.
 type closedAfterLookupRunner struct {
 	*fakeRunner
@@ -45,6 +45,8 @@ func (r *closedAfterLookupRunner) RequestJob(context.Context) (*executiongraph.A
 func (r *closedAfterLookupRunner) RequestJobStatus(context.Context) (jobgraph.JobStatus, error) {
 	return 0, r.endAndWaitForClose()
 }
+
+func (r *closedAfterLookupRunner) Cancel(context.Context) error { return r.endAndWaitForClose() }
 
 // A job that ends between the Dispatcher's lookup and its runner's answer is answered from its
 // outcome, not with the closed runner's error (cmd/jobgraph's end-to-end test once got
@@ -73,5 +75,10 @@ func TestAJobThatEndsAfterTheLookupIsAnsweredFromItsOutcome(t *testing.T) {
 		status, err := d.RequestJobStatus(ctx, g2.JobID)
 		require.NoError(t, err)
 		assert.Equal(t, jobgraph.JobStatusCanceled, status)
+
+		// It ended CANCELED: canceling it is a no-op, as for any CANCELED job.
+		g3 := graph("ends during CancelJob")
+		require.NoError(t, d.SubmitJob(ctx, g3))
+		require.NoError(t, d.CancelJob(ctx, g3.JobID))
 	})
 }
