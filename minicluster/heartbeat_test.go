@@ -53,68 +53,22 @@ func (l *statusLog) get() []string {
 // default, 2 failed heartbeat requests, is TestKilledTaskExecutorIsLostAtTheRPCFailureThreshold).
 func TestKilledTaskExecutorIsLostAfterExactlyTheHeartbeatTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		started := make(chan jobgraph.ExecutionAttemptID, 2)
-		statuses := &statusLog{begin: time.Now()}
-		mc := start(t, minicluster.Config{
-			TaskExecutors:                2,
-			Registry:                     blockingRegistry(started),
-			HeartbeatInterval:            time.Second,
-			HeartbeatTimeout:             5 * time.Second,
-			HeartbeatRPCFailureThreshold: -1,
-			JobStatusListener:            statuses.listen,
-		})
-		g := jobgraph.New("blocking", jobgraph.Streaming)
-		g.AddVertex("v", "block", 2)
-		require.NoError(t, mc.SubmitJob(ctx, g))
-		synctest.Wait()
-		require.Len(t, started, 2)
-
-		// One subtask on each TaskExecutor, both RUNNING.
-		archived, err := mc.RequestJob(ctx, g.JobID)
-		require.NoError(t, err)
-		locations := map[jobgraph.ResourceID]int{}
-		for _, st := range archived.JobVertices[0].Subtasks {
-			assert.Equal(t, jobgraph.ExecutionStateRunning, st.State)
-			locations[st.Location] = st.Subtask
-		}
-		require.Len(t, locations, 2)
-		lost, kept := locations["taskexecutor-1"], locations["taskexecutor-0"]
-
 		// Heartbeats flow every second; the TaskExecutor answers the ones at 1 s and 2 s and is
 		// killed at 2.5 s. 5 s after its last heartbeat, at 7 s, it is lost.
-		time.Sleep(2500 * time.Millisecond)
-		synctest.Wait()
-		mc.TaskExecutors()[1].Kill()
-		time.Sleep(4500*time.Millisecond - time.Nanosecond)
-		synctest.Wait()
-		st, err := mc.RequestJobStatus(ctx, g.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusRunning, st, "still running 1 ns before the timeout")
-		assert.Equal(t, 2, mc.ResourceManager().NumRegisteredTaskExecutors())
-
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredTaskExecutors(), "the ResourceManager dropped it")
-		assert.Equal(t, 1, mc.ResourceManager().NumRegisteredSlots())
-		res, err := mc.RequestJobResult(ctx, g.JobID)
-		require.NoError(t, err)
-		assert.Equal(t, jobgraph.JobStatusFailed, res.Status)
-		require.Error(t, res.RootCause)
-		assert.ErrorIs(t, res.RootCause, jobmaster.ErrHeartbeatTimeout)
-		assert.Contains(t, res.RootCause.Error(), "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
-		require.NotNil(t, res.Failure)
-		assert.Contains(t, res.Failure.Message, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
-		assert.Equal(t, []string{"INITIALIZING at 0s", "CREATED at 0s", "RUNNING at 0s", "FAILING at 7s", "FAILED at 7s"}, statuses.get())
+		l := loseTaskExecutorAt(t, -1, 7*time.Second, (*taskexecutor.TaskExecutor).Kill)
+		assert.ErrorIs(t, l.res.RootCause, jobmaster.ErrHeartbeatTimeout)
+		assert.Contains(t, l.res.RootCause.Error(), "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
+		require.NotNil(t, l.res.Failure)
+		assert.Contains(t, l.res.Failure.Message, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
 
 		// The task on the lost TaskExecutor FAILED with the timeout; the other one was canceled.
-		archived, err = mc.RequestJob(ctx, g.JobID)
+		archived, err := l.mc.RequestJob(context.Background(), l.g.JobID)
 		require.NoError(t, err)
 		subtasks := archived.JobVertices[0].Subtasks
-		assert.Equal(t, jobgraph.ExecutionStateFailed, subtasks[lost].State)
-		assert.Contains(t, subtasks[lost].FailureMessage, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
-		assert.Equal(t, 7*time.Second, subtasks[lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(statuses.begin))
-		assert.Equal(t, jobgraph.ExecutionStateCanceled, subtasks[kept].State)
+		assert.Equal(t, jobgraph.ExecutionStateFailed, subtasks[l.lost].State)
+		assert.Contains(t, subtasks[l.lost].FailureMessage, "heartbeat of TaskExecutor taskexecutor-1 timed out after 5s")
+		assert.Equal(t, 7*time.Second, subtasks[l.lost].StateTimestamps[jobgraph.ExecutionStateFailed].Sub(l.statuses.begin))
+		assert.Equal(t, jobgraph.ExecutionStateCanceled, subtasks[l.kept].State)
 	})
 }
 
@@ -269,8 +223,9 @@ func loseTaskExecutorAt(t *testing.T, threshold int, lost time.Duration, gone fu
 	require.Len(t, started, 2)
 	archived, err := mc.RequestJob(ctx, g.JobID)
 	require.NoError(t, err)
-	locations := map[jobgraph.ResourceID]int{}
+	locations := map[jobgraph.ResourceID]int{} // one subtask on each TaskExecutor, both RUNNING
 	for _, st := range archived.JobVertices[0].Subtasks {
+		assert.Equal(t, jobgraph.ExecutionStateRunning, st.State)
 		locations[st.Location] = st.Subtask
 	}
 	require.Len(t, locations, 2)
