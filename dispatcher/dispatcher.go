@@ -988,51 +988,57 @@ func (l lookup) result() *jobgraph.JobResult {
 // JobResultStore; a job that ends while it is being canceled (its runner answers that it
 // closed) from its outcome, as RequestJobStatus does.
 func (d *StandaloneDispatcher) CancelJob(ctx context.Context, id jobgraph.JobID) error {
-	for retried := false; ; retried = true {
-		l, err := d.lookup(ctx, id)
+	_, err := answerJob(ctx, d, id, func(l lookup) (struct{}, error) {
 		switch {
-		case err != nil:
-			return err
 		case l.result() != nil:
 			if status := l.result().Status; status != jobgraph.JobStatusCanceled {
-				return fmt.Errorf("%w: job %s ended with status %s", ErrJobAlreadyTerminated, id, status)
+				return struct{}{}, fmt.Errorf("%w: job %s ended with status %s", ErrJobAlreadyTerminated, id, status)
 			}
-			return nil
+			return struct{}{}, nil
 		case l.runner == nil:
-			return fmt.Errorf("dispatcher: job %s is still being submitted; cancel it once SubmitJob returned", id)
+			return struct{}{}, fmt.Errorf("dispatcher: job %s is still being submitted; cancel it once SubmitJob returned", id)
 		}
-		if err := l.runner.Cancel(ctx); retried || !endedMeanwhile(err) {
-			return err
-		}
-	}
+		return struct{}{}, l.runner.Cancel(ctx)
+	})
+	return err
 }
 
 // RequestJobStatus returns the job's current status, or ErrJobNotFound. A job no longer
 // archived is answered from the JobResultStore.
 func (d *StandaloneDispatcher) RequestJobStatus(ctx context.Context, id jobgraph.JobID) (jobgraph.JobStatus, error) {
-	for retried := false; ; retried = true {
-		l, err := d.lookup(ctx, id)
+	return answerJob(ctx, d, id, func(l lookup) (jobgraph.JobStatus, error) {
 		switch {
-		case err != nil:
-			return 0, err
 		case l.result() != nil:
 			return l.result().Status, nil
 		case l.runner == nil:
 			return jobgraph.JobStatusInitializing, nil
 		}
-		status, err := l.runner.RequestJobStatus(ctx)
-		if retried || !endedMeanwhile(err) {
-			return status, err
-		}
-	}
+		return l.runner.RequestJobStatus(ctx)
+	})
 }
 
-// endedMeanwhile reports whether err, a job's runner's answer, is the closed error of a runner
-// (or its JobMaster) that closed after the lookup gave it out: the job ended in between. The
-// watch records a job's outcome before it closes its runner, so a second lookup answers from
-// that outcome; an answer of a runner closed for another reason (the Dispatcher closing) is
-// the closed error again, and returned.
-func endedMeanwhile(err error) bool { return errors.Is(err, jobmaster.ErrClosed) }
+// answerJob looks job id up and returns answer's reply to the lookup: from the job's outcome, or
+// from its runner. A runner that answers that it closed (jobmaster.ErrClosed, its own or its
+// JobMaster's) closed after the lookup gave it out: the job ended in between. The watch records
+// a job's outcome before it closes its runner, so answerJob looks the job up once more and
+// answers from that; a runner closed for another reason (the Dispatcher closing) is given out
+// again and its closed error returned.
+func answerJob[T any](ctx context.Context, d *StandaloneDispatcher, id jobgraph.JobID, answer func(l lookup) (T, error)) (T, error) {
+	l, err := d.lookup(ctx, id)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := answer(l)
+	if l.runner == nil || !errors.Is(err, jobmaster.ErrClosed) {
+		return v, err
+	}
+	if l, err = d.lookup(ctx, id); err != nil {
+		var zero T
+		return zero, err
+	}
+	return answer(l)
+}
 
 // RequestJob returns the job's ArchivedExecutionGraph (a live snapshot while it runs, with the
 // INITIALIZING timestamp of its submission, as the archive of an ended job has it), or
@@ -1041,11 +1047,8 @@ func endedMeanwhile(err error) bool { return errors.Is(err, jobmaster.ErrClosed)
 // A job that ends while it is asked (its runner answers that it closed) is answered from its
 // outcome, as RequestJobStatus does.
 func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
-	for retried := false; ; retried = true {
-		l, err := d.lookup(ctx, id)
+	return answerJob(ctx, d, id, func(l lookup) (*executiongraph.ArchivedExecutionGraph, error) {
 		switch {
-		case err != nil:
-			return nil, err
 		case l.archived != nil:
 			return l.archived.graph, nil
 		case l.ended != nil:
@@ -1057,14 +1060,11 @@ func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID
 			return nil, fmt.Errorf("dispatcher: job %s is still being submitted", id)
 		}
 		a, err := l.runner.RequestJob(ctx)
-		if !retried && endedMeanwhile(err) {
-			continue
-		}
 		if err != nil || a == nil {
 			return a, err
 		}
 		return withInitializing(a, l.job.submitted), nil
-	}
+	})
 }
 
 // RequestJobResult waits until the job has ended and been archived, or ctx ends, and returns
