@@ -377,7 +377,7 @@ type DefaultJobMaster struct {
 	ioMu     sync.Mutex
 	io       *mainloop.Loop
 	ioClosed bool
-	aside    sync.WaitGroup // heartbeat calls and registration attempts, each on its own goroutine
+	aside    sync.WaitGroup // heartbeat calls and registration attempts (goAside)
 	// With Config.ResourceManagerRetrieval: the retrieval (started once retrieving is set), the
 	// registration with the leader it names (loop-owned), and the context of its attempts,
 	// canceled by shutDown.
@@ -782,6 +782,17 @@ func (jm *DefaultJobMaster) sendAside(call func(ctx context.Context) error, onEr
 		if err := call(ctx); err != nil && onError != nil {
 			jm.loop.Execute(func() { onError(err) })
 		}
+	})
+}
+
+// heartbeatAside is sendAside for a heartbeat RPC: report hears its error, nil on success too,
+// on the loop (the heartbeat manager counts both, heartbeat.rpc-failure-threshold).
+func (jm *DefaultJobMaster) heartbeatAside(call func(ctx context.Context) error, report func(err error)) {
+	jm.goAside(func() {
+		ctx, cancel := jm.rpcContext()
+		err := call(ctx)
+		cancel()
+		jm.loop.Execute(func() { report(err) })
 	})
 }
 
@@ -1231,16 +1242,11 @@ func (jm *DefaultJobMaster) requestHeartbeat(id jobgraph.ResourceID, report func
 		return
 	}
 	from := jm.resourceID
-	jm.aside.Go(func() {
-		ctx, cancel := jm.rpcContext()
-		err := te.HeartbeatFromJobMaster(ctx, from)
-		cancel()
-		jm.loop.Execute(func() {
-			if err != nil {
-				jm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
-			}
-			report(err)
-		})
+	jm.heartbeatAside(func(ctx context.Context) error { return te.HeartbeatFromJobMaster(ctx, from) }, func(err error) {
+		if err != nil {
+			jm.log.Debug("heartbeat request to a TaskExecutor failed", "taskExecutor", id, "err", err)
+		}
+		report(err)
 	})
 }
 
@@ -1436,13 +1442,8 @@ func (jm *DefaultJobMaster) HeartbeatFromResourceManager(ctx context.Context, rm
 		if gw := jm.rm; gw != nil {
 			from, rmID := jm.resourceID, jm.rmID
 			jm.rmHeartbeats.ReceiveHeartbeat(rmID)
-			report := jm.rmHeartbeats.TrackRPC(rmID)
-			jm.goAside(func() {
-				ctx, cancel := jm.rpcContext()
-				defer cancel()
-				err := gw.HeartbeatFromJobMaster(ctx, rmID, from)
-				jm.loop.Execute(func() { report(err) })
-			})
+			jm.heartbeatAside(func(ctx context.Context) error { return gw.HeartbeatFromJobMaster(ctx, rmID, from) },
+				jm.rmHeartbeats.TrackRPC(rmID))
 		}
 		return nil
 	})
