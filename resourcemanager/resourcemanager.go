@@ -789,13 +789,9 @@ func (rm *ResourceManager) DeclareRequiredResources(ctx context.Context, rmToken
 // NotifyRequiredResources implements rpc.ResourceManagerNotifier: DeclareRequiredResources
 // queued on the loop without waiting for it.
 func (rm *ResourceManager) NotifyRequiredResources(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements, done func(err error)) {
-	rm.notify(func() error { return rm.declareRequiredResources(rmToken, token, requirements) }, done)
+	// A closed loop answers ErrClosed (wrapping the panic it died of), as call returns it.
+	rm.loop.Notify(func() error { return rm.declareRequiredResources(rmToken, token, requirements) }, done)
 }
-
-// notify runs fn on the loop without waiting for it and hands its error to done (if not nil)
-// there, or ErrClosed (wrapping the panic the loop died of) at once when the loop is closed:
-// what call would have returned (mainloop.Loop.Notify; the loop's closed error is ErrClosed).
-func (rm *ResourceManager) notify(fn func() error, done func(err error)) { rm.loop.Notify(fn, done) }
 
 func (rm *ResourceManager) declareRequiredResources(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements rpc.ResourceRequirements) error {
 	if err := rm.fenced(rmToken); err != nil {
@@ -806,14 +802,23 @@ func (rm *ResourceManager) declareRequiredResources(rmToken jobgraph.ResourceMan
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrJobNotRegistered, job)
 	}
-	if jm.ID != token {
-		return &rpc.FencingError{
-			Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
-			Expected: jm.ID.String(),
-			Got:      token.String(),
-		}
+	if err := rm.fenceJobMaster(job, jm, token); err != nil {
+		return err
 	}
 	return rm.sm.DeclareRequirements(job, requirements.Requirements, requirements.TargetAddress)
+}
+
+// fenceJobMaster returns an *rpc.FencingError unless token is the JobMasterID of jm, the job's
+// registered JobMaster.
+func (rm *ResourceManager) fenceJobMaster(job jobgraph.JobID, jm JobMasterInfo, token jobgraph.JobMasterID) error {
+	if jm.ID == token {
+		return nil
+	}
+	return &rpc.FencingError{
+		Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
+		Expected: jm.ID.String(),
+		Got:      token.String(),
+	}
 }
 
 // DisconnectJobMaster clears the job's requirements and forgets its JobMaster. Slots allocated to
@@ -828,7 +833,7 @@ func (rm *ResourceManager) DisconnectJobMaster(ctx context.Context, rmToken jobg
 // NotifyJobMasterDisconnected implements rpc.ResourceManagerNotifier: DisconnectJobMaster queued
 // on the loop without waiting for it.
 func (rm *ResourceManager) NotifyJobMasterDisconnected(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo, done func(err error)) {
-	rm.notify(func() error { return rm.disconnectJobMaster(rmToken, token, job, cause) }, done)
+	rm.loop.Notify(func() error { return rm.disconnectJobMaster(rmToken, token, job, cause) }, done)
 }
 
 func (rm *ResourceManager) disconnectJobMaster(rmToken jobgraph.ResourceManagerID, token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo) error {
@@ -839,12 +844,8 @@ func (rm *ResourceManager) disconnectJobMaster(rmToken jobgraph.ResourceManagerI
 	if !ok {
 		return nil
 	}
-	if jm.ID != token {
-		return &rpc.FencingError{
-			Endpoint: fmt.Sprintf("ResourceManager %s (JobMaster of job %s)", rm.cfg.Address, job),
-			Expected: jm.ID.String(),
-			Got:      token.String(),
-		}
+	if err := rm.fenceJobMaster(job, jm, token); err != nil {
+		return err
 	}
 	rm.forgetJobMaster(jm.ResourceID)
 	if rm.sm.UnregisterJob(job) {
