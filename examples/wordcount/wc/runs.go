@@ -70,9 +70,10 @@ func (r run) flat() []WordCount {
 // readRuns reads every Chunk of every input of env until each ends and returns the runs, input by
 // input, by producer index, skipping empty ones. It checks that each run is strictly increasing.
 // The runs alias the Chunks' Words.
-func readRuns(ctx context.Context, env taskexecutor.Environment) (runs []run, _ error) {
+func readRuns(ctx context.Context, env taskexecutor.Environment) ([]run, error) {
 	info := env.Info()
 	var byProducer []run // of the current input
+	var runs []run
 	for i := range env.NumInputs() {
 		byProducer = byProducer[:0]
 		err := readInput(ctx, env, i, func(ch Chunk) error {
