@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,11 @@ import (
 )
 
 // After Close every Dispatcher method returns dispatcher.ErrClosed (and rpc.ErrClosed), for a job
-// it ran and for one it never saw; nothing internal ("mainloop: closed") leaks.
+// it ran and for one it never saw — every rpc.DispatcherGateway method, the client heartbeat and
+// the blocklist's; nothing internal ("mainloop: closed") leaks. It is an rpc.UnreachableError:
+// the Dispatcher is an RPC endpoint (a Runner registers it), and a closed one is gone for its
+// callers, as it is over a transport that unregistered it (Flink: an RPC to a stopped endpoint
+// fails with RecipientUnreachableException).
 func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t)
@@ -26,21 +31,51 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 		require.NoError(t, f.d.Close(), "closing twice is harmless")
 
 		for _, id := range []jobgraph.JobID{g.JobID, jobgraph.NewJobID()} {
-			_, statusErr := f.d.RequestJobStatus(ctx, id)
-			_, jobErr := f.d.RequestJob(ctx, id)
-			_, resultErr := f.d.RequestJobResult(ctx, id)
-			_, listErr := f.d.ListJobs(ctx)
-			for name, err := range map[string]error{
-				"SubmitJob":        f.d.SubmitJob(ctx, graph("late")),
-				"CancelJob":        f.d.CancelJob(ctx, id),
-				"RequestJobStatus": statusErr,
-				"RequestJob":       jobErr,
-				"RequestJobResult": resultErr,
-				"ListJobs":         listErr,
+			for _, m := range []struct {
+				name string
+				call func() error
+			}{
+				{"SubmitJob", func() error { return f.d.SubmitJob(ctx, graph("late")) }},
+				{"CancelJob", func() error { return f.d.CancelJob(ctx, id) }},
+				{"RequestJobStatus", func() error {
+					_, err := f.d.RequestJobStatus(ctx, id)
+					return err
+				}},
+				{"RequestJob", func() error {
+					_, err := f.d.RequestJob(ctx, id)
+					return err
+				}},
+				{"RequestJobResult", func() error {
+					_, err := f.d.RequestJobResult(ctx, id)
+					return err
+				}},
+				{"ListJobs", func() error {
+					_, err := f.d.ListJobs(ctx)
+					return err
+				}},
+				{"TriggerSavepoint", func() error {
+					_, err := f.d.TriggerSavepoint(ctx, id, t.TempDir())
+					return err
+				}},
+				{"StopWithSavepoint", func() error {
+					_, err := f.d.StopWithSavepoint(ctx, id, t.TempDir())
+					return err
+				}},
+				{"TriggerCheckpoint", func() error {
+					_, err := f.d.TriggerCheckpoint(ctx, id)
+					return err
+				}},
+				{"ReportJobClientHeartbeat", func() error { return f.d.ReportJobClientHeartbeat(ctx, id, time.Now().Add(time.Minute)) }},
+				{"BlockTaskExecutor", func() error {
+					_, err := f.d.BlockTaskExecutor(ctx, dispatcher.BlockRequest{TaskExecutor: "te-1"})
+					return err
+				}},
 			} {
-				assert.ErrorIs(t, err, dispatcher.ErrClosed, name)
-				assert.ErrorIs(t, err, rpc.ErrClosed, name)
-				assert.EqualError(t, err, "dispatcher: closed", name)
+				err := m.call()
+				assert.ErrorIs(t, err, dispatcher.ErrClosed, m.name)
+				assert.ErrorIs(t, err, rpc.ErrClosed, m.name)
+				assert.EqualError(t, err, "dispatcher: closed", m.name)
+				assert.True(t, rpc.IsUnreachable(err), "a closed Dispatcher is gone: %s", m.name)
 			}
 		}
 	})

@@ -37,8 +37,16 @@ var ErrJobNotFound = errors.New("job not found")
 var ErrJobAlreadyTerminated = errors.New("job already terminated")
 
 // ErrClosed is returned by SubmitJob once Close has begun, and by every method that returns an
-// error once Close has returned. It matches rpc.ErrClosed.
+// error once Close has returned, in an rpc.UnreachableError (rpc.IsUnreachable): a closed
+// Dispatcher, which a Runner registers in RPC, is gone for its callers, as the unknown address a
+// transport answers for it once it is unregistered is (Flink: an RPC to a stopped endpoint fails
+// with RecipientUnreachableException). It matches rpc.ErrClosed. A Runner's own ErrClosed (the
+// Runner is no RPC endpoint) is not unreachable, nor is the sentinel itself.
 var ErrClosed = fmt.Errorf("dispatcher: %w", rpc.ErrClosed)
+
+// errClosed is what a closed StandaloneDispatcher answers: ErrClosed as an rpc.UnreachableError
+// (see ErrClosed). Its main loop's closed error, so every call on the loop answers it.
+var errClosed = rpc.Unreachable(ErrClosed)
 
 // ErrNotLeader is matched by the error of a call that needs the Dispatcher's leadership when this
 // process does not hold it: a SubmitJob of a StandaloneDispatcher whose Config.LeaderSession is no
@@ -456,7 +464,7 @@ func newDispatcher(cfg Config) *StandaloneDispatcher {
 		stop:        stop,
 		cfg:         cfg,
 		log:         log,
-		loop:        mainloop.NewWithClosedError("dispatcher", ErrClosed),
+		loop:        mainloop.NewWithClosedError("dispatcher", errClosed),
 		expiration:  expiration,
 		capacity:    cfg.JobStoreMaxCapacity,
 		jobs:        make(map[jobgraph.JobID]*job),
@@ -588,7 +596,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 	entry := &job{name: g.Name, plan: g, submitted: time.Now(), archived: make(chan struct{})}
 	if err := d.loop.Call(ctx, func() error {
 		if d.closing {
-			return ErrClosed
+			return errClosed
 		}
 		d.expire(time.Now())
 		if j, running := d.jobs[id]; running {
@@ -613,7 +621,7 @@ func (d *StandaloneDispatcher) SubmitJob(ctx context.Context, g *jobgraph.JobGra
 	defer context.AfterFunc(d.stopped, cancel)()
 	if err := d.persistAndRun(ctx, g, entry); err != nil {
 		if d.stopped.Err() != nil && ctx.Err() != nil {
-			err = fmt.Errorf("%w: job %s: %w", ErrClosed, id, err)
+			err = fmt.Errorf("%w: job %s: %w", errClosed, id, err)
 		}
 		d.loop.Execute(func() {
 			if d.jobs[id] == entry {
@@ -712,7 +720,7 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 	// Err; either way nothing more of this submission may start.
 	if d.closingFlag.Load() || d.loop.Err() != nil {
 		undo()
-		return ErrClosed
+		return errClosed
 	}
 	// The session may have ended while the plan was stored. In this process the next leader
 	// recovers only once this Dispatcher has closed, so the removal races with no recovery. A
@@ -738,7 +746,7 @@ func (d *StandaloneDispatcher) persistAndRun(ctx context.Context, g *jobgraph.Jo
 		d.log.Info("job submitted", "job", id, "name", g.Name)
 	}) {
 		undo() // the loop died of a panic meanwhile: nothing would ever close the runner
-		return ErrClosed
+		return errClosed
 	}
 	return nil
 }

@@ -9,13 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/jobmaster"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
-// After Close every JobMaster method that returns an error returns jobmaster.ErrClosed (and
-// rpc.ErrClosed) naming the job — with the session's token and with a stale one alike — and the
-// closed JobMaster's job ended SUSPENDED with that cause.
+// After Close every JobMaster method that returns an error — every rpc.JobMasterGateway method,
+// the blocklist listener's, the savepoint gateway's and the JobMaster's own — returns
+// jobmaster.ErrClosed (and rpc.ErrClosed) naming the job, with the session's token and with a
+// stale one alike, and so does the done of a refused NotifyTaskExecutionState. It is an
+// rpc.UnreachableError: a closed JobMaster is gone for its callers, as it is over a transport that
+// unregistered it (Flink: an RPC to a stopped endpoint fails with RecipientUnreachableException),
+// so heartbeats count it toward heartbeat.rpc-failure-threshold. The closed JobMaster's job ended
+// SUSPENDED with that cause, which is not unreachable.
 func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newHBEnv(t, jobmaster.Config{})
@@ -26,29 +32,79 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 		require.NotNil(t, arc.FailureCause)
 		assert.Equal(t, []string{"rpc.closed", "jobmaster.closed"}, arc.FailureCause.Codes)
 		assert.ErrorIs(t, arc.FailureCause.Err(), jobmaster.ErrClosed)
+		assert.False(t, rpc.IsUnreachable(arc.FailureCause.Err()), "the job's cause is no call's answer")
 
 		want := "jobmaster: job " + e.g.JobID.String() + ": jobmaster: closed"
+		jm := e.jm.(*jobmaster.DefaultJobMaster)
+		var attempt jobgraph.ExecutionAttemptID
 		for _, token := range []jobgraph.JobMasterID{e.token, jobgraph.NewJobMasterID()} {
-			_, updateErr := e.gw.UpdateTaskExecutionState(e.ctx, token, rpc.TaskExecutionState{State: jobgraph.ExecutionStateRunning})
-			_, offerErr := e.gw.OfferSlots(e.ctx, token, te.id, []rpc.SlotOffer{{AllocationID: jobgraph.NewAllocationID()}})
-			_, statusErr := e.jm.RequestJobStatus(e.ctx)
-			_, jobErr := e.jm.RequestJob(e.ctx)
-			for name, err := range map[string]error{
-				"UpdateTaskExecutionState":     updateErr,
-				"RegisterTaskExecutor":         e.gw.RegisterTaskExecutor(e.ctx, token, rpc.TaskExecutorRegistration{ResourceID: "te-2", Address: "nowhere"}),
-				"OfferSlots":                   offerErr,
-				"FailSlot":                     e.gw.FailSlot(e.ctx, token, te.id, jobgraph.NewAllocationID(), nil),
-				"DisconnectTaskExecutor":       e.gw.DisconnectTaskExecutor(e.ctx, token, te.id, nil),
-				"DisconnectResourceManager":    e.gw.DisconnectResourceManager(e.ctx, token, e.rm.id, nil),
-				"HeartbeatFromTaskExecutor":    e.gw.HeartbeatFromTaskExecutor(e.ctx, te.id, rpc.AllocatedSlotReport{JobID: e.g.JobID}),
-				"HeartbeatFromResourceManager": e.gw.HeartbeatFromResourceManager(e.ctx, "rm"),
-				"Cancel":                       e.jm.Cancel(e.ctx),
-				"RequestJobStatus":             statusErr,
-				"RequestJob":                   jobErr,
-			} {
-				assert.ErrorIs(t, err, jobmaster.ErrClosed, name)
-				assert.ErrorIs(t, err, rpc.ErrClosed, name)
-				assert.EqualError(t, err, want, name)
+			methods := []struct {
+				name string
+				call func() error
+			}{
+				{"UpdateTaskExecutionState", func() error {
+					_, err := e.gw.UpdateTaskExecutionState(e.ctx, token, rpc.TaskExecutionState{State: jobgraph.ExecutionStateRunning})
+					return err
+				}},
+				{"NotifyTaskExecutionState", func() error {
+					heard := make(chan error, 2)
+					jm.NotifyTaskExecutionState(token, rpc.TaskExecutionState{State: jobgraph.ExecutionStateRunning}, func(err error) { heard <- err })
+					synctest.Wait()
+					require.Len(t, heard, 1, "done called once")
+					return <-heard
+				}},
+				{"RegisterTaskExecutor", func() error {
+					return e.gw.RegisterTaskExecutor(e.ctx, token, rpc.TaskExecutorRegistration{ResourceID: "te-2", Address: "nowhere"})
+				}},
+				{"OfferSlots", func() error {
+					_, err := e.gw.OfferSlots(e.ctx, token, te.id, []rpc.SlotOffer{{AllocationID: jobgraph.NewAllocationID()}})
+					return err
+				}},
+				{"FailSlot", func() error { return e.gw.FailSlot(e.ctx, token, te.id, jobgraph.NewAllocationID(), nil) }},
+				{"DisconnectTaskExecutor", func() error { return e.gw.DisconnectTaskExecutor(e.ctx, token, te.id, nil) }},
+				{"DisconnectResourceManager", func() error { return e.gw.DisconnectResourceManager(e.ctx, token, e.rm.id, nil) }},
+				{"HeartbeatFromTaskExecutor", func() error {
+					return e.gw.HeartbeatFromTaskExecutor(e.ctx, te.id, rpc.AllocatedSlotReport{JobID: e.g.JobID})
+				}},
+				{"HeartbeatFromResourceManager", func() error { return e.gw.HeartbeatFromResourceManager(e.ctx, "rm") }},
+				{"AcknowledgeCheckpoint", func() error {
+					return e.gw.AcknowledgeCheckpoint(e.ctx, token, e.g.JobID, checkpoint.AcknowledgeCheckpoint{Attempt: attempt, CheckpointID: 1})
+				}},
+				{"DeclineCheckpoint", func() error {
+					return e.gw.DeclineCheckpoint(e.ctx, token, e.g.JobID, checkpoint.DeclineCheckpoint{Attempt: attempt, CheckpointID: 1})
+				}},
+				{"SendOperatorEventToCoordinator", func() error {
+					return e.gw.SendOperatorEventToCoordinator(e.ctx, token, attempt, []byte("event"))
+				}},
+				{"NotifyNewBlockedNodes", func() error { return jm.NotifyNewBlockedNodes(e.ctx, token, nil) }},
+				{"TriggerSavepoint", func() error {
+					_, err := jm.TriggerSavepoint(e.ctx, t.TempDir())
+					return err
+				}},
+				{"StopWithSavepoint", func() error {
+					_, err := jm.StopWithSavepoint(e.ctx, t.TempDir())
+					return err
+				}},
+				{"TriggerCheckpoint", func() error {
+					_, err := jm.TriggerCheckpoint(e.ctx)
+					return err
+				}},
+				{"Cancel", func() error { return e.jm.Cancel(e.ctx) }},
+				{"RequestJobStatus", func() error {
+					_, err := e.jm.RequestJobStatus(e.ctx)
+					return err
+				}},
+				{"RequestJob", func() error {
+					_, err := e.jm.RequestJob(e.ctx)
+					return err
+				}},
+			}
+			for _, m := range methods {
+				err := m.call()
+				assert.ErrorIs(t, err, jobmaster.ErrClosed, m.name)
+				assert.ErrorIs(t, err, rpc.ErrClosed, m.name)
+				assert.EqualError(t, err, want, m.name)
+				assert.True(t, rpc.IsUnreachable(err), "a closed JobMaster is gone: %s", m.name)
 			}
 		}
 		assert.Same(t, arc, e.jm.Close(), "closing twice returns the same archive")
@@ -75,6 +131,7 @@ func TestRunnerMethodsAfterCloseReturnErrClosed(t *testing.T) {
 			assert.ErrorIs(t, err, jobmaster.ErrClosed, name)
 			assert.ErrorIs(t, err, rpc.ErrClosed, name)
 			assert.EqualError(t, err, "jobmaster: runner of job "+f.factory.JobID().String()+": jobmaster: closed", name)
+			assert.False(t, rpc.IsUnreachable(err), "the runner is no RPC endpoint: %s", name)
 		}
 	})
 }

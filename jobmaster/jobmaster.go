@@ -25,8 +25,15 @@ import (
 )
 
 // ErrClosed is returned by every DefaultJobMaster method that returns an error once Close has
-// begun (wrapped with the job's ID), and is the cause given to its tasks and slots, and to a job
-// SUSPENDED by Close. It matches rpc.ErrClosed.
+// begun (wrapped with the job's ID), and handed to the done of every
+// rpc.TaskExecutionStateNotifier call the closed JobMaster refuses, in an rpc.UnreachableError
+// (rpc.IsUnreachable): a closed JobMaster is gone for its callers, so heartbeat senders (the
+// ResourceManager asking it, a TaskExecutor answering it) count it toward
+// heartbeat.rpc-failure-threshold, as they do the unknown address a transport answers once it is
+// unregistered (Flink: an RPC to a stopped endpoint fails with RecipientUnreachableException).
+// It is also the cause given to its tasks and slots, and to a job SUSPENDED by Close; that cause
+// is not unreachable. A runner's (JobMasterServiceLeadershipRunner's) ErrClosed is not either:
+// the runner is no RPC endpoint. It matches rpc.ErrClosed.
 var ErrClosed = fmt.Errorf("jobmaster: %w", rpc.ErrClosed)
 
 // ErrHeartbeatTimeout is matched (errors.Is) by the cause a TaskExecutor is disconnected with when
@@ -366,7 +373,7 @@ type DefaultJobMaster struct {
 	// inProcess: cfg.RPC is the in-process *rpc.LocalService, so rpcContext arms no timer.
 	inProcess bool
 
-	closedErr error // ErrClosed with the job's ID
+	closedErr error // ErrClosed with the job's ID, an rpc.UnreachableError
 	// closedFlag is set when Close begins, before closed: for the checks made off the loop.
 	closedFlag atomic.Bool
 	loop       *mainloop.Loop // state
@@ -450,7 +457,8 @@ var (
 )
 
 func start(ctx context.Context, g *jobgraph.JobGraph, token jobgraph.JobMasterID, cfg Config) (*DefaultJobMaster, error) {
-	closedErr := &closedError{what: "job", job: g.JobID}
+	// The one closed error every loop of the JobMaster answers: unreachable, see ErrClosed.
+	closedErr := rpc.Unreachable(&closedError{what: "job", job: g.JobID})
 	jm := &DefaultJobMaster{
 		cfg:           cfg,
 		job:           g.JobID,
@@ -740,7 +748,8 @@ func (n textName) String() string { return string(n) }
 
 // closedError is ErrClosed naming the job ("jobmaster: job <id>: …", "jobmaster: runner of job
 // <id>: …"). Every JobMaster and runner makes one, and most never return it: the message is
-// formatted only when asked for.
+// formatted only when asked for. The JobMaster's is wrapped with rpc.Unreachable (see ErrClosed),
+// the runner's is not.
 type closedError struct {
 	what string
 	job  jobgraph.JobID

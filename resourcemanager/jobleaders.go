@@ -53,7 +53,7 @@ func (l *jobLeaders) follow(job jobgraph.JobID) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return ErrClosed
+		return errClosed
 	}
 	if _, ok := l.jobs[job]; ok {
 		l.mu.Unlock()

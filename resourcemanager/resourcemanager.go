@@ -36,7 +36,13 @@ var (
 	// ErrNotRunning is returned by calls made before Start.
 	ErrNotRunning = errors.New("resourcemanager: not running")
 	// ErrClosed is returned by every method that returns an error once Close was called
-	// (Start included); it matches rpc.ErrClosed.
+	// (Start included), and handed to the done of every rpc.ResourceManagerNotifier call the
+	// closed ResourceManager refuses, in an rpc.UnreachableError (rpc.IsUnreachable): a closed
+	// ResourceManager is gone for its callers, so heartbeat senders count it toward
+	// heartbeat.rpc-failure-threshold, as they do the unknown address a transport answers for it
+	// once it is unregistered (Flink: an RPC to a stopped endpoint fails with
+	// RecipientUnreachableException). It matches rpc.ErrClosed. The sentinel itself is no such
+	// error: a cause that wraps it (an ErrorInfo's) is not unreachable.
 	ErrClosed = fmt.Errorf("resourcemanager: %w", rpc.ErrClosed)
 	// ErrJobNotRegistered is returned by DeclareRequiredResources for a job whose JobMaster has
 	// not registered (or has disconnected).
@@ -55,6 +61,10 @@ var (
 	// its session lost leadership (Config.HA; Flink: "Job leader lost leadership.").
 	ErrJobLeaderLostLeadership = errors.New("resourcemanager: job leader lost leadership")
 )
+
+// errClosed is what a closed ResourceManager answers: ErrClosed as an rpc.UnreachableError (see
+// ErrClosed). Its main loop's closed error, so every call on the loop answers it.
+var errClosed = rpc.Unreachable(ErrClosed)
 
 // The sentinels that may travel in a gateway message (see jobgraph.RegisterErrorCode).
 func init() {
@@ -283,7 +293,7 @@ func New(cfg Config) (*ResourceManager, error) {
 	rm := &ResourceManager{
 		cfg:           cfg,
 		log:           cfg.Logger.With("component", "resourcemanager", "address", cfg.Address),
-		loop:          mainloop.NewWithClosedError("resourcemanager "+cfg.Address, ErrClosed),
+		loop:          mainloop.NewWithClosedError("resourcemanager "+cfg.Address, errClosed),
 		taskExecutors: make(map[jobgraph.ResourceID]*taskExecutorRegistration),
 		jobMasters:    make(map[jobgraph.ResourceID]*jobMasterRegistration),
 	}
@@ -345,7 +355,7 @@ func (rm *ResourceManager) Start(ctx context.Context) error {
 	switch {
 	case rm.closed:
 		rm.lifeMu.Unlock()
-		return ErrClosed
+		return errClosed
 	case rm.started:
 		rm.lifeMu.Unlock()
 		return errors.New("resourcemanager: already started")
@@ -388,7 +398,7 @@ func (rm *ResourceManager) Start(ctx context.Context) error {
 	if closed {
 		// Close ran while Register did and found nothing registered to undo: undo it here.
 		rm.cfg.RPC.Unregister(rm.cfg.Address)
-		return ErrClosed
+		return errClosed
 	}
 	if election != nil {
 		// Off the loop, and outside lifeMu: starting may do I/O, and may grant at once.
@@ -560,7 +570,7 @@ func submit[T any](ctx context.Context, rm *ResourceManager, fn func() (T, error
 	return mainloop.Submit(ctx, rm.loop, fn)
 }
 
-// closedErr returns ErrClosed once Close was called. Off the loop.
+// closedErr returns the closed error (errClosed) once Close was called. Off the loop.
 func (rm *ResourceManager) closedErr() error {
 	if err := rm.loop.Err(); err != nil {
 		return err // ErrClosed wrapping the PanicError the loop died of (onPanic)
@@ -568,7 +578,7 @@ func (rm *ResourceManager) closedErr() error {
 	rm.lifeMu.Lock()
 	defer rm.lifeMu.Unlock()
 	if rm.closed {
-		return ErrClosed
+		return errClosed
 	}
 	return nil
 }

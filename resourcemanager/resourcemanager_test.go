@@ -612,8 +612,12 @@ func TestLifecycle(t *testing.T) {
 	})
 }
 
-// After Close every method that returns an error returns ErrClosed (and rpc.ErrClosed), whatever
-// its arguments; nothing internal leaks.
+// After Close every method that returns an error — every rpc.ResourceManagerGateway method, the
+// blocklist's and Start — returns ErrClosed (and rpc.ErrClosed), whatever its arguments, and so
+// does the done of each refused rpc.ResourceManagerNotifier call; nothing internal leaks. It is
+// an rpc.UnreachableError: a closed ResourceManager is gone for its callers, as it is over a
+// transport that unregistered it (Flink: an RPC to a stopped endpoint fails with
+// RecipientUnreachableException), so heartbeats count it toward heartbeat.rpc-failure-threshold.
 func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
@@ -622,24 +626,63 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 		require.NoError(t, e.rm.Close())
 
 		ctx := t.Context()
-		_, regTE := e.rm.RegisterTaskExecutor(ctx, rpc.TaskExecutorRegistration{ResourceID: "te-2", Address: "nowhere"})
-		_, regJM := e.rm.RegisterJobMaster(ctx, token, "jm-2", "jm-2", job)
-		for name, err := range map[string]error{
-			"Start":                     e.rm.Start(ctx),
-			"RegisterTaskExecutor":      regTE,
-			"SendSlotReport":            e.rm.SendSlotReport(ctx, e.rm.ResourceManagerID(), "te-1", rpc.SlotReport{}),
-			"NotifySlotAvailable":       e.rm.NotifySlotAvailable(ctx, e.rm.ResourceManagerID(), "te-1", sid("te-1", 0), jobgraph.NewAllocationID()),
-			"DisconnectTaskExecutor":    e.rm.DisconnectTaskExecutor(ctx, e.rm.ResourceManagerID(), "te-1", nil),
-			"RegisterJobMaster":         regJM,
-			"DeclareRequiredResources":  e.declare(job, token, req(unknown, 1)),
-			"DisconnectJobMaster":       e.rm.DisconnectJobMaster(ctx, e.rm.ResourceManagerID(), token, job, nil),
-			"HeartbeatFromTaskExecutor": e.rm.HeartbeatFromTaskExecutor(ctx, e.rm.ResourceManagerID(), "te-1", rpc.SlotReport{}),
-			"HeartbeatFromJobMaster":    e.rm.HeartbeatFromJobMaster(ctx, e.rm.ResourceManagerID(), "jm-jm"),
-		} {
-			assert.ErrorIs(t, err, ErrClosed, name)
-			assert.ErrorIs(t, err, rpc.ErrClosed, name)
-			assert.EqualError(t, err, "resourcemanager: closed", name)
+		notified := func(notify func(done func(error))) func() error {
+			return func() error {
+				heard := make(chan error, 2)
+				notify(func(err error) { heard <- err })
+				synctest.Wait()
+				require.Len(t, heard, 1, "done called once")
+				return <-heard
+			}
 		}
+		for _, m := range []struct {
+			name string
+			call func() error
+		}{
+			{"Start", func() error { return e.rm.Start(ctx) }},
+			{"RegisterTaskExecutor", func() error {
+				_, err := e.rm.RegisterTaskExecutor(ctx, rpc.TaskExecutorRegistration{ResourceID: "te-2", Address: "nowhere"})
+				return err
+			}},
+			{"SendSlotReport", func() error { return e.rm.SendSlotReport(ctx, e.rm.ResourceManagerID(), "te-1", rpc.SlotReport{}) }},
+			{"NotifySlotAvailable", func() error {
+				return e.rm.NotifySlotAvailable(ctx, e.rm.ResourceManagerID(), "te-1", sid("te-1", 0), jobgraph.NewAllocationID())
+			}},
+			{"DisconnectTaskExecutor", func() error { return e.rm.DisconnectTaskExecutor(ctx, e.rm.ResourceManagerID(), "te-1", nil) }},
+			{"RegisterJobMaster", func() error {
+				_, err := e.rm.RegisterJobMaster(ctx, token, "jm-2", "jm-2", job)
+				return err
+			}},
+			{"DeclareRequiredResources", func() error { return e.declare(job, token, req(unknown, 1)) }},
+			{"NotifyRequiredResources", notified(func(done func(error)) {
+				e.rm.NotifyRequiredResources(e.rm.ResourceManagerID(), token, rpc.ResourceRequirements{JobID: job, Requirements: []rpc.ResourceRequirement{req(unknown, 1)}}, done)
+			})},
+			{"DisconnectJobMaster", func() error { return e.rm.DisconnectJobMaster(ctx, e.rm.ResourceManagerID(), token, job, nil) }},
+			{"NotifyJobMasterDisconnected", notified(func(done func(error)) {
+				e.rm.NotifyJobMasterDisconnected(e.rm.ResourceManagerID(), token, job, nil, done)
+			})},
+			{"HeartbeatFromTaskExecutor", func() error {
+				return e.rm.HeartbeatFromTaskExecutor(ctx, e.rm.ResourceManagerID(), "te-1", rpc.SlotReport{})
+			}},
+			{"HeartbeatFromJobMaster", func() error { return e.rm.HeartbeatFromJobMaster(ctx, e.rm.ResourceManagerID(), "jm-jm") }},
+			{"NotifyNewBlockedNodes", func() error { return e.rm.NotifyNewBlockedNodes(ctx, e.rm.ResourceManagerID(), nil) }},
+			{"AddNewBlockedNodes", func() error { return e.rm.AddNewBlockedNodes(ctx, nil) }},
+			{"BlockedNodes", func() error {
+				_, err := e.rm.BlockedNodes(ctx)
+				return err
+			}},
+			{"RequestTaskManagerInfo", func() error {
+				_, err := e.rm.RequestTaskManagerInfo(ctx)
+				return err
+			}},
+		} {
+			err := m.call()
+			assert.ErrorIs(t, err, ErrClosed, m.name)
+			assert.ErrorIs(t, err, rpc.ErrClosed, m.name)
+			assert.EqualError(t, err, "resourcemanager: closed", m.name)
+			assert.True(t, rpc.IsUnreachable(err), "a closed ResourceManager is gone: %s", m.name)
+		}
+		assert.False(t, rpc.IsUnreachable(ErrClosed), "the sentinel itself is no call's answer")
 	})
 }
 

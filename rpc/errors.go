@@ -13,7 +13,9 @@ import (
 // jobmaster.ErrClosed, resourcemanager.ErrClosed, taskexecutor.ErrClosed, minicluster.ErrClosed —
 // which its public methods return once it is closed, and by ErrServiceClosed. Each endpoint's
 // main loop returns its closed error (internal/mainloop.NewWithClosedError): that is where a
-// closed endpoint is mapped to its public error, so nothing internal leaks.
+// closed endpoint is mapped to its public error, so nothing internal leaks. The RPC endpoints
+// (Dispatcher, JobMaster, ResourceManager, TaskExecutor) return theirs as an UnreachableError
+// (see there); the sentinels themselves are none.
 var ErrClosed = errors.New("closed")
 
 // ErrServiceClosed is returned (errors.Is) by a closed Service's Register and Lookup.
@@ -100,12 +102,16 @@ func (e *HeartbeatTargetUnreachableError) Is(target error) bool {
 // all — it is gone: a killed TaskExecutor, a process that no longer listens — as opposed to one
 // that answered with an error, or did not answer in time. errors.As finds it in a call's error
 // and Unreachable reports true. Heartbeat senders count such failures toward
-// heartbeat.rpc-failure-threshold (IsUnreachable). taskexecutor (the calls of a killed or closed
-// TaskExecutor), a Service for an address nothing is registered under (ErrUnknownAddress) and
+// heartbeat.rpc-failure-threshold (IsUnreachable). Every closed RPC endpoint answers with one:
+// a killed or closed TaskExecutor, and a closed (or dead: its main loop panicked) JobMaster,
+// ResourceManager or Dispatcher, whose errors still match their package's ErrClosed (and
+// ErrClosed here), as a call to an endpoint that is no longer registered fails with
+// ErrUnknownAddress in one; in-process and over transport/grpc alike, a closed endpoint is gone.
+// So do a Service for an address nothing is registered under (ErrUnknownAddress) and
 // transport/grpc (a peer that answers with codes.Unavailable, or not at all because the
-// connection cannot be made) return such errors, made with Unreachable; a host's transport
-// should for its own.
-// Flink: RecipientUnreachableException.
+// connection cannot be made); all are made with Unreachable, and a host's transport should make
+// its own so.
+// Flink: RecipientUnreachableException (an RPC to a stopped RpcEndpoint, whose actor is gone).
 type UnreachableError interface {
 	error
 	Unreachable() bool
