@@ -1030,7 +1030,10 @@ func (d *StandaloneDispatcher) RequestJobStatus(ctx context.Context, id jobgraph
 // JobMaster's) closed after the lookup gave it out: the job ended in between. The watch records
 // a job's outcome before it closes its runner, so answerJob looks the job up once more and
 // answers from that; a runner closed for another reason (the Dispatcher closing) is given out
-// again and its closed error returned.
+// again and its closed error returned. So answer may run twice for one call, on the runner the
+// second lookup found (the same one, closed, or one whose JobMaster closed and was replaced in a
+// new leader session): CancelJob, RequestJobStatus, RequestJob and the savepoint triggers, none
+// of which the closed JobMaster carried out.
 func answerJob[T any](ctx context.Context, d *StandaloneDispatcher, id jobgraph.JobID, answer func(l lookup) (T, error)) (T, error) {
 	l, err := d.lookup(ctx, id)
 	if err != nil {

@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/checkpoint"
 	"github.com/jobgraph/jobgraph/dispatcher"
 	"github.com/jobgraph/jobgraph/executiongraph"
 	"github.com/jobgraph/jobgraph/ha"
 	"github.com/jobgraph/jobgraph/ha/embedded"
 	"github.com/jobgraph/jobgraph/jobmaster"
+	"github.com/jobgraph/jobgraph/rpc"
 )
 
 // closedAfterLookupRunner is a fakeRunner whose RequestJob and RequestJobStatus, once called,
@@ -81,4 +83,94 @@ func TestAJobThatEndsAfterTheLookupIsAnsweredFromItsOutcome(t *testing.T) {
 		require.NoError(t, d.SubmitJob(ctx, g3))
 		require.NoError(t, d.CancelJob(ctx, g3.JobID))
 	})
+}
+
+// closedAfterLookupSavepointRunner is a closedAfterLookupRunner that takes savepoints: each of
+// its jobmaster.SavepointGateway calls ends the job, waits until the Dispatcher closed the runner
+// and answers closed, as the runner or its JobMaster does when the job ended after the
+// Dispatcher's lookup (closed makes the error: the runner's own, or its JobMaster's, which is
+// unreachable as every closed RPC endpoint's is).
+type closedAfterLookupSavepointRunner struct {
+	*closedAfterLookupRunner
+	closedErr func(job jobgraph.JobID) error
+}
+
+var _ jobmaster.SavepointGateway = (*closedAfterLookupSavepointRunner)(nil)
+
+func (r *closedAfterLookupSavepointRunner) endAndWaitForClose() error {
+	_ = r.closedAfterLookupRunner.endAndWaitForClose()
+	return r.closedErr(r.g.JobID)
+}
+
+func (r *closedAfterLookupSavepointRunner) TriggerSavepoint(context.Context, string) (string, error) {
+	return "", r.endAndWaitForClose()
+}
+
+func (r *closedAfterLookupSavepointRunner) StopWithSavepoint(context.Context, string) (string, error) {
+	return "", r.endAndWaitForClose()
+}
+
+func (r *closedAfterLookupSavepointRunner) TriggerCheckpoint(context.Context) (checkpoint.CheckpointID, error) {
+	return 0, r.endAndWaitForClose()
+}
+
+// A savepoint, stop-with-savepoint or checkpoint of a job that ends between the Dispatcher's
+// lookup and its runner's answer is answered as one of a job that had ended before the lookup:
+// jobmaster.ErrJobNotRunning naming how it ended, not the closed runner's or JobMaster's error
+// (which, being a closed endpoint's, is unreachable: a caller over a transport would take the
+// Dispatcher for gone). Flink answers the operation on a job no longer running with
+// FlinkJobNotFoundException (its Dispatcher no longer has the runner) or the JobMaster's
+// "not running" failure.
+func TestASavepointOfAJobThatEndsAfterTheLookupSaysItIsNotRunning(t *testing.T) {
+	for name, closedErr := range map[string]func(jobgraph.JobID) error{
+		"runner closed": func(job jobgraph.JobID) error {
+			return fmt.Errorf("jobmaster: runner of job %s: %w", job, jobmaster.ErrClosed)
+		},
+		"JobMaster closed": func(job jobgraph.JobID) error {
+			return rpc.Unreachable(fmt.Errorf("jobmaster: job %s: %w", job, jobmaster.ErrClosed))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				services := embedded.New()
+				defer services.Close()
+				d, err := dispatcher.New(dispatcher.Config{HA: services,
+					JobManagerRunnerFactory: func(g *jobgraph.JobGraph, _ ha.Services) (jobmaster.JobManagerRunner, error) {
+						return &closedAfterLookupSavepointRunner{
+							closedAfterLookupRunner: &closedAfterLookupRunner{fakeRunner: &fakeRunner{g: g, done: make(chan struct{}), status: jobgraph.JobStatusCreated}, closed: make(chan struct{})},
+							closedErr:               closedErr,
+						}, nil
+					}})
+				require.NoError(t, err)
+				defer d.Close()
+
+				for _, op := range []struct {
+					what string
+					call func(jobgraph.JobID) error
+				}{
+					{"savepoint", func(id jobgraph.JobID) error {
+						_, err := d.TriggerSavepoint(ctx, id, t.TempDir())
+						return err
+					}},
+					{"stop-with-savepoint", func(id jobgraph.JobID) error {
+						_, err := d.StopWithSavepoint(ctx, id, t.TempDir())
+						return err
+					}},
+					{"checkpoint", func(id jobgraph.JobID) error {
+						_, err := d.TriggerCheckpoint(ctx, id)
+						return err
+					}},
+				} {
+					g := graph("ends during " + op.what)
+					require.NoError(t, d.SubmitJob(ctx, g))
+					err := op.call(g.JobID)
+					assert.ErrorIs(t, err, jobmaster.ErrJobNotRunning, op.what)
+					assert.NotErrorIs(t, err, rpc.ErrClosed, op.what)
+					assert.False(t, rpc.IsUnreachable(err), "the Dispatcher answered: %s", op.what)
+					assert.EqualError(t, err, "dispatcher: job "+g.JobID.String()+": "+op.what+": job is not RUNNING (it ended CANCELED)", op.what)
+				}
+			})
+		})
+	}
 }
