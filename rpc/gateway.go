@@ -134,8 +134,9 @@ type JobMasterGateway interface {
 // is called once with the error UpdateTaskExecutionState would have returned (nil, a
 // *FencingError, the JobMaster's closed error), on the JobMaster's main loop, or on the
 // caller's goroutine before the call returns when the JobMaster no longer takes any; it must
-// not block. Flink: JobMasterGateway.updateTaskExecutionState returns a future, which the
-// TaskExecutor's reporting does not wait for.
+// not block. The conformance suite jobmaster/jmtest checks an implementation (TestJobMaster).
+// Flink: JobMasterGateway.updateTaskExecutionState returns a future, which the TaskExecutor's
+// reporting does not wait for.
 type TaskExecutionStateNotifier interface {
 	NotifyTaskExecutionState(token jobgraph.JobMasterID, state TaskExecutionState, done func(err error))
 }
