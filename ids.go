@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
+	"github.com/jobgraph/jobgraph/internal/randid"
 )
 
 // The identifiers below follow Flink's AbstractID: 16 random bytes, printed as 32 lower-case
@@ -16,7 +16,7 @@ import (
 //
 // Each kind of ID is its own type so that a JobVertexID can never be passed where a JobID is meant.
 
-func newAbstractID() [16]byte { return [16]byte(uuid.New()) }
+func newAbstractID() [16]byte { return randid.New() }
 
 func formatAbstractID(b [16]byte) string { return hex.EncodeToString(b[:]) }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/internal/randid"
 )
 
 // ErrNotFound is returned by stores for an entry they do not hold.
@@ -56,7 +57,7 @@ func init() {
 type SessionID [16]byte
 
 // NewSessionID returns a random SessionID.
-func NewSessionID() SessionID { return SessionID(uuid.New()) }
+func NewSessionID() SessionID { return SessionID(randid.NewUUID()) }
 
 func (s SessionID) String() string { return uuid.UUID(s).String() }
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jobgraph/jobgraph"
+	"github.com/jobgraph/jobgraph/internal/randid"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -101,7 +101,7 @@ func (f PayloadFunc) Release(cause error) { f(cause) }
 type SlotRequestID [16]byte
 
 // NewSlotRequestID returns a random SlotRequestID.
-func NewSlotRequestID() SlotRequestID { return SlotRequestID(uuid.New()) }
+func NewSlotRequestID() SlotRequestID { return SlotRequestID(randid.New()) }
 
 func (id SlotRequestID) String() string { return hex.EncodeToString(id[:]) }
 
