@@ -102,8 +102,11 @@ func ErrorCodes(err error) []string {
 			}
 		}
 	}
-	if len(matched) == 0 {
+	switch len(matched) {
+	case 0:
 		return nil
+	case 1: // the common case: no ordering to restore
+		return []string{r.byErr[matched[0]]}
 	}
 	var codes []string
 	for _, s := range r.order {

@@ -31,11 +31,10 @@ func NewErrorInfo(err error, t time.Time) *ErrorInfo {
 		return nil
 	}
 	info := &ErrorInfo{Message: err.Error(), Codes: ErrorCodes(err), Timestamp: t}
-	var pe interface {
+	if pe, ok := errors.AsType[interface {
 		error
 		UnavailablePartition() IntermediateResultPartitionID
-	}
-	if errors.As(err, &pe) {
+	}](err); ok {
 		p := pe.UnavailablePartition()
 		info.UnavailablePartition = &p
 	}
