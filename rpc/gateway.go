@@ -182,7 +182,8 @@ type ResourceManagerGateway interface {
 // before every call the gateway takes after it returned — and returns at once; done, if not
 // nil, is called once with the error the gateway method would have returned, on the
 // ResourceManager's main loop, or on the caller's goroutine before the call returns when the
-// ResourceManager no longer takes any; it must not block. Flink: a JobMaster's
+// ResourceManager no longer takes any; it must not block. The conformance suite
+// resourcemanager/rmtest checks an implementation (TestResourceManager). Flink: a JobMaster's
 // declareRequiredResources and disconnectJobManager return futures it does not wait for.
 type ResourceManagerNotifier interface {
 	NotifyRequiredResources(rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, requirements ResourceRequirements, done func(err error))
