@@ -82,6 +82,34 @@ func TestPanicOnTheJobMastersLoopIsFatal(t *testing.T) {
 	})
 }
 
+// A task state queued behind a closure that panics is never applied, but its done still hears,
+// once, the JobMaster's closed error wrapping the PanicError (rpc.TaskExecutionStateNotifier:
+// done is called once); before internal/mainloop called the dones a panic dropped, it never
+// heard anything.
+func TestNotifyQueuedBehindAPanicHearsTheClosedError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		jm, _, _, _ := newFatalJobMaster(t)
+		synctest.Wait()
+		n := jm.Gateway().(rpc.TaskExecutionStateNotifier)
+		release := jobmaster.HoldLoop(jm)
+		jobmaster.PanicOnLoop(jm, "scheduler: broken invariant")
+		var got []error
+		n.NotifyTaskExecutionState(jobgraph.NewJobMasterID(), rpc.TaskExecutionState{State: jobgraph.ExecutionStateRunning},
+			func(err error) { got = append(got, err) })
+		release()
+		synctest.Wait()
+		require.Len(t, got, 1, "done is called once")
+		assert.ErrorIs(t, got[0], jobmaster.ErrClosed)
+		assert.True(t, rpc.IsUnreachable(got[0]), "the closed error, as every call gets it")
+		var pe *jobgraph.PanicError
+		require.ErrorAs(t, got[0], &pe)
+		assert.Equal(t, "scheduler: broken invariant", pe.Value)
+		_, callErr := jm.Gateway().UpdateTaskExecutionState(context.Background(), jobgraph.NewJobMasterID(), rpc.TaskExecutionState{})
+		assert.Equal(t, callErr, got[0], "what UpdateTaskExecutionState answers")
+		jm.Close()
+	})
+}
+
 // The outbox (the loop the JobMaster's outgoing calls run on) is the JobMaster's too.
 func TestPanicOnTheJobMastersOutboxIsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,6 +47,7 @@ type Loop struct {
 	onPanic func(*jobgraph.PanicError) // under mu (SetPanicHandler)
 	failure error                      // under mu: closedErr wrapped with the PanicError (die)
 	dying   func()                     // the loop goroutine's only: the handler's call (die)
+	dropped []task                     // the loop goroutine's only: what a panic kept from running (die, run)
 
 	afterEach func() // the loop goroutine's only (SetAfterEach)
 }
@@ -109,6 +111,7 @@ func (f funcTask) run() { f() }
 func (l *Loop) run() {
 	defer func() {
 		if l.dying != nil { // die's, on this goroutine; before stopped, so Close waits for it
+			l.notifyDropped()
 			l.dying()
 		}
 		close(l.stopped)
@@ -129,7 +132,11 @@ func (l *Loop) run() {
 		l.mu.Unlock()
 		for i, t := range batch {
 			if !l.runOne(t) {
-				return // the loop died of a panic (die); stopped is closed by the defer
+				// The loop died of a panic (die); stopped is closed by the defer. What was still
+				// in this batch never runs, as what die dropped from the queue; their Notify
+				// callers hear so.
+				l.dropped = append(slices.Clone(batch[i+1:]), l.dropped...)
+				return
 			}
 			batch[i] = nil
 		}
@@ -162,13 +169,14 @@ func (l *Loop) runOne(t task) (ok bool) {
 // die ends a loop whose closure panicked: it closes the loop as Close does but drops what is
 // queued (nothing more runs on a loop whose state a panic left half-changed), records the error
 // every waiting and later Call and Submit return, and releases those waiting (failed; the
-// failure is written under mu before the close, which orders it before their read). The
-// handler runs after that, and stopped is closed after the handler (run's defer).
+// failure is written under mu before the close, which orders it before their read). Then the
+// dones of the dropped Notify calls hear the failure (notifyDropped), the handler runs, and
+// stopped is closed after the handler (run's defer).
 func (l *Loop) die(h func(*jobgraph.PanicError), perr *jobgraph.PanicError) {
 	l.dying = func() { h(perr) }
 	l.mu.Lock()
 	l.closeLocked()
-	clear(l.queue) // each dropped Call's or Submit's waiter gets the failure
+	l.dropped = l.queue // each dropped Call's or Submit's waiter gets the failure, each Notify's done
 	l.queue = nil
 	l.failure = fmt.Errorf("%w: %w", l.closedErr, perr)
 	l.mu.Unlock()
@@ -177,7 +185,8 @@ func (l *Loop) die(h func(*jobgraph.PanicError), perr *jobgraph.PanicError) {
 
 // SetPanicHandler makes a panic in a closure of this loop (or in SetAfterEach's fn) end the loop
 // instead of the process, and fn hear of it. From the panic on, the loop is closed: whatever was
-// queued behind the panicking closure never runs, pending timers never fire, Execute reports
+// queued behind the panicking closure never runs (a Notify's done is called with the failure
+// instead, before fn), pending timers never fire, Execute reports
 // false, Close returns at once, and every waiting and later Call and Submit returns an error
 // wrapping both the loop's closed error and a *jobgraph.PanicError (the loop's name, the value,
 // the stack), which Err returns too. fn gets that PanicError once, on the loop's goroutine after
@@ -306,15 +315,42 @@ func (l *Loop) Schedule(d time.Duration, fn func()) (cancel func() bool) {
 // Notify is Call without waiting: it posts fn and returns at once. done, if not nil, is called
 // with fn's error on the loop right after fn, or, when the loop is closed and fn is refused, with
 // the error Call would return then (ErrClosed, NewWithClosedError's error, or the failure
-// wrapping it after a panic) on the caller's goroutine before Notify returns. A loop that dies
-// of a panic before it reaches fn never calls done. done must not block.
+// wrapping it after a panic) on the caller's goroutine before Notify returns. When the loop dies
+// of a panic before it reaches fn, fn never runs and done is called with the failure every
+// waiting Call returns, on the dying loop's goroutine before the panic handler runs: done is
+// called exactly once whatever happens. done must not block.
 func (l *Loop) Notify(fn func() error, done func(err error)) {
 	if done == nil {
 		l.Execute(func() { _ = fn() })
 		return
 	}
-	if !l.Execute(func() { done(fn()) }) {
+	if !l.post(&notifyTask{fn: fn, done: done}) {
 		done(l.closedError())
+	}
+}
+
+// notifyTask is one Notify with a done: a task of its own so that a loop dying of a panic can
+// still call done for it (notifyDropped).
+type notifyTask struct {
+	fn   func() error
+	done func(err error)
+}
+
+func (n *notifyTask) run() { n.done(n.fn()) }
+
+// notifyDropped calls, with the failure, the done of every Notify a panic kept from running (die
+// dropped the queue, run the rest of its batch), in the order they were posted; on the dying
+// loop's goroutine, after the waiting calls were released and before the panic handler.
+func (l *Loop) notifyDropped() {
+	l.mu.Lock()
+	failure := l.failure
+	l.mu.Unlock()
+	dropped := l.dropped
+	l.dropped = nil
+	for _, t := range dropped {
+		if n, ok := t.(*notifyTask); ok {
+			n.done(failure)
+		}
 	}
 }
 

@@ -735,3 +735,40 @@ func TestNotifyIsCallWithoutWaiting(t *testing.T) {
 		p.Close()
 	})
 }
+
+// A Notify queued when a closure panics never runs, but its done is still called, once, with
+// the error every waiting Call gets (the closed error wrapping the PanicError), on the dying
+// loop's goroutine before the panic handler: the rpc notifiers built on Notify promise their
+// callers done exactly once. Both places a queued closure can be are covered: the batch the loop
+// had already taken (behind the panicking closure) and the queue (posted while it ran).
+func TestNotifyQueuedBehindAPanicHearsTheFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.NewWithClosedError("jobmaster-8", errEndpointClosed)
+		var order []string
+		var mu sync.Mutex
+		record := func(what string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, what)
+			if what != "handler" {
+				assert.ErrorIs(t, err, errEndpointClosed, what)
+				var pe *jobgraph.PanicError
+				assert.ErrorAs(t, err, &pe, what)
+			}
+		}
+		l.SetPanicHandler(func(pe *jobgraph.PanicError) { record("handler", nil) })
+		release := make(chan struct{})
+		require.True(t, l.Execute(func() { <-release }))
+		synctest.Wait() // the loop took the first batch and waits in it
+		require.True(t, l.Execute(func() {
+			l.Notify(func() error { t.Error("ran after the panic"); return nil }, func(err error) { record("queued", err) })
+			panic("broken invariant")
+		}))
+		l.Notify(func() error { t.Error("ran after the panic"); return nil }, func(err error) { record("batch", err) })
+		l.Notify(func() error { t.Error("ran after the panic"); return nil }, nil)
+		close(release)
+		<-l.Done()
+		assert.Equal(t, []string{"batch", "queued", "handler"}, order, "each done once, before the handler")
+		l.Close()
+	})
+}
