@@ -117,9 +117,9 @@ type Config struct {
 	// manager suspended), and stops following the jobs' leaders; TaskExecutors and JobMasters
 	// register with the next leader they retrieve (taskexecutor.Config.ResourceManagerRetrieval,
 	// jobmaster.Config.ResourceManagerRetrieval), the TaskExecutors with their slot reports, so a
-	// running job keeps its slots. Where we differ: Flink's revoke also tells every registered
-	// TaskExecutor and JobMaster that the ResourceManager disconnected; here they learn it from
-	// their leader retrieval. Close closes the election. Nil: the ResourceManager leads from
+	// running job keeps its slots. As in Flink (clearStateInternal), neither a revoke nor Close
+	// tells the TaskExecutors and JobMasters: they learn it from their leader retrieval. Close
+	// closes the election. Nil: the ResourceManager leads from
 	// Start with a random ResourceManagerID, as before.
 	LeaderElection ha.LeaderElection
 	// FatalErrorHandler hears what the ResourceManager cannot recover from: its leader
