@@ -155,8 +155,12 @@ func TestDeclarationsAndDisconnectGoThroughTheNotifier(t *testing.T) {
 		rm.mu.Lock()
 		notified, dones := slices.Clone(rm.notified), slices.Clone(rm.dones)
 		rm.mu.Unlock()
-		require.Len(t, notified, 1)
-		assert.Equal(t, 2, notified[0][0].Count)
+		// The two subtasks are two regions, each its own slot request: the outbox may send the
+		// first declaration (one slot) before the second request joins it, so there are one or
+		// two notifications, and the last asks for both slots.
+		require.NotEmpty(t, notified)
+		require.LessOrEqual(t, len(notified), 2)
+		assert.Equal(t, 2, notified[len(notified)-1][0].Count, "the latest declaration asks for both slots")
 		_, declared, _ := rm.snapshot()
 		assert.Empty(t, declared, "no DeclareRequiredResources call")
 		dones[0](assert.AnError)
