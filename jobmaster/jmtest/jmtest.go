@@ -49,7 +49,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -140,97 +139,43 @@ const (
 
 // suite is what one case sees.
 type suite struct {
-	t        *testing.T
-	ctx      context.Context
-	inBubble bool
-	env      Env
-	jm       JobMaster
-	n        rpc.TaskExecutionStateNotifier
-	te       *fakeTaskExecutor
+	*notifytest.Case
+	t   *testing.T      // Case.T
+	ctx context.Context // Case.Ctx
+	env Env
+	jm  JobMaster
+	n   rpc.TaskExecutionStateNotifier
+	te  *fakeTaskExecutor
 	// a and b are the deployed attempts of subtasks 0 and 1, in allocations allocA and allocB.
 	a, b           jobgraph.ExecutionAttemptID
 	allocA, allocB jobgraph.AllocationID
-
-	dones     notifytest.Set
-	callbacks []*notifytest.Callback
-	closeOnce sync.Once
 }
 
 func run(t *testing.T, newJobMaster func(t *testing.T, env Env) JobMaster, inBubble bool) {
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			body := func(t *testing.T) {
-				svc := rpc.NewLocalService()
-				t.Cleanup(func() { assert.NoError(t, svc.Close()) })
-				ctx, cancel := context.WithTimeout(t.Context(), Timeout)
-				t.Cleanup(cancel)
-				s := &suite{t: t, ctx: ctx, inBubble: inBubble, te: &fakeTaskExecutor{changes: make(chan struct{})}}
-				g := jobgraph.New("jmtest", jobgraph.Streaming)
-				g.AddVertex(VertexName, Invokable, Parallelism)
-				g.RestartStrategy = jobgraph.NoRestart()
-				s.env = Env{RPC: svc, ResourceManagerAddress: rmAddress, JobGraph: g, JobMasterID: jobgraph.NewJobMasterID()}
-				require.NoError(t, svc.Register(rmAddress, &fakeResourceManager{id: jobgraph.NewResourceManagerID()}))
-				require.NoError(t, svc.Register(teAddress, s.te))
-				s.jm = newJobMaster(t, s.env)
-				require.NotNil(t, s.jm.Gateway, "newJobMaster returned no Gateway")
-				require.NotNil(t, s.jm.Close, "newJobMaster returned no Close")
-				// Runs before the implementation's own cleanups: a held done is released, then the
-				// JobMaster closed, then every callback checked.
-				t.Cleanup(func() {
-					for _, cb := range s.callbacks {
-						cb.Release()
-					}
-					s.close()
-					s.settle()
-					for i, cb := range s.callbacks {
-						assert.Len(t, cb.Calls(), 1, "done of notification %d is called exactly once", i)
-					}
-					assert.False(t, s.dones.Overlapped(), "two dones ran at once: they are not called on one main loop")
-				})
-				n, ok := s.jm.Gateway.(rpc.TaskExecutionStateNotifier)
-				if !ok {
-					t.Logf("not applicable: the gateway under test (%T) does not implement rpc.TaskExecutionStateNotifier; the case passes", s.jm.Gateway)
-					return
-				}
-				require.NotNil(t, s.jm.RequestJobStatus, "newJobMaster returned no RequestJobStatus")
-				s.n = n
-				s.deploy()
-				c.run(s)
+		notifytest.RunCase(t, c.name, inBubble, Timeout, func(nc *notifytest.Case) {
+			t := nc.T
+			s := &suite{Case: nc, t: t, ctx: nc.Ctx, te: &fakeTaskExecutor{changes: &nc.Changes}}
+			g := jobgraph.New("jmtest", jobgraph.Streaming)
+			g.AddVertex(VertexName, Invokable, Parallelism)
+			g.RestartStrategy = jobgraph.NoRestart()
+			s.env = Env{RPC: nc.RPC, ResourceManagerAddress: rmAddress, JobGraph: g, JobMasterID: jobgraph.NewJobMasterID()}
+			require.NoError(t, nc.RPC.Register(rmAddress, &fakeResourceManager{id: jobgraph.NewResourceManagerID()}))
+			require.NoError(t, nc.RPC.Register(teAddress, s.te))
+			s.jm = newJobMaster(t, s.env)
+			require.NotNil(t, s.jm.Gateway, "newJobMaster returned no Gateway")
+			require.NotNil(t, s.jm.Close, "newJobMaster returned no Close")
+			nc.Recipient(s.jm.Close)
+			n, ok := s.jm.Gateway.(rpc.TaskExecutionStateNotifier)
+			if !ok {
+				t.Logf("not applicable: the gateway under test (%T) does not implement rpc.TaskExecutionStateNotifier; the case passes", s.jm.Gateway)
+				return
 			}
-			if inBubble {
-				synctest.Test(t, body)
-			} else {
-				body(t)
-			}
+			require.NotNil(t, s.jm.RequestJobStatus, "newJobMaster returned no RequestJobStatus")
+			s.n = n
+			s.deploy()
+			c.run(s)
 		})
-	}
-}
-
-// close closes the JobMaster, once.
-func (s *suite) close() { s.closeOnce.Do(s.jm.Close) }
-
-// settle lets everything in flight happen: in a bubble, until every goroutine is blocked; in real
-// time there is no such point, and the "nothing else" checks after it are weaker.
-func (s *suite) settle() {
-	if s.inBubble {
-		synctest.Wait()
-	}
-}
-
-// waitFor waits until cond holds, for at most Timeout; cond is evaluated after every call the
-// fake TaskExecutor takes.
-func (s *suite) waitFor(what string, cond func() bool) {
-	s.t.Helper()
-	for {
-		ch := s.te.changed()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-s.ctx.Done():
-			s.t.Fatalf("waited %v for: %s", Timeout, what)
-		}
 	}
 }
 
@@ -245,8 +190,8 @@ func (s *suite) deploy() {
 	accepted, err := s.jm.Gateway.OfferSlots(s.ctx, token, teID, offers)
 	require.NoError(s.t, err)
 	require.ElementsMatch(s.t, offers, accepted, "the JobMaster accepts both slots its two subtasks need")
-	s.waitFor("both subtasks are deployed to the suite's TaskExecutor", func() bool { return len(s.te.deployed()) >= Parallelism })
-	s.settle() // the JobMaster has the answers to its deployments
+	s.WaitFor("both subtasks are deployed to the suite's TaskExecutor", func() bool { return len(s.te.deployed()) >= Parallelism })
+	s.Settle() // the JobMaster has the answers to its deployments
 	tdds := s.te.deployed()
 	require.Len(s.t, tdds, Parallelism, "one deployment per subtask")
 	slices.SortFunc(tdds, func(x, y submitted) int { return x.tdd.SubtaskIndex - y.tdd.SubtaskIndex })
@@ -271,8 +216,7 @@ func state(attempt jobgraph.ExecutionAttemptID, st jobgraph.ExecutionState) rpc.
 // notify makes one notification with a fresh callback, which the case's end checks was called
 // exactly once.
 func (s *suite) notify(token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, st jobgraph.ExecutionState) *notifytest.Callback {
-	cb := s.dones.New()
-	s.callbacks = append(s.callbacks, cb)
+	cb := s.New()
 	cb.Notify(func(done func(error)) { s.n.NotifyTaskExecutionState(token, state(attempt, st), done) })
 	return cb
 }
@@ -287,7 +231,7 @@ func (s *suite) answer(cb *notifytest.Callback, what string) error {
 	case <-s.ctx.Done():
 		s.t.Fatalf("waited %v for done of %s", Timeout, what)
 	}
-	s.settle()
+	s.Settle()
 	calls := cb.Calls()
 	require.Len(s.t, calls, 1, "done of %s is called exactly once", what)
 	assert.False(s.t, calls[0].DuringNotify && calls[0].Goroutine == calls[0].Caller,
@@ -400,8 +344,7 @@ func unknownAttempt(s *suite) {
 // NotifyTaskExecutionState that waits for its state to be applied never returns here.
 func returnsAtOnce(s *suite) {
 	token := s.env.JobMasterID
-	hold := s.dones.NewHolding()
-	s.callbacks = append(s.callbacks, hold)
+	hold := s.NewHolding()
 	go hold.Notify(func(done func(error)) {
 		s.n.NotifyTaskExecutionState(token, state(s.a, jobgraph.ExecutionStateInitializing), done)
 	})
@@ -410,8 +353,7 @@ func returnsAtOnce(s *suite) {
 	case <-s.ctx.Done():
 		s.t.Fatalf("waited %v for done of the first notification", Timeout)
 	}
-	running, finished, stale := s.dones.New(), s.dones.New(), s.dones.New()
-	s.callbacks = append(s.callbacks, running, finished, stale)
+	running, finished, stale := s.New(), s.New(), s.New()
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
@@ -430,7 +372,7 @@ func returnsAtOnce(s *suite) {
 	case <-s.ctx.Done():
 		s.t.Fatalf("NotifyTaskExecutionState did not return within %v while the JobMaster was busy in an earlier notification's done", Timeout)
 	}
-	s.settle()
+	s.Settle()
 	for i, cb := range []*notifytest.Callback{running, finished, stale} {
 		assert.Empty(s.t, cb.Calls(), "done of notification %d ran while the loop was held by an earlier one's", i+1)
 	}
@@ -478,7 +420,7 @@ func deliveredBeforeHeartbeat(s *suite) {
 // goroutine, or with another error (nil, or its own).
 func closedAnswers(s *suite) {
 	token := s.env.JobMasterID
-	s.close()
+	s.Close()
 	unknown := jobgraph.ExecutionAttemptID{ExecutionGraphID: s.a.ExecutionGraphID,
 		ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: jobgraph.NewJobVertexID()}}
 	for _, c := range []struct {
@@ -522,13 +464,7 @@ type submitted struct {
 type fakeTaskExecutor struct {
 	mu      sync.Mutex
 	submits []submitted
-	changes chan struct{} // closed and replaced at every deployment
-}
-
-func (f *fakeTaskExecutor) changed() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.changes
+	changes *notifytest.Changes // fired at every deployment
 }
 
 func (f *fakeTaskExecutor) deployed() []submitted {
@@ -543,8 +479,7 @@ func (f *fakeTaskExecutor) record(token jobgraph.JobMasterID, tdds ...rpc.TaskDe
 	for _, tdd := range tdds {
 		f.submits = append(f.submits, submitted{token: token, tdd: tdd})
 	}
-	close(f.changes)
-	f.changes = make(chan struct{})
+	f.changes.Fire()
 }
 
 func (f *fakeTaskExecutor) RequestSlot(context.Context, rpc.SlotID, jobgraph.JobID, jobgraph.AllocationID, jobgraph.ResourceProfile, string, jobgraph.JobMasterID, jobgraph.ResourceManagerID) error {

@@ -52,7 +52,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -131,97 +130,41 @@ var slotProfile = jobgraph.ResourceProfile{CPUCores: 1}
 
 // suite is what one case sees.
 type suite struct {
-	t        *testing.T
-	ctx      context.Context
-	inBubble bool
-	env      Env
-	rm       ResourceManager
-	n        rpc.ResourceManagerNotifier
-	te       *fakeTaskExecutor
+	*notifytest.Case
+	t   *testing.T      // Case.T
+	ctx context.Context // Case.Ctx
+	env Env
+	rm  ResourceManager
+	n   rpc.ResourceManagerNotifier
+	te  *fakeTaskExecutor
 	// rmID is the ResourceManagerID the registrations answered; job and token the registered
 	// JobMaster's job and JobMasterID.
 	rmID  jobgraph.ResourceManagerID
 	job   jobgraph.JobID
 	token jobgraph.JobMasterID
-
-	dones     notifytest.Set
-	callbacks []*notifytest.Callback
-	closeOnce sync.Once
-	changes   *changes
 }
 
 func run(t *testing.T, newResourceManager func(t *testing.T, env Env) ResourceManager, inBubble bool) {
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			body := func(t *testing.T) {
-				svc := rpc.NewLocalService()
-				t.Cleanup(func() { assert.NoError(t, svc.Close()) })
-				ctx, cancel := context.WithTimeout(t.Context(), Timeout)
-				t.Cleanup(cancel)
-				ch := &changes{ch: make(chan struct{})}
-				s := &suite{t: t, ctx: ctx, inBubble: inBubble, env: Env{RPC: svc}, changes: ch,
-					te: &fakeTaskExecutor{id: teID, changes: ch}, job: jobgraph.NewJobID(), token: jobgraph.NewJobMasterID()}
-				require.NoError(t, svc.Register(teAddress, s.te))
-				require.NoError(t, svc.Register(jmAddress, fakeJobMaster{}))
-				s.rm = newResourceManager(t, s.env)
-				require.NotNil(t, s.rm.Gateway, "newResourceManager returned no Gateway")
-				require.NotNil(t, s.rm.Close, "newResourceManager returned no Close")
-				// Runs before the implementation's own cleanups: a held done is released, then the
-				// ResourceManager closed, then every callback checked.
-				t.Cleanup(func() {
-					for _, cb := range s.callbacks {
-						cb.Release()
-					}
-					s.close()
-					s.settle()
-					for i, cb := range s.callbacks {
-						assert.Len(t, cb.Calls(), 1, "done of notification %d is called exactly once", i)
-					}
-					assert.False(t, s.dones.Overlapped(), "two dones ran at once: they are not called on one main loop")
-				})
-				n, ok := s.rm.Gateway.(rpc.ResourceManagerNotifier)
-				if !ok {
-					t.Logf("not applicable: the gateway under test (%T) does not implement rpc.ResourceManagerNotifier; the case passes", s.rm.Gateway)
-					return
-				}
-				s.n = n
-				s.register()
-				c.run(s)
+		notifytest.RunCase(t, c.name, inBubble, Timeout, func(nc *notifytest.Case) {
+			t := nc.T
+			s := &suite{Case: nc, t: t, ctx: nc.Ctx, env: Env{RPC: nc.RPC},
+				te: &fakeTaskExecutor{id: teID, changes: &nc.Changes}, job: jobgraph.NewJobID(), token: jobgraph.NewJobMasterID()}
+			require.NoError(t, nc.RPC.Register(teAddress, s.te))
+			require.NoError(t, nc.RPC.Register(jmAddress, fakeJobMaster{}))
+			s.rm = newResourceManager(t, s.env)
+			require.NotNil(t, s.rm.Gateway, "newResourceManager returned no Gateway")
+			require.NotNil(t, s.rm.Close, "newResourceManager returned no Close")
+			nc.Recipient(s.rm.Close)
+			n, ok := s.rm.Gateway.(rpc.ResourceManagerNotifier)
+			if !ok {
+				t.Logf("not applicable: the gateway under test (%T) does not implement rpc.ResourceManagerNotifier; the case passes", s.rm.Gateway)
+				return
 			}
-			if inBubble {
-				synctest.Test(t, body)
-			} else {
-				body(t)
-			}
+			s.n = n
+			s.register()
+			c.run(s)
 		})
-	}
-}
-
-// close closes the ResourceManager, once.
-func (s *suite) close() { s.closeOnce.Do(s.rm.Close) }
-
-// settle lets everything in flight happen: in a bubble, until every goroutine is blocked; in real
-// time there is no such point, and the "nothing else" checks after it are weaker.
-func (s *suite) settle() {
-	if s.inBubble {
-		synctest.Wait()
-	}
-}
-
-// waitFor waits until cond holds, for at most Timeout; cond is evaluated after every slot
-// request a fake TaskExecutor takes.
-func (s *suite) waitFor(what string, cond func() bool) {
-	s.t.Helper()
-	for {
-		ch := s.changes.changed()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-s.ctx.Done():
-			s.t.Fatalf("waited %v for: %s", Timeout, what)
-		}
 	}
 }
 
@@ -252,15 +195,9 @@ func (s *suite) requirements(n int) rpc.ResourceRequirements {
 		Requirements: []rpc.ResourceRequirement{{Profile: jobgraph.UnknownResourceProfile, Count: n}}}
 }
 
-// track records cb, which the case's end checks was called exactly once.
-func (s *suite) track(cb *notifytest.Callback) *notifytest.Callback {
-	s.callbacks = append(s.callbacks, cb)
-	return cb
-}
-
 // declare is NotifyRequiredResources with a fresh callback.
 func (s *suite) declare(rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID, reqs rpc.ResourceRequirements) *notifytest.Callback {
-	cb := s.track(s.dones.New())
+	cb := s.New()
 	cb.Notify(func(done func(error)) { s.n.NotifyRequiredResources(rm, token, reqs, done) })
 	return cb
 }
@@ -269,7 +206,7 @@ var cause = rpc.Failure(errors.New("rmtest: the job ended"))
 
 // disconnect is NotifyJobMasterDisconnected with a fresh callback.
 func (s *suite) disconnect(rm jobgraph.ResourceManagerID, token jobgraph.JobMasterID) *notifytest.Callback {
-	cb := s.track(s.dones.New())
+	cb := s.New()
 	cb.Notify(func(done func(error)) { s.n.NotifyJobMasterDisconnected(rm, token, s.job, cause, done) })
 	return cb
 }
@@ -284,7 +221,7 @@ func (s *suite) answer(cb *notifytest.Callback, what string) error {
 	case <-s.ctx.Done():
 		s.t.Fatalf("waited %v for done of %s", Timeout, what)
 	}
-	s.settle()
+	s.Settle()
 	calls := cb.Calls()
 	require.Len(s.t, calls, 1, "done of %s is called exactly once", what)
 	assert.False(s.t, calls[0].DuringNotify && calls[0].Goroutine == calls[0].Caller,
@@ -308,8 +245,8 @@ func (s *suite) fenced(cb *notifytest.Callback, callErr error, what string) {
 // checks there were exactly n, each for the registered JobMaster of s.job under s.rmID.
 func (s *suite) requested(te *fakeTaskExecutor, n int, token jobgraph.JobMasterID, job jobgraph.JobID) {
 	s.t.Helper()
-	s.waitFor(fmt.Sprintf("%d slot requests at %s", n, te.id), func() bool { return len(te.requested()) >= n })
-	s.settle()
+	s.WaitFor(fmt.Sprintf("%d slot requests at %s", n, te.id), func() bool { return len(te.requested()) >= n })
+	s.Settle()
 	got := te.requested()
 	require.Len(s.t, got, n, "slot requests at %s", te.id)
 	var slots []rpc.SlotID
@@ -435,7 +372,7 @@ func disconnectClears(s *suite) {
 		"a declaration made after the disconnect returned: the job has no registered JobMaster")
 	require.NoError(s.t, s.answer(gone, "the disconnect"))
 
-	te2 := &fakeTaskExecutor{id: "rmtest-taskexecutor-2", changes: s.changes}
+	te2 := &fakeTaskExecutor{id: "rmtest-taskexecutor-2", changes: &s.Changes}
 	require.NoError(s.t, s.env.RPC.Register(string(te2.id), te2))
 	rmID, err := s.rm.Gateway.RegisterTaskExecutor(s.ctx, rpc.TaskExecutorRegistration{ResourceID: te2.id, Address: string(te2.id),
 		TotalResource: slotProfile, DefaultSlotResource: slotProfile, SlotReport: freeSlots(te2.id, 1)})
@@ -461,14 +398,14 @@ func disconnectClears(s *suite) {
 // notifier that waits for its call to be applied never returns here.
 func returnsAtOnce(s *suite) {
 	stale := jobgraph.NewResourceManagerID()
-	hold := s.track(s.dones.NewHolding())
+	hold := s.NewHolding()
 	go hold.Notify(func(done func(error)) { s.n.NotifyRequiredResources(stale, s.token, s.requirements(2), done) })
 	select {
 	case <-hold.Inside():
 	case <-s.ctx.Done():
 		s.t.Fatalf("waited %v for done of the first notification", Timeout)
 	}
-	first, gone, late := s.track(s.dones.New()), s.track(s.dones.New()), s.track(s.dones.New())
+	first, gone, late := s.New(), s.New(), s.New()
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
@@ -481,7 +418,7 @@ func returnsAtOnce(s *suite) {
 	case <-s.ctx.Done():
 		s.t.Fatalf("the notifications did not return within %v while the ResourceManager was busy in an earlier one's done", Timeout)
 	}
-	s.settle()
+	s.Settle()
 	for i, cb := range []*notifytest.Callback{first, gone, late} {
 		assert.Empty(s.t, cb.Calls(), "done of notification %d ran while the loop was held by an earlier one's", i+1)
 	}
@@ -502,7 +439,7 @@ func returnsAtOnce(s *suite) {
 // notifier that drops the call without calling done, calls it later or on another goroutine, or
 // with another error.
 func closedAnswers(s *suite) {
-	s.close()
+	s.Close()
 	staleRM, staleJM := jobgraph.NewResourceManagerID(), jobgraph.NewJobMasterID()
 	for _, c := range []struct {
 		what    string
@@ -531,7 +468,7 @@ func closedAnswers(s *suite) {
 				assert.ErrorIs(s.t, callErr, s.rm.ErrClosed, "the ResourceManager's closed error: %s", c.what)
 			}
 		}
-		cb := s.track(s.dones.New())
+		cb := s.New()
 		cb.Notify(c.notify)
 		calls := cb.Calls()
 		require.Len(s.t, calls, 1, "done of %s was called once before the call returned", c.what)
@@ -542,30 +479,11 @@ func closedAnswers(s *suite) {
 	// A nil done: nothing to call.
 	s.n.NotifyRequiredResources(s.rmID, s.token, s.requirements(1), nil)
 	s.n.NotifyJobMasterDisconnected(s.rmID, s.token, s.job, cause, nil)
-	s.settle()
+	s.Settle()
 	assert.Empty(s.t, s.te.requested(), "a closed ResourceManager requests nothing")
 }
 
 // ---- fakes ----
-
-// changes is a change notification: changed returns a channel closed at the next slot request.
-type changes struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (c *changes) changed() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ch
-}
-
-func (c *changes) fire() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	close(c.ch)
-	c.ch = make(chan struct{})
-}
 
 // slotRequest is one RequestSlot a fake TaskExecutor took.
 type slotRequest struct {
@@ -581,7 +499,7 @@ type slotRequest struct {
 // else with nil.
 type fakeTaskExecutor struct {
 	id      jobgraph.ResourceID
-	changes *changes
+	changes *notifytest.Changes // fired at every slot request
 
 	mu       sync.Mutex
 	requests []slotRequest
@@ -597,7 +515,7 @@ func (f *fakeTaskExecutor) RequestSlot(_ context.Context, slot rpc.SlotID, job j
 	f.mu.Lock()
 	f.requests = append(f.requests, slotRequest{slot: slot, job: job, allocation: allocation, address: address, token: token, rm: rm})
 	f.mu.Unlock()
-	f.changes.fire()
+	f.changes.Fire()
 	return nil
 }
 
