@@ -279,3 +279,34 @@ type TaskExecutorNotifier interface {
 	NotifyFreeSlot(allocation jobgraph.AllocationID, cause *jobgraph.ErrorInfo, done func(err error))
 	NotifyDisconnectJobMaster(token jobgraph.JobMasterID, job jobgraph.JobID, cause *jobgraph.ErrorInfo, done func(err error))
 }
+
+// ResourceManagerDisconnector is what a TaskExecutorGateway implements when its TaskExecutor can
+// be told that the ResourceManager dropped it; the in-process taskexecutor.TaskExecutor does, and
+// so does transport/grpc's client proxy, whose server forwards the call to a TaskExecutor that
+// implements it. The ResourceManager calls it, best-effort, once it has unregistered a
+// TaskExecutor whose heartbeat timed out (cause a *HeartbeatTimeoutError) or whose heartbeat
+// requests found it unreachable heartbeat.rpc-failure-threshold times in a row (an
+// *HeartbeatTargetUnreachableError): off its main loop, on a goroutine of its own, bounded by
+// its request timeout; an error is only logged. It does not call it when it loses leadership
+// or stops (neither does Flink's clearStateInternal): the TaskExecutors learn that from their
+// leader retrieval. A gateway without it is not told, and its TaskExecutor finds out by its own
+// heartbeat timeout for the ResourceManager (no heartbeat request for heartbeat.timeout), then
+// registers again, heartbeat.timeout after the ResourceManager dropped it.
+//
+// DisconnectResourceManager is fenced by rm, the ResourceManagerID of the ResourceManager that
+// dropped the TaskExecutor: when it is the one the TaskExecutor's current registration was
+// answered with, the TaskExecutor registers with that ResourceManager again at once (with its
+// full slot report, so the slots it holds are known again) and returns nil; otherwise (an
+// earlier ResourceManager's disconnect, or none registered: a registration under way) it changes
+// nothing and fails with ErrFencingTokenMismatch. cause says why; it may be nil. Errors also:
+// ctx's, the TaskExecutor's closed or killed error (unreachable). Safe on any goroutine; it
+// returns once the TaskExecutor has taken the disconnect, not when the registration completed.
+// The conformance suite taskexecutor/tetest checks an implementation (its
+// ResourceManagerDisconnector/… case). Flink: TaskExecutorGateway.disconnectResourceManager,
+// which ResourceManager.closeTaskManagerConnection calls and whose TaskExecutor reconnects
+// (reconnectToResourceManager) whenever it runs. Where we differ: Flink's call carries no
+// ResourceManagerID and its TaskExecutor reconnects on any disconnect; ours ignores a stale
+// ResourceManager's, as every other ResourceManager-fenced call here does.
+type ResourceManagerDisconnector interface {
+	DisconnectResourceManager(ctx context.Context, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error
+}

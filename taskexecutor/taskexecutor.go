@@ -275,8 +275,9 @@ type TaskExecutor struct {
 }
 
 var (
-	_ rpc.TaskExecutorGateway  = (*TaskExecutor)(nil)
-	_ rpc.TaskExecutorNotifier = (*TaskExecutor)(nil)
+	_ rpc.TaskExecutorGateway         = (*TaskExecutor)(nil)
+	_ rpc.TaskExecutorNotifier        = (*TaskExecutor)(nil)
+	_ rpc.ResourceManagerDisconnector = (*TaskExecutor)(nil)
 )
 
 type slotState uint8
@@ -1429,6 +1430,33 @@ func (te *TaskExecutor) resourceManagerHeartbeatTimedOut(string) {
 // TaskExecutor's ResourceManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
 func (te *TaskExecutor) resourceManagerUnreachable(_ string, last error) {
 	te.reconnectResourceManager("ResourceManager unreachable; registering again", "failures", te.rmHeartbeats.RPCFailureThreshold(), "last", last)
+}
+
+// DisconnectResourceManager implements rpc.ResourceManagerDisconnector: the ResourceManager
+// whose ResourceManagerID is rm has dropped this TaskExecutor (its heartbeat timed out there, or
+// was found unreachable). If rm is the ResourceManagerID the current registration was answered
+// with, the TaskExecutor stops monitoring that ResourceManager and registers with it again at
+// once, as after its own heartbeat timeout (the same path: with Config.ResourceManagerRetrieval
+// through the retrying registration with the current leader, at a fixed address with the same
+// gateway), logging cause; otherwise — an earlier ResourceManager's disconnect, or no
+// registration answered (one under way) — it fails with an *rpc.FencingError
+// (rpc.ErrFencingTokenMismatch) and changes nothing. A killed TaskExecutor answers ErrKilled, a
+// closed one ErrClosed (both unreachable). It returns once the loop took the disconnect, not when
+// the registration is answered. Flink: TaskExecutor.disconnectResourceManager, which reconnects
+// on every disconnect while it runs; see rpc.ResourceManagerDisconnector for where we differ.
+func (te *TaskExecutor) DisconnectResourceManager(ctx context.Context, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error {
+	return te.call(ctx, func() error {
+		if te.rm == nil || te.rmID.IsZero() || rm != te.rmID {
+			expected := te.rmID.String()
+			if te.rm == nil || te.rmID.IsZero() {
+				expected = "none (no registration answered)"
+			}
+			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: expected, Got: rm.String()}
+		}
+		te.rmHeartbeats.Unmonitor(te.rmAddr) // monitored again once registered
+		te.reconnectResourceManager("the ResourceManager dropped this TaskExecutor; registering again", "cause", cause.Err())
+		return nil
+	})
 }
 
 // reconnectResourceManager registers with the ResourceManager again, after logging msg with

@@ -92,6 +92,7 @@ func TestEveryMethodAfterCloseReturnsErrClosed(t *testing.T) {
 			"DisconnectJobMaster":          te.DisconnectJobMaster(ctx, jmToken(1), jobID(1), nil),
 			"HeartbeatFromJobMaster":       te.HeartbeatFromJobMaster(ctx, "jm"),
 			"HeartbeatFromResourceManager": te.HeartbeatFromResourceManager(ctx, "rm"),
+			"DisconnectResourceManager":    te.DisconnectResourceManager(ctx, rmToken(9), nil),
 			"CrashTask":                    te.CrashTask(attemptID(1, 0, 0), nil),
 		} {
 			assert.ErrorIs(t, err, ErrClosed, name)
@@ -590,6 +591,7 @@ func TestKillStopsAnsweringAndCancelsTasksSilently(t *testing.T) {
 			"DisconnectJobMaster":          te.DisconnectJobMaster(ctx, jmToken(1), jobID(1), nil),
 			"HeartbeatFromJobMaster":       te.HeartbeatFromJobMaster(ctx, "jm"),
 			"HeartbeatFromResourceManager": te.HeartbeatFromResourceManager(ctx, "rm"),
+			"DisconnectResourceManager":    te.DisconnectResourceManager(ctx, rmToken(9), nil),
 			"CrashTask":                    te.CrashTask(a, nil),
 		} {
 			assert.ErrorIs(t, err, ErrKilled, name)
