@@ -163,7 +163,8 @@ type Config struct {
 	// JobMaster for a heartbeat. Option heartbeat.interval, default 10 s (0 means the default).
 	HeartbeatInterval time.Duration
 	// HeartbeatTimeout is how long a registered TaskExecutor or JobMaster may stay silent. A
-	// silent TaskExecutor is unregistered, so its slots are no longer handed out; a silent
+	// silent TaskExecutor is unregistered, so its slots are no longer handed out, and told
+	// (rpc.ResourceManagerDisconnector, when its gateway has it) in case it is still there; a silent
 	// JobMaster is disconnected: its job's requirements are cleared, and the JobMaster is told
 	// (JobMasterGateway.DisconnectResourceManager) in case it is still there. Option
 	// heartbeat.timeout, default 50 s (0 means the default); not shorter than HeartbeatInterval.
@@ -985,27 +986,53 @@ func (rm *ResourceManager) requestTaskExecutorHeartbeat(id jobgraph.ResourceID, 
 }
 
 // taskExecutorHeartbeatTimedOut unregisters a TaskExecutor silent for heartbeat.timeout: its slots
-// are no longer handed out, and the requirements they served are matched elsewhere.
-// Flink: ResourceManager.TaskManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
+// are no longer handed out, and the requirements they served are matched elsewhere; the
+// TaskExecutor is told (see dropTaskExecutor). Flink:
+// ResourceManager.TaskManagerHeartbeatListener.notifyHeartbeatTimeout. On the loop.
 func (rm *ResourceManager) taskExecutorHeartbeatTimedOut(id jobgraph.ResourceID) {
-	if _, ok := rm.taskExecutors[id]; !ok || !rm.leading {
+	reg, ok := rm.taskExecutors[id]
+	if !ok || !rm.leading {
 		return
 	}
 	cause := &heartbeat.TimeoutError{Target: "TaskExecutor " + string(id), Timeout: rm.teHeartbeats.Timeout()}
 	rm.log.Warn("TaskExecutor heartbeat timed out; unregistering it", "taskExecutor", id, "cause", cause)
-	rm.unregisterTaskExecutor(id)
+	rm.dropTaskExecutor(id, reg, cause)
 }
 
 // taskExecutorUnreachable unregisters a TaskExecutor whose last heartbeat.rpc-failure-threshold
-// heartbeat requests failed as unreachable, as a timeout does. Flink:
+// heartbeat requests failed as unreachable, as a timeout does, and tells it. Flink:
 // ResourceManager.TaskManagerHeartbeatListener.notifyTargetUnreachable. On the loop.
 func (rm *ResourceManager) taskExecutorUnreachable(id jobgraph.ResourceID, last error) {
-	if _, ok := rm.taskExecutors[id]; !ok || !rm.leading {
+	reg, ok := rm.taskExecutors[id]
+	if !ok || !rm.leading {
 		return
 	}
 	cause := &heartbeat.UnreachableError{Target: "TaskExecutor " + string(id), Failures: rm.teHeartbeats.RPCFailureThreshold(), LastFailure: last.Error()}
 	rm.log.Warn("TaskExecutor unreachable; unregistering it", "taskExecutor", id, "cause", cause)
+	rm.dropTaskExecutor(id, reg, cause)
+}
+
+// dropTaskExecutor unregisters the TaskExecutor id (reg) the heartbeats lost and, when its
+// gateway implements rpc.ResourceManagerDisconnector, tells it with cause under the current
+// ResourceManagerID, off the loop and best-effort (a failure is logged at debug), so one still
+// running registers again at once instead of after its own heartbeat.timeout. A gateway without
+// it is not told. Flink: ResourceManager.closeTaskManagerConnection, which calls
+// TaskExecutorGateway.disconnectResourceManager. On the loop.
+func (rm *ResourceManager) dropTaskExecutor(id jobgraph.ResourceID, reg *taskExecutorRegistration, cause error) {
 	rm.unregisterTaskExecutor(id)
+	d, ok := reg.gateway.(rpc.ResourceManagerDisconnector)
+	if !ok {
+		return
+	}
+	rmID, info := rm.id, rpc.Failure(cause)
+	rm.spawn(func() {
+		ctx, cancel := rm.requestContext()
+		err := d.DisconnectResourceManager(ctx, rmID, info)
+		cancel()
+		if err != nil && rm.ctx.Err() == nil {
+			rm.log.Debug("telling a lost TaskExecutor failed", "taskExecutor", id, "err", err)
+		}
+	})
 }
 
 // requestJobMasterHeartbeat asks a registered JobMaster for a heartbeat, off the loop,
