@@ -21,6 +21,14 @@
 // returned (a waiting call right after one sees its effect). A gateway that does not implement
 // it (a transport's client proxy) passes them: each logs (t.Log) that it was not applicable.
 //
+// The case ResourceManagerDisconnector/… checks a gateway that also implements the optional
+// rpc.ResourceManagerDisconnector (the in-process TaskExecutor, and transport/grpc's proxy of
+// one): a disconnect carrying another ResourceManagerID than the registration's is refused with
+// rpc.ErrFencingTokenMismatch and the TaskExecutor does not register again; the current
+// ResourceManager's makes it register again, once, with its slots as they are (the slot it holds
+// listed under its allocation), and its slot requests are still taken. A gateway without it
+// passes, logging that it was not applicable.
+//
 // Run it from the implementation's tests:
 //
 //	func TestConformance(t *testing.T) {
@@ -160,6 +168,8 @@ var cases = []struct {
 	{"TaskExecutorNotifier/FreeSlotFreesAsFreeSlot", notifierFreeSlot},
 	{"TaskExecutorNotifier/FreeSlotCancelsTheRunningTask", notifierFreeRunningSlot},
 	{"TaskExecutorNotifier/DisconnectJobMasterFencedAsDisconnectJobMaster", notifierDisconnectJobMaster},
+	// Only for a gateway that implements rpc.ResourceManagerDisconnector; see disconnect.go.
+	{"ResourceManagerDisconnector/StaleRefusedCurrentRegistersAgain", disconnectorRegistersAgain},
 }
 
 const (
