@@ -32,6 +32,14 @@
 // metadata ("jobgraph-endpoint"). Empty lists and maps arrive as nil. The generated code is
 // committed (internal/pb); gen.sh regenerates it with pinned generator versions.
 //
+// Of the optional interfaces a gateway may implement, the TaskExecutor stub implements
+// rpc.ResourceManagerDisconnector (its own rpc, DisconnectResourceManager on the TaskExecutor
+// service), so a remote TaskExecutor hears the ResourceManager drop it; the serving side hands
+// the call to the TaskExecutor when its gateway implements it and answers codes.Unimplemented
+// (an error, neither fencing nor unreachable) when it does not. The one-way notifiers
+// (rpc.TaskExecutionStateNotifier, rpc.ResourceManagerNotifier, rpc.TaskExecutorNotifier) are
+// not implemented: their callers wait for the gateway method instead.
+//
 // # Fencing, deadlines and errors
 //
 // Fencing tokens travel in every fenced call and the serving side hands them to the endpoint

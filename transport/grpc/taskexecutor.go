@@ -18,7 +18,10 @@ type taskExecutorClient struct {
 	pb pb.TaskExecutorClient
 }
 
-var _ rpc.TaskExecutorGateway = (*taskExecutorClient)(nil)
+var (
+	_ rpc.TaskExecutorGateway         = (*taskExecutorClient)(nil)
+	_ rpc.ResourceManagerDisconnector = (*taskExecutorClient)(nil)
+)
 
 func (c *taskExecutorClient) RequestSlot(ctx context.Context, slot rpc.SlotID, job jobgraph.JobID, allocation jobgraph.AllocationID, profile jobgraph.ResourceProfile, jobMasterAddress string, jobMaster jobgraph.JobMasterID, rm jobgraph.ResourceManagerID) error {
 	_, err := c.pb.RequestSlot(c.ctx(ctx), &pb.RequestSlotRequest{Slot: toPBSlotID(slot), JobId: b16(job), AllocationId: b16(allocation),
@@ -148,6 +151,17 @@ func (c *taskExecutorClient) SendOperatorEventToTask(ctx context.Context, token 
 	_, err := c.pb.SendOperatorEventToTask(c.ctx(ctx), &pb.OperatorEventRequest{Token: b16(token), Attempt: toPBAttempt(attempt), Event: event})
 	if err != nil {
 		return c.err(ctx, "SendOperatorEventToTask", err)
+	}
+	return nil
+}
+
+// DisconnectResourceManager carries the ResourceManager's disconnect (rpc.ResourceManagerDisconnector)
+// to the TaskExecutor. A TaskExecutor whose gateway does not implement it answers
+// codes.Unimplemented, which comes back as an error (the ResourceManager only logs it).
+func (c *taskExecutorClient) DisconnectResourceManager(ctx context.Context, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error {
+	_, err := c.pb.DisconnectResourceManager(c.ctx(ctx), &pb.TEDisconnectResourceManagerRequest{ResourceManagerId: b16(rm), Cause: toPBErrorInfo(cause)})
+	if err != nil {
+		return c.err(ctx, "DisconnectResourceManager", err)
 	}
 	return nil
 }
@@ -349,4 +363,23 @@ func (x taskExecutorServer) SendOperatorEventToTask(ctx context.Context, req *pb
 		return nil, d.status()
 	}
 	return answer(gw.SendOperatorEventToTask(ctx, token, attempt, req.GetEvent()))
+}
+
+// DisconnectResourceManager forwards the disconnect to the TaskExecutor when its gateway
+// implements rpc.ResourceManagerDisconnector, and answers codes.Unimplemented otherwise.
+func (x taskExecutorServer) DisconnectResourceManager(ctx context.Context, req *pb.TEDisconnectResourceManagerRequest) (*pb.Empty, error) {
+	gw, err := x.gw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := gw.(rpc.ResourceManagerDisconnector)
+	if !ok {
+		return x.UnimplementedTaskExecutorServer.DisconnectResourceManager(ctx, req)
+	}
+	var dc dec
+	rm := id16[jobgraph.ResourceManagerID](&dc, "resourceManagerId", req.GetResourceManagerId())
+	if dc.err != nil {
+		return nil, dc.status()
+	}
+	return answer(d.DisconnectResourceManager(ctx, rm, fromPBErrorInfo(req.GetCause())))
 }

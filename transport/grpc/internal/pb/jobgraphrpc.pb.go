@@ -3776,6 +3776,60 @@ func (x *CheckpointNotificationRequest) GetTimestampUnixNanos() int64 {
 	return 0
 }
 
+// TEDisconnectResourceManagerRequest is rpc.ResourceManagerDisconnector's call: the
+// ResourceManager of resource_manager_id dropped the TaskExecutor.
+type TEDisconnectResourceManagerRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	ResourceManagerId []byte                 `protobuf:"bytes,1,opt,name=resource_manager_id,json=resourceManagerId,proto3" json:"resource_manager_id,omitempty"`
+	Cause             *ErrorInfo             `protobuf:"bytes,2,opt,name=cause,proto3" json:"cause,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *TEDisconnectResourceManagerRequest) Reset() {
+	*x = TEDisconnectResourceManagerRequest{}
+	mi := &file_jobgraphrpc_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TEDisconnectResourceManagerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TEDisconnectResourceManagerRequest) ProtoMessage() {}
+
+func (x *TEDisconnectResourceManagerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobgraphrpc_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TEDisconnectResourceManagerRequest.ProtoReflect.Descriptor instead.
+func (*TEDisconnectResourceManagerRequest) Descriptor() ([]byte, []int) {
+	return file_jobgraphrpc_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *TEDisconnectResourceManagerRequest) GetResourceManagerId() []byte {
+	if x != nil {
+		return x.ResourceManagerId
+	}
+	return nil
+}
+
+func (x *TEDisconnectResourceManagerRequest) GetCause() *ErrorInfo {
+	if x != nil {
+		return x.Cause
+	}
+	return nil
+}
+
 var File_jobgraphrpc_proto protoreflect.FileDescriptor
 
 const file_jobgraphrpc_proto_rawDesc = "" +
@@ -4039,7 +4093,10 @@ const file_jobgraphrpc_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\fR\x05token\x12=\n" +
 	"\aattempt\x18\x02 \x01(\v2#.jobgraph.rpc.v1.ExecutionAttemptIDR\aattempt\x12#\n" +
 	"\rcheckpoint_id\x18\x03 \x01(\x03R\fcheckpointId\x120\n" +
-	"\x14timestamp_unix_nanos\x18\x04 \x01(\x03R\x12timestampUnixNanos2X\n" +
+	"\x14timestamp_unix_nanos\x18\x04 \x01(\x03R\x12timestampUnixNanos\"\x86\x01\n" +
+	"\"TEDisconnectResourceManagerRequest\x12.\n" +
+	"\x13resource_manager_id\x18\x01 \x01(\fR\x11resourceManagerId\x120\n" +
+	"\x05cause\x18\x02 \x01(\v2\x1a.jobgraph.rpc.v1.ErrorInfoR\x05cause2X\n" +
 	"\bEndpoint\x12L\n" +
 	"\bDescribe\x12 .jobgraph.rpc.v1.DescribeRequest\x1a\x1e.jobgraph.rpc.v1.DescribeReply2\x83\x05\n" +
 	"\n" +
@@ -4074,7 +4131,7 @@ const file_jobgraphrpc_proto_rawDesc = "" +
 	"\x18DeclareRequiredResources\x120.jobgraph.rpc.v1.DeclareRequiredResourcesRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12\\\n" +
 	"\x13DisconnectJobMaster\x12-.jobgraph.rpc.v1.RMDisconnectJobMasterRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12h\n" +
 	"\x19HeartbeatFromTaskExecutor\x123.jobgraph.rpc.v1.RMHeartbeatFromTaskExecutorRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12b\n" +
-	"\x16HeartbeatFromJobMaster\x120.jobgraph.rpc.v1.RMHeartbeatFromJobMasterRequest\x1a\x16.jobgraph.rpc.v1.Empty2\xfb\b\n" +
+	"\x16HeartbeatFromJobMaster\x120.jobgraph.rpc.v1.RMHeartbeatFromJobMasterRequest\x1a\x16.jobgraph.rpc.v1.Empty2\xe5\t\n" +
 	"\fTaskExecutor\x12J\n" +
 	"\vRequestSlot\x12#.jobgraph.rpc.v1.RequestSlotRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12H\n" +
 	"\n" +
@@ -4090,7 +4147,8 @@ const file_jobgraphrpc_proto_rawDesc = "" +
 	"\x11TriggerCheckpoint\x12).jobgraph.rpc.v1.TriggerCheckpointRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12[\n" +
 	"\x11ConfirmCheckpoint\x12..jobgraph.rpc.v1.CheckpointNotificationRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12Y\n" +
 	"\x0fAbortCheckpoint\x12..jobgraph.rpc.v1.CheckpointNotificationRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12X\n" +
-	"\x17SendOperatorEventToTask\x12%.jobgraph.rpc.v1.OperatorEventRequest\x1a\x16.jobgraph.rpc.v1.EmptyB9Z7github.com/jobgraph/jobgraph/transport/grpc/internal/pbb\x06proto3"
+	"\x17SendOperatorEventToTask\x12%.jobgraph.rpc.v1.OperatorEventRequest\x1a\x16.jobgraph.rpc.v1.Empty\x12h\n" +
+	"\x19DisconnectResourceManager\x123.jobgraph.rpc.v1.TEDisconnectResourceManagerRequest\x1a\x16.jobgraph.rpc.v1.EmptyB9Z7github.com/jobgraph/jobgraph/transport/grpc/internal/pbb\x06proto3"
 
 var (
 	file_jobgraphrpc_proto_rawDescOnce sync.Once
@@ -4104,7 +4162,7 @@ func file_jobgraphrpc_proto_rawDescGZIP() []byte {
 	return file_jobgraphrpc_proto_rawDescData
 }
 
-var file_jobgraphrpc_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_jobgraphrpc_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_jobgraphrpc_proto_goTypes = []any{
 	(*Empty)(nil),                               // 0: jobgraph.rpc.v1.Empty
 	(*BoolReply)(nil),                           // 1: jobgraph.rpc.v1.BoolReply
@@ -4172,8 +4230,9 @@ var file_jobgraphrpc_proto_goTypes = []any{
 	(*HeartbeatFromJobMasterRequest)(nil),       // 63: jobgraph.rpc.v1.HeartbeatFromJobMasterRequest
 	(*TriggerCheckpointRequest)(nil),            // 64: jobgraph.rpc.v1.TriggerCheckpointRequest
 	(*CheckpointNotificationRequest)(nil),       // 65: jobgraph.rpc.v1.CheckpointNotificationRequest
-	nil,                                         // 66: jobgraph.rpc.v1.TaskExecutionState.AccumulatorsEntry
-	nil,                                         // 67: jobgraph.rpc.v1.AccumulatorSnapshot.AccumulatorsEntry
+	(*TEDisconnectResourceManagerRequest)(nil),  // 66: jobgraph.rpc.v1.TEDisconnectResourceManagerRequest
+	nil, // 67: jobgraph.rpc.v1.TaskExecutionState.AccumulatorsEntry
+	nil, // 68: jobgraph.rpc.v1.AccumulatorSnapshot.AccumulatorsEntry
 }
 var file_jobgraphrpc_proto_depIdxs = []int32{
 	3,  // 0: jobgraph.rpc.v1.ResultPartitionID.partition:type_name -> jobgraph.rpc.v1.PartitionID
@@ -4189,9 +4248,9 @@ var file_jobgraphrpc_proto_depIdxs = []int32{
 	5,  // 10: jobgraph.rpc.v1.SerializedAccumulator.failure:type_name -> jobgraph.rpc.v1.ErrorInfo
 	2,  // 11: jobgraph.rpc.v1.TaskExecutionState.execution_attempt_id:type_name -> jobgraph.rpc.v1.ExecutionAttemptID
 	5,  // 12: jobgraph.rpc.v1.TaskExecutionState.failure:type_name -> jobgraph.rpc.v1.ErrorInfo
-	66, // 13: jobgraph.rpc.v1.TaskExecutionState.accumulators:type_name -> jobgraph.rpc.v1.TaskExecutionState.AccumulatorsEntry
+	67, // 13: jobgraph.rpc.v1.TaskExecutionState.accumulators:type_name -> jobgraph.rpc.v1.TaskExecutionState.AccumulatorsEntry
 	2,  // 14: jobgraph.rpc.v1.AccumulatorSnapshot.execution_attempt_id:type_name -> jobgraph.rpc.v1.ExecutionAttemptID
-	67, // 15: jobgraph.rpc.v1.AccumulatorSnapshot.accumulators:type_name -> jobgraph.rpc.v1.AccumulatorSnapshot.AccumulatorsEntry
+	68, // 15: jobgraph.rpc.v1.AccumulatorSnapshot.accumulators:type_name -> jobgraph.rpc.v1.AccumulatorSnapshot.AccumulatorsEntry
 	2,  // 16: jobgraph.rpc.v1.ExecutionDeploymentReport.executions:type_name -> jobgraph.rpc.v1.ExecutionAttemptID
 	14, // 17: jobgraph.rpc.v1.AllocatedSlotReport.accumulators:type_name -> jobgraph.rpc.v1.AccumulatorSnapshot
 	15, // 18: jobgraph.rpc.v1.AllocatedSlotReport.execution_deployment_report:type_name -> jobgraph.rpc.v1.ExecutionDeploymentReport
@@ -4228,97 +4287,100 @@ var file_jobgraphrpc_proto_depIdxs = []int32{
 	5,  // 49: jobgraph.rpc.v1.TEDisconnectJobMasterRequest.cause:type_name -> jobgraph.rpc.v1.ErrorInfo
 	2,  // 50: jobgraph.rpc.v1.TriggerCheckpointRequest.attempt:type_name -> jobgraph.rpc.v1.ExecutionAttemptID
 	2,  // 51: jobgraph.rpc.v1.CheckpointNotificationRequest.attempt:type_name -> jobgraph.rpc.v1.ExecutionAttemptID
-	12, // 52: jobgraph.rpc.v1.TaskExecutionState.AccumulatorsEntry.value:type_name -> jobgraph.rpc.v1.SerializedAccumulator
-	12, // 53: jobgraph.rpc.v1.AccumulatorSnapshot.AccumulatorsEntry.value:type_name -> jobgraph.rpc.v1.SerializedAccumulator
-	23, // 54: jobgraph.rpc.v1.Endpoint.Describe:input_type -> jobgraph.rpc.v1.DescribeRequest
-	25, // 55: jobgraph.rpc.v1.Dispatcher.SubmitJob:input_type -> jobgraph.rpc.v1.SubmitJobRequest
-	26, // 56: jobgraph.rpc.v1.Dispatcher.CancelJob:input_type -> jobgraph.rpc.v1.JobIDRequest
-	26, // 57: jobgraph.rpc.v1.Dispatcher.RequestJobStatus:input_type -> jobgraph.rpc.v1.JobIDRequest
-	26, // 58: jobgraph.rpc.v1.Dispatcher.RequestJobResult:input_type -> jobgraph.rpc.v1.JobIDRequest
-	0,  // 59: jobgraph.rpc.v1.Dispatcher.ListJobs:input_type -> jobgraph.rpc.v1.Empty
-	30, // 60: jobgraph.rpc.v1.Dispatcher.TriggerSavepoint:input_type -> jobgraph.rpc.v1.SavepointRequest
-	30, // 61: jobgraph.rpc.v1.Dispatcher.StopWithSavepoint:input_type -> jobgraph.rpc.v1.SavepointRequest
-	26, // 62: jobgraph.rpc.v1.Dispatcher.TriggerCheckpoint:input_type -> jobgraph.rpc.v1.JobIDRequest
-	33, // 63: jobgraph.rpc.v1.JobMaster.UpdateTaskExecutionState:input_type -> jobgraph.rpc.v1.UpdateTaskExecutionStateRequest
-	34, // 64: jobgraph.rpc.v1.JobMaster.RegisterTaskExecutor:input_type -> jobgraph.rpc.v1.JMRegisterTaskExecutorRequest
-	35, // 65: jobgraph.rpc.v1.JobMaster.OfferSlots:input_type -> jobgraph.rpc.v1.OfferSlotsRequest
-	37, // 66: jobgraph.rpc.v1.JobMaster.FailSlot:input_type -> jobgraph.rpc.v1.FailSlotRequest
-	38, // 67: jobgraph.rpc.v1.JobMaster.DisconnectTaskExecutor:input_type -> jobgraph.rpc.v1.JMDisconnectTaskExecutorRequest
-	39, // 68: jobgraph.rpc.v1.JobMaster.DisconnectResourceManager:input_type -> jobgraph.rpc.v1.DisconnectResourceManagerRequest
-	40, // 69: jobgraph.rpc.v1.JobMaster.HeartbeatFromTaskExecutor:input_type -> jobgraph.rpc.v1.JMHeartbeatFromTaskExecutorRequest
-	41, // 70: jobgraph.rpc.v1.JobMaster.HeartbeatFromResourceManager:input_type -> jobgraph.rpc.v1.HeartbeatFromResourceManagerRequest
-	42, // 71: jobgraph.rpc.v1.JobMaster.AcknowledgeCheckpoint:input_type -> jobgraph.rpc.v1.AcknowledgeCheckpointRequest
-	43, // 72: jobgraph.rpc.v1.JobMaster.DeclineCheckpoint:input_type -> jobgraph.rpc.v1.DeclineCheckpointRequest
-	44, // 73: jobgraph.rpc.v1.JobMaster.SendOperatorEventToCoordinator:input_type -> jobgraph.rpc.v1.OperatorEventRequest
-	45, // 74: jobgraph.rpc.v1.ResourceManager.RegisterTaskExecutor:input_type -> jobgraph.rpc.v1.RMRegisterTaskExecutorRequest
-	47, // 75: jobgraph.rpc.v1.ResourceManager.SendSlotReport:input_type -> jobgraph.rpc.v1.SendSlotReportRequest
-	48, // 76: jobgraph.rpc.v1.ResourceManager.NotifySlotAvailable:input_type -> jobgraph.rpc.v1.NotifySlotAvailableRequest
-	49, // 77: jobgraph.rpc.v1.ResourceManager.DisconnectTaskExecutor:input_type -> jobgraph.rpc.v1.RMDisconnectTaskExecutorRequest
-	50, // 78: jobgraph.rpc.v1.ResourceManager.RegisterJobMaster:input_type -> jobgraph.rpc.v1.RegisterJobMasterRequest
-	51, // 79: jobgraph.rpc.v1.ResourceManager.DeclareRequiredResources:input_type -> jobgraph.rpc.v1.DeclareRequiredResourcesRequest
-	52, // 80: jobgraph.rpc.v1.ResourceManager.DisconnectJobMaster:input_type -> jobgraph.rpc.v1.RMDisconnectJobMasterRequest
-	53, // 81: jobgraph.rpc.v1.ResourceManager.HeartbeatFromTaskExecutor:input_type -> jobgraph.rpc.v1.RMHeartbeatFromTaskExecutorRequest
-	54, // 82: jobgraph.rpc.v1.ResourceManager.HeartbeatFromJobMaster:input_type -> jobgraph.rpc.v1.RMHeartbeatFromJobMasterRequest
-	55, // 83: jobgraph.rpc.v1.TaskExecutor.RequestSlot:input_type -> jobgraph.rpc.v1.RequestSlotRequest
-	56, // 84: jobgraph.rpc.v1.TaskExecutor.SubmitTask:input_type -> jobgraph.rpc.v1.SubmitTaskRequest
-	57, // 85: jobgraph.rpc.v1.TaskExecutor.SubmitTasks:input_type -> jobgraph.rpc.v1.SubmitTasksRequest
-	59, // 86: jobgraph.rpc.v1.TaskExecutor.CancelTask:input_type -> jobgraph.rpc.v1.CancelTaskRequest
-	60, // 87: jobgraph.rpc.v1.TaskExecutor.FreeSlot:input_type -> jobgraph.rpc.v1.FreeSlotRequest
-	61, // 88: jobgraph.rpc.v1.TaskExecutor.ReleasePartitions:input_type -> jobgraph.rpc.v1.ReleasePartitionsRequest
-	62, // 89: jobgraph.rpc.v1.TaskExecutor.DisconnectJobMaster:input_type -> jobgraph.rpc.v1.TEDisconnectJobMasterRequest
-	63, // 90: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromJobMaster:input_type -> jobgraph.rpc.v1.HeartbeatFromJobMasterRequest
-	41, // 91: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromResourceManager:input_type -> jobgraph.rpc.v1.HeartbeatFromResourceManagerRequest
-	64, // 92: jobgraph.rpc.v1.TaskExecutor.TriggerCheckpoint:input_type -> jobgraph.rpc.v1.TriggerCheckpointRequest
-	65, // 93: jobgraph.rpc.v1.TaskExecutor.ConfirmCheckpoint:input_type -> jobgraph.rpc.v1.CheckpointNotificationRequest
-	65, // 94: jobgraph.rpc.v1.TaskExecutor.AbortCheckpoint:input_type -> jobgraph.rpc.v1.CheckpointNotificationRequest
-	44, // 95: jobgraph.rpc.v1.TaskExecutor.SendOperatorEventToTask:input_type -> jobgraph.rpc.v1.OperatorEventRequest
-	24, // 96: jobgraph.rpc.v1.Endpoint.Describe:output_type -> jobgraph.rpc.v1.DescribeReply
-	0,  // 97: jobgraph.rpc.v1.Dispatcher.SubmitJob:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 98: jobgraph.rpc.v1.Dispatcher.CancelJob:output_type -> jobgraph.rpc.v1.Empty
-	27, // 99: jobgraph.rpc.v1.Dispatcher.RequestJobStatus:output_type -> jobgraph.rpc.v1.JobStatusReply
-	28, // 100: jobgraph.rpc.v1.Dispatcher.RequestJobResult:output_type -> jobgraph.rpc.v1.JobResultReply
-	29, // 101: jobgraph.rpc.v1.Dispatcher.ListJobs:output_type -> jobgraph.rpc.v1.ListJobsReply
-	31, // 102: jobgraph.rpc.v1.Dispatcher.TriggerSavepoint:output_type -> jobgraph.rpc.v1.PathReply
-	31, // 103: jobgraph.rpc.v1.Dispatcher.StopWithSavepoint:output_type -> jobgraph.rpc.v1.PathReply
-	32, // 104: jobgraph.rpc.v1.Dispatcher.TriggerCheckpoint:output_type -> jobgraph.rpc.v1.CheckpointIDReply
-	1,  // 105: jobgraph.rpc.v1.JobMaster.UpdateTaskExecutionState:output_type -> jobgraph.rpc.v1.BoolReply
-	0,  // 106: jobgraph.rpc.v1.JobMaster.RegisterTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
-	36, // 107: jobgraph.rpc.v1.JobMaster.OfferSlots:output_type -> jobgraph.rpc.v1.OfferSlotsReply
-	0,  // 108: jobgraph.rpc.v1.JobMaster.FailSlot:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 109: jobgraph.rpc.v1.JobMaster.DisconnectTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 110: jobgraph.rpc.v1.JobMaster.DisconnectResourceManager:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 111: jobgraph.rpc.v1.JobMaster.HeartbeatFromTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 112: jobgraph.rpc.v1.JobMaster.HeartbeatFromResourceManager:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 113: jobgraph.rpc.v1.JobMaster.AcknowledgeCheckpoint:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 114: jobgraph.rpc.v1.JobMaster.DeclineCheckpoint:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 115: jobgraph.rpc.v1.JobMaster.SendOperatorEventToCoordinator:output_type -> jobgraph.rpc.v1.Empty
-	46, // 116: jobgraph.rpc.v1.ResourceManager.RegisterTaskExecutor:output_type -> jobgraph.rpc.v1.ResourceManagerIDReply
-	0,  // 117: jobgraph.rpc.v1.ResourceManager.SendSlotReport:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 118: jobgraph.rpc.v1.ResourceManager.NotifySlotAvailable:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 119: jobgraph.rpc.v1.ResourceManager.DisconnectTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
-	46, // 120: jobgraph.rpc.v1.ResourceManager.RegisterJobMaster:output_type -> jobgraph.rpc.v1.ResourceManagerIDReply
-	0,  // 121: jobgraph.rpc.v1.ResourceManager.DeclareRequiredResources:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 122: jobgraph.rpc.v1.ResourceManager.DisconnectJobMaster:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 123: jobgraph.rpc.v1.ResourceManager.HeartbeatFromTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 124: jobgraph.rpc.v1.ResourceManager.HeartbeatFromJobMaster:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 125: jobgraph.rpc.v1.TaskExecutor.RequestSlot:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 126: jobgraph.rpc.v1.TaskExecutor.SubmitTask:output_type -> jobgraph.rpc.v1.Empty
-	58, // 127: jobgraph.rpc.v1.TaskExecutor.SubmitTasks:output_type -> jobgraph.rpc.v1.SubmitTasksReply
-	0,  // 128: jobgraph.rpc.v1.TaskExecutor.CancelTask:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 129: jobgraph.rpc.v1.TaskExecutor.FreeSlot:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 130: jobgraph.rpc.v1.TaskExecutor.ReleasePartitions:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 131: jobgraph.rpc.v1.TaskExecutor.DisconnectJobMaster:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 132: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromJobMaster:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 133: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromResourceManager:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 134: jobgraph.rpc.v1.TaskExecutor.TriggerCheckpoint:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 135: jobgraph.rpc.v1.TaskExecutor.ConfirmCheckpoint:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 136: jobgraph.rpc.v1.TaskExecutor.AbortCheckpoint:output_type -> jobgraph.rpc.v1.Empty
-	0,  // 137: jobgraph.rpc.v1.TaskExecutor.SendOperatorEventToTask:output_type -> jobgraph.rpc.v1.Empty
-	96, // [96:138] is the sub-list for method output_type
-	54, // [54:96] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	5,  // 52: jobgraph.rpc.v1.TEDisconnectResourceManagerRequest.cause:type_name -> jobgraph.rpc.v1.ErrorInfo
+	12, // 53: jobgraph.rpc.v1.TaskExecutionState.AccumulatorsEntry.value:type_name -> jobgraph.rpc.v1.SerializedAccumulator
+	12, // 54: jobgraph.rpc.v1.AccumulatorSnapshot.AccumulatorsEntry.value:type_name -> jobgraph.rpc.v1.SerializedAccumulator
+	23, // 55: jobgraph.rpc.v1.Endpoint.Describe:input_type -> jobgraph.rpc.v1.DescribeRequest
+	25, // 56: jobgraph.rpc.v1.Dispatcher.SubmitJob:input_type -> jobgraph.rpc.v1.SubmitJobRequest
+	26, // 57: jobgraph.rpc.v1.Dispatcher.CancelJob:input_type -> jobgraph.rpc.v1.JobIDRequest
+	26, // 58: jobgraph.rpc.v1.Dispatcher.RequestJobStatus:input_type -> jobgraph.rpc.v1.JobIDRequest
+	26, // 59: jobgraph.rpc.v1.Dispatcher.RequestJobResult:input_type -> jobgraph.rpc.v1.JobIDRequest
+	0,  // 60: jobgraph.rpc.v1.Dispatcher.ListJobs:input_type -> jobgraph.rpc.v1.Empty
+	30, // 61: jobgraph.rpc.v1.Dispatcher.TriggerSavepoint:input_type -> jobgraph.rpc.v1.SavepointRequest
+	30, // 62: jobgraph.rpc.v1.Dispatcher.StopWithSavepoint:input_type -> jobgraph.rpc.v1.SavepointRequest
+	26, // 63: jobgraph.rpc.v1.Dispatcher.TriggerCheckpoint:input_type -> jobgraph.rpc.v1.JobIDRequest
+	33, // 64: jobgraph.rpc.v1.JobMaster.UpdateTaskExecutionState:input_type -> jobgraph.rpc.v1.UpdateTaskExecutionStateRequest
+	34, // 65: jobgraph.rpc.v1.JobMaster.RegisterTaskExecutor:input_type -> jobgraph.rpc.v1.JMRegisterTaskExecutorRequest
+	35, // 66: jobgraph.rpc.v1.JobMaster.OfferSlots:input_type -> jobgraph.rpc.v1.OfferSlotsRequest
+	37, // 67: jobgraph.rpc.v1.JobMaster.FailSlot:input_type -> jobgraph.rpc.v1.FailSlotRequest
+	38, // 68: jobgraph.rpc.v1.JobMaster.DisconnectTaskExecutor:input_type -> jobgraph.rpc.v1.JMDisconnectTaskExecutorRequest
+	39, // 69: jobgraph.rpc.v1.JobMaster.DisconnectResourceManager:input_type -> jobgraph.rpc.v1.DisconnectResourceManagerRequest
+	40, // 70: jobgraph.rpc.v1.JobMaster.HeartbeatFromTaskExecutor:input_type -> jobgraph.rpc.v1.JMHeartbeatFromTaskExecutorRequest
+	41, // 71: jobgraph.rpc.v1.JobMaster.HeartbeatFromResourceManager:input_type -> jobgraph.rpc.v1.HeartbeatFromResourceManagerRequest
+	42, // 72: jobgraph.rpc.v1.JobMaster.AcknowledgeCheckpoint:input_type -> jobgraph.rpc.v1.AcknowledgeCheckpointRequest
+	43, // 73: jobgraph.rpc.v1.JobMaster.DeclineCheckpoint:input_type -> jobgraph.rpc.v1.DeclineCheckpointRequest
+	44, // 74: jobgraph.rpc.v1.JobMaster.SendOperatorEventToCoordinator:input_type -> jobgraph.rpc.v1.OperatorEventRequest
+	45, // 75: jobgraph.rpc.v1.ResourceManager.RegisterTaskExecutor:input_type -> jobgraph.rpc.v1.RMRegisterTaskExecutorRequest
+	47, // 76: jobgraph.rpc.v1.ResourceManager.SendSlotReport:input_type -> jobgraph.rpc.v1.SendSlotReportRequest
+	48, // 77: jobgraph.rpc.v1.ResourceManager.NotifySlotAvailable:input_type -> jobgraph.rpc.v1.NotifySlotAvailableRequest
+	49, // 78: jobgraph.rpc.v1.ResourceManager.DisconnectTaskExecutor:input_type -> jobgraph.rpc.v1.RMDisconnectTaskExecutorRequest
+	50, // 79: jobgraph.rpc.v1.ResourceManager.RegisterJobMaster:input_type -> jobgraph.rpc.v1.RegisterJobMasterRequest
+	51, // 80: jobgraph.rpc.v1.ResourceManager.DeclareRequiredResources:input_type -> jobgraph.rpc.v1.DeclareRequiredResourcesRequest
+	52, // 81: jobgraph.rpc.v1.ResourceManager.DisconnectJobMaster:input_type -> jobgraph.rpc.v1.RMDisconnectJobMasterRequest
+	53, // 82: jobgraph.rpc.v1.ResourceManager.HeartbeatFromTaskExecutor:input_type -> jobgraph.rpc.v1.RMHeartbeatFromTaskExecutorRequest
+	54, // 83: jobgraph.rpc.v1.ResourceManager.HeartbeatFromJobMaster:input_type -> jobgraph.rpc.v1.RMHeartbeatFromJobMasterRequest
+	55, // 84: jobgraph.rpc.v1.TaskExecutor.RequestSlot:input_type -> jobgraph.rpc.v1.RequestSlotRequest
+	56, // 85: jobgraph.rpc.v1.TaskExecutor.SubmitTask:input_type -> jobgraph.rpc.v1.SubmitTaskRequest
+	57, // 86: jobgraph.rpc.v1.TaskExecutor.SubmitTasks:input_type -> jobgraph.rpc.v1.SubmitTasksRequest
+	59, // 87: jobgraph.rpc.v1.TaskExecutor.CancelTask:input_type -> jobgraph.rpc.v1.CancelTaskRequest
+	60, // 88: jobgraph.rpc.v1.TaskExecutor.FreeSlot:input_type -> jobgraph.rpc.v1.FreeSlotRequest
+	61, // 89: jobgraph.rpc.v1.TaskExecutor.ReleasePartitions:input_type -> jobgraph.rpc.v1.ReleasePartitionsRequest
+	62, // 90: jobgraph.rpc.v1.TaskExecutor.DisconnectJobMaster:input_type -> jobgraph.rpc.v1.TEDisconnectJobMasterRequest
+	63, // 91: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromJobMaster:input_type -> jobgraph.rpc.v1.HeartbeatFromJobMasterRequest
+	41, // 92: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromResourceManager:input_type -> jobgraph.rpc.v1.HeartbeatFromResourceManagerRequest
+	64, // 93: jobgraph.rpc.v1.TaskExecutor.TriggerCheckpoint:input_type -> jobgraph.rpc.v1.TriggerCheckpointRequest
+	65, // 94: jobgraph.rpc.v1.TaskExecutor.ConfirmCheckpoint:input_type -> jobgraph.rpc.v1.CheckpointNotificationRequest
+	65, // 95: jobgraph.rpc.v1.TaskExecutor.AbortCheckpoint:input_type -> jobgraph.rpc.v1.CheckpointNotificationRequest
+	44, // 96: jobgraph.rpc.v1.TaskExecutor.SendOperatorEventToTask:input_type -> jobgraph.rpc.v1.OperatorEventRequest
+	66, // 97: jobgraph.rpc.v1.TaskExecutor.DisconnectResourceManager:input_type -> jobgraph.rpc.v1.TEDisconnectResourceManagerRequest
+	24, // 98: jobgraph.rpc.v1.Endpoint.Describe:output_type -> jobgraph.rpc.v1.DescribeReply
+	0,  // 99: jobgraph.rpc.v1.Dispatcher.SubmitJob:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 100: jobgraph.rpc.v1.Dispatcher.CancelJob:output_type -> jobgraph.rpc.v1.Empty
+	27, // 101: jobgraph.rpc.v1.Dispatcher.RequestJobStatus:output_type -> jobgraph.rpc.v1.JobStatusReply
+	28, // 102: jobgraph.rpc.v1.Dispatcher.RequestJobResult:output_type -> jobgraph.rpc.v1.JobResultReply
+	29, // 103: jobgraph.rpc.v1.Dispatcher.ListJobs:output_type -> jobgraph.rpc.v1.ListJobsReply
+	31, // 104: jobgraph.rpc.v1.Dispatcher.TriggerSavepoint:output_type -> jobgraph.rpc.v1.PathReply
+	31, // 105: jobgraph.rpc.v1.Dispatcher.StopWithSavepoint:output_type -> jobgraph.rpc.v1.PathReply
+	32, // 106: jobgraph.rpc.v1.Dispatcher.TriggerCheckpoint:output_type -> jobgraph.rpc.v1.CheckpointIDReply
+	1,  // 107: jobgraph.rpc.v1.JobMaster.UpdateTaskExecutionState:output_type -> jobgraph.rpc.v1.BoolReply
+	0,  // 108: jobgraph.rpc.v1.JobMaster.RegisterTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
+	36, // 109: jobgraph.rpc.v1.JobMaster.OfferSlots:output_type -> jobgraph.rpc.v1.OfferSlotsReply
+	0,  // 110: jobgraph.rpc.v1.JobMaster.FailSlot:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 111: jobgraph.rpc.v1.JobMaster.DisconnectTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 112: jobgraph.rpc.v1.JobMaster.DisconnectResourceManager:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 113: jobgraph.rpc.v1.JobMaster.HeartbeatFromTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 114: jobgraph.rpc.v1.JobMaster.HeartbeatFromResourceManager:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 115: jobgraph.rpc.v1.JobMaster.AcknowledgeCheckpoint:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 116: jobgraph.rpc.v1.JobMaster.DeclineCheckpoint:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 117: jobgraph.rpc.v1.JobMaster.SendOperatorEventToCoordinator:output_type -> jobgraph.rpc.v1.Empty
+	46, // 118: jobgraph.rpc.v1.ResourceManager.RegisterTaskExecutor:output_type -> jobgraph.rpc.v1.ResourceManagerIDReply
+	0,  // 119: jobgraph.rpc.v1.ResourceManager.SendSlotReport:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 120: jobgraph.rpc.v1.ResourceManager.NotifySlotAvailable:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 121: jobgraph.rpc.v1.ResourceManager.DisconnectTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
+	46, // 122: jobgraph.rpc.v1.ResourceManager.RegisterJobMaster:output_type -> jobgraph.rpc.v1.ResourceManagerIDReply
+	0,  // 123: jobgraph.rpc.v1.ResourceManager.DeclareRequiredResources:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 124: jobgraph.rpc.v1.ResourceManager.DisconnectJobMaster:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 125: jobgraph.rpc.v1.ResourceManager.HeartbeatFromTaskExecutor:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 126: jobgraph.rpc.v1.ResourceManager.HeartbeatFromJobMaster:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 127: jobgraph.rpc.v1.TaskExecutor.RequestSlot:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 128: jobgraph.rpc.v1.TaskExecutor.SubmitTask:output_type -> jobgraph.rpc.v1.Empty
+	58, // 129: jobgraph.rpc.v1.TaskExecutor.SubmitTasks:output_type -> jobgraph.rpc.v1.SubmitTasksReply
+	0,  // 130: jobgraph.rpc.v1.TaskExecutor.CancelTask:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 131: jobgraph.rpc.v1.TaskExecutor.FreeSlot:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 132: jobgraph.rpc.v1.TaskExecutor.ReleasePartitions:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 133: jobgraph.rpc.v1.TaskExecutor.DisconnectJobMaster:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 134: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromJobMaster:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 135: jobgraph.rpc.v1.TaskExecutor.HeartbeatFromResourceManager:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 136: jobgraph.rpc.v1.TaskExecutor.TriggerCheckpoint:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 137: jobgraph.rpc.v1.TaskExecutor.ConfirmCheckpoint:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 138: jobgraph.rpc.v1.TaskExecutor.AbortCheckpoint:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 139: jobgraph.rpc.v1.TaskExecutor.SendOperatorEventToTask:output_type -> jobgraph.rpc.v1.Empty
+	0,  // 140: jobgraph.rpc.v1.TaskExecutor.DisconnectResourceManager:output_type -> jobgraph.rpc.v1.Empty
+	98, // [98:141] is the sub-list for method output_type
+	55, // [55:98] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_jobgraphrpc_proto_init() }
@@ -4332,7 +4394,7 @@ func file_jobgraphrpc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobgraphrpc_proto_rawDesc), len(file_jobgraphrpc_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   68,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -1395,6 +1395,7 @@ const (
 	TaskExecutor_ConfirmCheckpoint_FullMethodName            = "/jobgraph.rpc.v1.TaskExecutor/ConfirmCheckpoint"
 	TaskExecutor_AbortCheckpoint_FullMethodName              = "/jobgraph.rpc.v1.TaskExecutor/AbortCheckpoint"
 	TaskExecutor_SendOperatorEventToTask_FullMethodName      = "/jobgraph.rpc.v1.TaskExecutor/SendOperatorEventToTask"
+	TaskExecutor_DisconnectResourceManager_FullMethodName    = "/jobgraph.rpc.v1.TaskExecutor/DisconnectResourceManager"
 )
 
 // TaskExecutorClient is the client API for TaskExecutor service.
@@ -1414,6 +1415,7 @@ type TaskExecutorClient interface {
 	ConfirmCheckpoint(ctx context.Context, in *CheckpointNotificationRequest, opts ...grpc.CallOption) (*Empty, error)
 	AbortCheckpoint(ctx context.Context, in *CheckpointNotificationRequest, opts ...grpc.CallOption) (*Empty, error)
 	SendOperatorEventToTask(ctx context.Context, in *OperatorEventRequest, opts ...grpc.CallOption) (*Empty, error)
+	DisconnectResourceManager(ctx context.Context, in *TEDisconnectResourceManagerRequest, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type taskExecutorClient struct {
@@ -1554,6 +1556,16 @@ func (c *taskExecutorClient) SendOperatorEventToTask(ctx context.Context, in *Op
 	return out, nil
 }
 
+func (c *taskExecutorClient) DisconnectResourceManager(ctx context.Context, in *TEDisconnectResourceManagerRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, TaskExecutor_DisconnectResourceManager_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskExecutorServer is the server API for TaskExecutor service.
 // All implementations must embed UnimplementedTaskExecutorServer
 // for forward compatibility.
@@ -1571,6 +1583,7 @@ type TaskExecutorServer interface {
 	ConfirmCheckpoint(context.Context, *CheckpointNotificationRequest) (*Empty, error)
 	AbortCheckpoint(context.Context, *CheckpointNotificationRequest) (*Empty, error)
 	SendOperatorEventToTask(context.Context, *OperatorEventRequest) (*Empty, error)
+	DisconnectResourceManager(context.Context, *TEDisconnectResourceManagerRequest) (*Empty, error)
 	mustEmbedUnimplementedTaskExecutorServer()
 }
 
@@ -1619,6 +1632,9 @@ func (UnimplementedTaskExecutorServer) AbortCheckpoint(context.Context, *Checkpo
 }
 func (UnimplementedTaskExecutorServer) SendOperatorEventToTask(context.Context, *OperatorEventRequest) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SendOperatorEventToTask not implemented")
+}
+func (UnimplementedTaskExecutorServer) DisconnectResourceManager(context.Context, *TEDisconnectResourceManagerRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DisconnectResourceManager not implemented")
 }
 func (UnimplementedTaskExecutorServer) mustEmbedUnimplementedTaskExecutorServer() {}
 func (UnimplementedTaskExecutorServer) testEmbeddedByValue()                      {}
@@ -1875,6 +1891,24 @@ func _TaskExecutor_SendOperatorEventToTask_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskExecutor_DisconnectResourceManager_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TEDisconnectResourceManagerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskExecutorServer).DisconnectResourceManager(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskExecutor_DisconnectResourceManager_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskExecutorServer).DisconnectResourceManager(ctx, req.(*TEDisconnectResourceManagerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TaskExecutor_ServiceDesc is the grpc.ServiceDesc for TaskExecutor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1933,6 +1967,10 @@ var TaskExecutor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SendOperatorEventToTask",
 			Handler:    _TaskExecutor_SendOperatorEventToTask_Handler,
+		},
+		{
+			MethodName: "DisconnectResourceManager",
+			Handler:    _TaskExecutor_DisconnectResourceManager_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
