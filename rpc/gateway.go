@@ -284,10 +284,12 @@ type TaskExecutorNotifier interface {
 // be told that the ResourceManager dropped it; the in-process taskexecutor.TaskExecutor does, and
 // so does transport/grpc's client proxy, whose server forwards the call to a TaskExecutor that
 // implements it. The ResourceManager calls it, best-effort, once it has unregistered a
-// TaskExecutor whose heartbeat timed out (cause a *HeartbeatTimeoutError) or whose heartbeat
-// requests found it unreachable heartbeat.rpc-failure-threshold times in a row (an
-// *HeartbeatTargetUnreachableError): off its main loop, on a goroutine of its own, bounded by
-// its request timeout; an error is only logged. It does not call it when it loses leadership
+// TaskExecutor whose heartbeat timed out (cause: the *HeartbeatTimeoutError, as an ErrorInfo
+// whose Err matches ErrHeartbeatTimeout) or whose heartbeat requests found it unreachable
+// heartbeat.rpc-failure-threshold times in a row (the *HeartbeatTargetUnreachableError,
+// matching ErrHeartbeatTargetUnreachable): off its main loop, on a goroutine of its own,
+// bounded by its request timeout (none over the LocalService); an error is only logged, at
+// debug. It does not call it when it loses leadership
 // or stops (neither does Flink's clearStateInternal): the TaskExecutors learn that from their
 // leader retrieval. A gateway without it is not told, and its TaskExecutor finds out by its own
 // heartbeat timeout for the ResourceManager (no heartbeat request for heartbeat.timeout), then
@@ -298,7 +300,8 @@ type TaskExecutorNotifier interface {
 // answered with, the TaskExecutor registers with that ResourceManager again at once (with its
 // full slot report, so the slots it holds are known again) and returns nil; otherwise (an
 // earlier ResourceManager's disconnect, or none registered: a registration under way) it changes
-// nothing and fails with ErrFencingTokenMismatch. cause says why; it may be nil. Errors also:
+// nothing and fails with ErrFencingTokenMismatch (a *FencingError). cause says why; it may be
+// nil. Errors also:
 // ctx's, the TaskExecutor's closed or killed error (unreachable). Safe on any goroutine; it
 // returns once the TaskExecutor has taken the disconnect, not when the registration completed.
 // The conformance suite taskexecutor/tetest checks an implementation (its
