@@ -293,7 +293,8 @@ type TaskExecutorNotifier interface {
 // or stops (neither does Flink's clearStateInternal): the TaskExecutors learn that from their
 // leader retrieval. A gateway without it is not told, and its TaskExecutor finds out by its own
 // heartbeat timeout for the ResourceManager (no heartbeat request for heartbeat.timeout), then
-// registers again, heartbeat.timeout after the ResourceManager dropped it.
+// registers again: up to heartbeat.timeout after the ResourceManager dropped it (its timeout
+// counts from the last request it got, which may be just before the drop).
 //
 // DisconnectResourceManager is fenced by rm, the ResourceManagerID of the ResourceManager that
 // dropped the TaskExecutor: when it is the one the TaskExecutor's current registration was
@@ -302,7 +303,8 @@ type TaskExecutorNotifier interface {
 // earlier ResourceManager's disconnect, or none registered: a registration under way) it changes
 // nothing and fails with ErrFencingTokenMismatch (a *FencingError). cause says why; it may be
 // nil. Errors also:
-// ctx's, the TaskExecutor's closed or killed error (unreachable). Safe on any goroutine; it
+// ctx's (the disconnect may have been taken all the same: the TaskExecutor may register again),
+// the TaskExecutor's closed or killed error (unreachable). Safe on any goroutine; it
 // returns once the TaskExecutor has taken the disconnect, not when the registration completed.
 // The conformance suite taskexecutor/tetest checks an implementation (its
 // ResourceManagerDisconnector/… case). Flink: TaskExecutorGateway.disconnectResourceManager,

@@ -25,6 +25,12 @@
 //		})
 //	}
 //
+// The in-process JobMaster runs it so (jobmaster's conformance_test.go): jobmaster.NewFactory
+// with env.JobGraph and a jobmaster.Config of env.RPC and env.ResourceManagerAddress, then
+// Factory.Create(ctx, env.JobMasterID); Gateway is its Gateway(), RequestJobStatus its method,
+// Close func() { jm.Close() } (its Close returns the archived graph, which Close here drops) and
+// ErrClosed jobmaster.ErrClosed.
+//
 // Each case serves a fake ResourceManager and a fake TaskExecutor on a fresh in-process
 // rpc.Service and asks newJobMaster for a JobMaster running env.JobGraph (one vertex,
 // VertexName, of parallelism 2 running Invokable, restart strategy none) under the session

@@ -27,6 +27,11 @@
 //		})
 //	}
 //
+// The in-process ResourceManager runs it so (resourcemanager's conformance_test.go):
+// resourcemanager.New with a Config of a ResourceID, an Address and env.RPC, then Start; Gateway
+// is the *ResourceManager, Close func() { rm.Close() } (its Close returns an error, which the
+// caller checks) and ErrClosed resourcemanager.ErrClosed.
+//
 // Each case asks newResourceManager for a started ResourceManager that resolves addresses
 // through env.RPC, a fresh in-process rpc.Service, and leads with one ResourceManagerID for the
 // whole case (no leader election). The suite serves a fake TaskExecutor and a fake JobMaster
