@@ -65,7 +65,10 @@ type Config struct {
 	// fresh rpc.NewLocalService(). The cluster registers the ResourceManager under
 	// ResourceManagerAddress, the leading Dispatcher under DispatcherAddress (while it leads),
 	// TaskExecutors under "taskexecutor-<n>" and JobMasters under "jobmaster/<job>/<session>",
-	// so two clusters must not share one Service.
+	// so two clusters must not share one Service. Only a *rpc.LocalService itself counts as in
+	// process: over any other Service, a wrapper of one included, the ResourceManager, the
+	// TaskExecutors and the JobMasters bound their outgoing calls and registration attempts by
+	// their timeouts, as over a network (see their Configs).
 	RPC rpc.Service
 	// HA provides leader election, the plan and result stores and the checkpoints (its
 	// CheckpointRecoveryFactory is every JobMaster's and the Dispatcher's global cleanup's);
