@@ -16,8 +16,8 @@ cd "$(dirname "$0")"
 if ! command -v "$(go env CC)" >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
     echo "== no C compiler for -race: apt-get install gcc"
-    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq gcc libc6-dev
+    . scripts/apt-get.sh
+    apt_get update -qq && apt_get install -y -qq gcc libc6-dev
   else
     echo "test.sh: -race needs a C compiler ($(go env CC)); install one" >&2; exit 1
   fi
