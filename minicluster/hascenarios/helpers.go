@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,8 +254,9 @@ func at(begin time.Time, d time.Duration) {
 // JobMaster election at once (ha/embedded), the old session's runner can be granted again
 // before the old Dispatcher session closes it, so it starts one more JobMaster, which the close
 // ends soon after — right after L1's SUSPENDED and before L2's INITIALIZING come its
-// INITIALIZING, CREATED and, if it got that far, RUNNING and SUSPENDED; never beside another
-// JobMaster. Flink's runner does the same with per-component elections. With one leader per
+// INITIALIZING and, as far as it got, CREATED and RUNNING, and SUSPENDED when the close found it
+// past INITIALIZING or CREATED (a close in CREATED suspends it from there: INITIALIZING, CREATED,
+// SUSPENDED); never beside another JobMaster. Flink's runner does the same with per-component elections. With one leader per
 // client the whole client is revoked before any grant, so there ok is false if log has one;
 // it is false too for more than one. ran reports whether the extra JobMaster got to RUNNING
 // (so it may have started task attempts). Entries are "STATUS" or "STATUS at d".
@@ -266,12 +268,21 @@ func withoutRegrantedCycle(log []string, oneLeaderPerClient bool) (out []string,
 		st, _, _ := strings.Cut(log[i], " ")
 		return st
 	}
-	cycle := []string{"INITIALIZING", "CREATED", "RUNNING", "SUSPENDED"}
+	// The extra JobMaster's possible transitions, longest first.
+	cycles := [][]string{
+		{"INITIALIZING", "CREATED", "RUNNING", "SUSPENDED"},
+		{"INITIALIZING", "CREATED", "SUSPENDED"},
+		{"INITIALIZING", "CREATED", "RUNNING"},
+		{"INITIALIZING", "SUSPENDED"},
+		{"INITIALIZING", "CREATED"},
+		{"INITIALIZING"},
+	}
 	for i := range log {
 		if status(i) != "SUSPENDED" {
 			continue
 		}
-		for k := len(cycle); k >= 1; k-- {
+		for _, cycle := range cycles {
+			k := len(cycle)
 			match := status(i+1+k) == "INITIALIZING" // L2's first
 			for j := 0; match && j < k; j++ {
 				match = status(i+1+j) == cycle[j]
@@ -283,7 +294,7 @@ func withoutRegrantedCycle(log []string, oneLeaderPerClient bool) (out []string,
 			if _, again, _, _ := withoutRegrantedCycle(out, oneLeaderPerClient); again {
 				return log, true, true, false
 			}
-			return out, true, k >= 3, !oneLeaderPerClient
+			return out, true, slices.Contains(cycle, "RUNNING"), !oneLeaderPerClient
 		}
 	}
 	return log, false, false, true
