@@ -18,6 +18,17 @@ import (
 // may later calls through a gateway handed out before, with the unknown address's unreachable
 // error (a transport's stub; the in-process Service's gateway is the endpoint itself). Every
 // implementation should pass the conformance suite rpc/rpctest (TestService).
+//
+// The endpoints find out what else a gateway can do by type assertion: the optional interfaces
+// of this package (TaskExecutionStateNotifier, ResourceManagerNotifier, TaskExecutorNotifier,
+// ResourceManagerDisconnector, ResourceManagerBlocklistListener) are used when the gateway Lookup
+// returns implements them. A Service that wraps another's gateways (to count or drop calls, say)
+// hides them unless its wrapper implements them too: one that embeds only the gateway interface
+// (TaskExecutorGateway, …) silently turns the notifiers back into waiting calls (timing only),
+// drops the ResourceManager's disconnect (the TaskExecutor then finds out by its own heartbeat
+// timeout) and keeps a JobMaster's blocked TaskExecutors from the ResourceManager (which still
+// requests their slots; no other job hears of them). And the endpoints treat only a *LocalService itself as in process (see
+// minicluster.Config.RPC).
 // Flink: org.apache.flink.runtime.rpc.RpcService (connect, startServer, closeAsync).
 type Service interface {
 	// Register makes endpoint reachable under address. It fails if the address is taken, and
