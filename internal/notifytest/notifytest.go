@@ -2,8 +2,9 @@
 // (jobmaster/jmtest for rpc.TaskExecutionStateNotifier, resourcemanager/rmtest for
 // rpc.ResourceManagerNotifier) share: a done callback that records every call with the
 // goroutine it came on and whether the Notify call that was handed it had returned, a hold that
-// keeps the recipient's loop busy inside one done, and the error comparison the suites make.
-// Test support only; nothing here is an API of the library.
+// keeps the recipient's loop busy inside one done, the error comparison the suites make, and
+// their case harness (RunCase). Its change notification (Changes) also serves the fakes of
+// taskexecutor/tetest. Test support only; nothing here is an API of the library.
 package notifytest
 
 import (

@@ -86,7 +86,7 @@ func (s *suite) slotsReported() map[rpc.SlotID][2]string {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for len(s.rm.heartbeatReports()) == before {
-		changed := s.rm.events.changed()
+		changed := s.rm.events.Changed()
 		require.NoError(s.t, s.te.HeartbeatFromResourceManager(s.ctx, "tetest-rm"))
 		if len(s.rm.heartbeatReports()) > before {
 			break

@@ -65,6 +65,7 @@ import (
 
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/checkpoint"
+	"github.com/jobgraph/jobgraph/internal/notifytest"
 	"github.com/jobgraph/jobgraph/rpc"
 )
 
@@ -200,8 +201,8 @@ func run(t *testing.T, tr Transport, newTaskExecutor func(t *testing.T, env Env)
 				ctx, cancel := context.WithTimeout(t.Context(), Timeout)
 				t.Cleanup(cancel)
 				s := &suite{t: t, ctx: ctx, inBubble: inBubble, job: jobgraph.NewJobID(),
-					rm: &fakeResourceManager{id: jobgraph.NewResourceManagerID(), events: newEvents()},
-					jm: &fakeJobMaster{token: jobgraph.NewJobMasterID(), events: newEvents()}}
+					rm: &fakeResourceManager{id: jobgraph.NewResourceManagerID(), events: &notifytest.Changes{}},
+					jm: &fakeJobMaster{token: jobgraph.NewJobMasterID(), events: &notifytest.Changes{}}}
 				s.rmAddr, s.jmAddr = tr.Address(svc, rmAddress), tr.Address(svc, jmAddress)
 				require.NoError(t, svc.Register(s.rmAddr, s.rm))
 				require.NoError(t, svc.Register(s.jmAddr, s.jm))
@@ -229,7 +230,7 @@ func run(t *testing.T, tr Transport, newTaskExecutor func(t *testing.T, env Env)
 func (s *suite) waitFor(what string, cond func() bool) {
 	s.t.Helper()
 	for {
-		rmCh, jmCh := s.rm.events.changed(), s.jm.events.changed()
+		rmCh, jmCh := s.rm.events.Changed(), s.jm.events.Changed()
 		if cond() {
 			return
 		}
@@ -565,7 +566,7 @@ func heartbeatJobMaster(s *suite) {
 	for len(s.jm.heartbeatReports()) == 0 {
 		require.NoError(s.t, s.te.HeartbeatFromJobMaster(s.ctx, "tetest-jm"))
 		select {
-		case <-s.jm.events.changed():
+		case <-s.jm.events.Changed():
 		case <-tick.C:
 		case <-s.ctx.Done():
 			s.t.Fatalf("waited %v for: the TaskExecutor answers the JobMaster", Timeout)
@@ -587,27 +588,6 @@ func withoutRepeats(states []jobgraph.ExecutionState) []jobgraph.ExecutionState 
 
 // ---- fakes ----
 
-// events is a change notification: changed returns a channel closed at the next record.
-type events struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func newEvents() *events { return &events{ch: make(chan struct{})} }
-
-func (e *events) changed() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.ch
-}
-
-func (e *events) fire() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	close(e.ch)
-	e.ch = make(chan struct{})
-}
-
 type freedSlot struct {
 	slot       rpc.SlotID
 	allocation jobgraph.AllocationID
@@ -616,7 +596,7 @@ type freedSlot struct {
 // fakeResourceManager answers registrations with id and records what the TaskExecutor sends.
 type fakeResourceManager struct {
 	id     jobgraph.ResourceManagerID
-	events *events
+	events *notifytest.Changes // fired at every record
 
 	mu         sync.Mutex
 	regs       []rpc.TaskExecutorRegistration
@@ -628,7 +608,7 @@ func (f *fakeResourceManager) record(fn func()) {
 	f.mu.Lock()
 	fn()
 	f.mu.Unlock()
-	f.events.fire()
+	f.events.Fire()
 }
 
 func (f *fakeResourceManager) registrations() []rpc.TaskExecutorRegistration {
@@ -713,7 +693,7 @@ func (f *fakeResourceManager) HeartbeatFromJobMaster(context.Context, jobgraph.R
 // fakeJobMaster accepts every registration and offer fenced by token and records the task states.
 type fakeJobMaster struct {
 	token  jobgraph.JobMasterID
-	events *events
+	events *notifytest.Changes // fired at every record
 
 	mu         sync.Mutex
 	offers     []jobgraph.AllocationID
@@ -761,7 +741,7 @@ func (f *fakeJobMaster) record(fn func()) {
 	f.mu.Lock()
 	fn()
 	f.mu.Unlock()
-	f.events.fire()
+	f.events.Fire()
 }
 
 func (f *fakeJobMaster) fence(token jobgraph.JobMasterID) error {
