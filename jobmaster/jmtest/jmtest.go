@@ -146,8 +146,6 @@ const (
 // suite is what one case sees.
 type suite struct {
 	*notifytest.Case
-	t   *testing.T      // Case.T
-	ctx context.Context // Case.Ctx
 	env Env
 	jm  JobMaster
 	n   rpc.TaskExecutionStateNotifier
@@ -161,7 +159,7 @@ func run(t *testing.T, newJobMaster func(t *testing.T, env Env) JobMaster, inBub
 	for _, c := range cases {
 		notifytest.RunCase(t, c.name, inBubble, Timeout, func(nc *notifytest.Case) {
 			t := nc.T
-			s := &suite{Case: nc, t: t, ctx: nc.Ctx, te: &fakeTaskExecutor{changes: &nc.Changes}}
+			s := &suite{Case: nc, te: &fakeTaskExecutor{changes: &nc.Changes}}
 			g := jobgraph.New("jmtest", jobgraph.Streaming)
 			g.AddVertex(VertexName, Invokable, Parallelism)
 			g.RestartStrategy = jobgraph.NoRestart()
@@ -188,23 +186,23 @@ func run(t *testing.T, newJobMaster func(t *testing.T, env Env) JobMaster, inBub
 // deploy registers the fake TaskExecutor with the JobMaster, offers two slots and waits until
 // both subtasks are deployed to them.
 func (s *suite) deploy() {
-	s.t.Helper()
+	s.T.Helper()
 	token := s.env.JobMasterID
-	require.NoError(s.t, s.jm.Gateway.RegisterTaskExecutor(s.ctx, token, rpc.TaskExecutorRegistration{ResourceID: teID, Address: teAddress}),
+	require.NoError(s.T, s.jm.Gateway.RegisterTaskExecutor(s.Ctx, token, rpc.TaskExecutorRegistration{ResourceID: teID, Address: teAddress}),
 		"the JobMaster takes the suite's TaskExecutor")
 	offers := []rpc.SlotOffer{{AllocationID: jobgraph.NewAllocationID(), SlotIndex: 0}, {AllocationID: jobgraph.NewAllocationID(), SlotIndex: 1}}
-	accepted, err := s.jm.Gateway.OfferSlots(s.ctx, token, teID, offers)
-	require.NoError(s.t, err)
-	require.ElementsMatch(s.t, offers, accepted, "the JobMaster accepts both slots its two subtasks need")
+	accepted, err := s.jm.Gateway.OfferSlots(s.Ctx, token, teID, offers)
+	require.NoError(s.T, err)
+	require.ElementsMatch(s.T, offers, accepted, "the JobMaster accepts both slots its two subtasks need")
 	s.WaitFor("both subtasks are deployed to the suite's TaskExecutor", func() bool { return len(s.te.deployed()) >= Parallelism })
 	s.Settle() // the JobMaster has the answers to its deployments
 	tdds := s.te.deployed()
-	require.Len(s.t, tdds, Parallelism, "one deployment per subtask")
+	require.Len(s.T, tdds, Parallelism, "one deployment per subtask")
 	slices.SortFunc(tdds, func(x, y submitted) int { return x.tdd.SubtaskIndex - y.tdd.SubtaskIndex })
 	for i, d := range tdds {
-		require.Equal(s.t, token, d.token, "deployed under the session's JobMasterID")
-		require.Equal(s.t, s.env.JobGraph.JobID, d.tdd.JobID)
-		require.Equal(s.t, i, d.tdd.SubtaskIndex)
+		require.Equal(s.T, token, d.token, "deployed under the session's JobMasterID")
+		require.Equal(s.T, s.env.JobGraph.JobID, d.tdd.JobID)
+		require.Equal(s.T, i, d.tdd.SubtaskIndex)
 	}
 	s.a, s.allocA = tdds[0].tdd.ExecutionAttemptID, tdds[0].tdd.AllocationID
 	s.b, s.allocB = tdds[1].tdd.ExecutionAttemptID, tdds[1].tdd.AllocationID
@@ -231,41 +229,41 @@ func (s *suite) notify(token jobgraph.JobMasterID, attempt jobgraph.ExecutionAtt
 // unless it was called exactly once, and not on the caller's goroutine inside the Notify call:
 // an open JobMaster calls done on its main loop.
 func (s *suite) answer(cb *notifytest.Callback, what string) error {
-	s.t.Helper()
+	s.T.Helper()
 	select {
 	case <-cb.Called():
-	case <-s.ctx.Done():
-		s.t.Fatalf("waited %v for done of %s", Timeout, what)
+	case <-s.Ctx.Done():
+		s.T.Fatalf("waited %v for done of %s", Timeout, what)
 	}
 	s.Settle()
 	calls := cb.Calls()
-	require.Len(s.t, calls, 1, "done of %s is called exactly once", what)
-	assert.False(s.t, calls[0].DuringNotify && calls[0].Goroutine == calls[0].Caller,
+	require.Len(s.T, calls, 1, "done of %s is called exactly once", what)
+	assert.False(s.T, calls[0].DuringNotify && calls[0].Goroutine == calls[0].Caller,
 		"done of %s ran on the caller's goroutine inside NotifyTaskExecutionState, while the JobMaster takes calls", what)
 	return calls[0].Err
 }
 
 // update is the waiting call: UpdateTaskExecutionState.
 func (s *suite) update(token jobgraph.JobMasterID, attempt jobgraph.ExecutionAttemptID, st jobgraph.ExecutionState) (bool, error) {
-	return s.jm.Gateway.UpdateTaskExecutionState(s.ctx, token, state(attempt, st))
+	return s.jm.Gateway.UpdateTaskExecutionState(s.Ctx, token, state(attempt, st))
 }
 
 // status reads the job's status back.
 func (s *suite) status() jobgraph.JobStatus {
-	s.t.Helper()
-	st, err := s.jm.RequestJobStatus(s.ctx)
-	require.NoError(s.t, err, "RequestJobStatus")
+	s.T.Helper()
+	st, err := s.jm.RequestJobStatus(s.Ctx)
+	require.NoError(s.T, err, "RequestJobStatus")
 	return st
 }
 
 // finishB reports the second subtask FINISHED with the waiting call, which must apply it; with
 // the first subtask FINISHED before, the job is then FINISHED.
 func (s *suite) finishB() {
-	s.t.Helper()
+	s.T.Helper()
 	applied, err := s.update(s.env.JobMasterID, s.b, jobgraph.ExecutionStateFinished)
-	require.NoError(s.t, err)
-	require.True(s.t, applied, "subtask 1 finishes")
-	assert.Equal(s.t, jobgraph.JobStatusFinished, s.status(), "both subtasks FINISHED: so is the job")
+	require.NoError(s.T, err)
+	require.True(s.T, applied, "subtask 1 finishes")
+	assert.Equal(s.T, jobgraph.JobStatusFinished, s.status(), "both subtasks FINISHED: so is the job")
 }
 
 // A series of states for one attempt is applied in the order of the calls, and before a
@@ -283,12 +281,12 @@ func appliedInOrder(s *suite) {
 	finished := s.notify(token, s.a, jobgraph.ExecutionStateFinished)
 	late := s.notify(token, s.a, jobgraph.ExecutionStateFailed)
 	applied, err := s.update(token, s.a, jobgraph.ExecutionStateRunning)
-	require.NoError(s.t, err)
-	assert.False(s.t, applied, "subtask 0 FINISHED before this later call: its RUNNING is not applied")
-	assert.Equal(s.t, jobgraph.JobStatusRunning, s.status(), "nothing failed: subtask 0 FINISHED, subtask 1 still deploying")
-	require.NoError(s.t, s.answer(initializing, "INITIALIZING"))
-	require.NoError(s.t, s.answer(finished, "FINISHED"))
-	require.NoError(s.t, s.answer(late, "the late FAILED"), "UpdateTaskExecutionState answers a state of a FINISHED attempt with (false, nil)")
+	require.NoError(s.T, err)
+	assert.False(s.T, applied, "subtask 0 FINISHED before this later call: its RUNNING is not applied")
+	assert.Equal(s.T, jobgraph.JobStatusRunning, s.status(), "nothing failed: subtask 0 FINISHED, subtask 1 still deploying")
+	require.NoError(s.T, s.answer(initializing, "INITIALIZING"))
+	require.NoError(s.T, s.answer(finished, "FINISHED"))
+	require.NoError(s.T, s.answer(late, "the late FAILED"), "UpdateTaskExecutionState answers a state of a FINISHED attempt with (false, nil)")
 	s.finishB()
 }
 
@@ -301,25 +299,25 @@ func staleTokenFenced(s *suite) {
 	token, stale := s.env.JobMasterID, jobgraph.NewJobMasterID()
 	_, callErr := s.update(stale, s.a, jobgraph.ExecutionStateFailed)
 	var fe *rpc.FencingError
-	require.ErrorAs(s.t, callErr, &fe, "UpdateTaskExecutionState with a stale token")
+	require.ErrorAs(s.T, callErr, &fe, "UpdateTaskExecutionState with a stale token")
 	failed := s.notify(stale, s.a, jobgraph.ExecutionStateFailed)
 	finished := s.notify(stale, s.b, jobgraph.ExecutionStateFinished)
 	applied, err := s.update(token, s.a, jobgraph.ExecutionStateRunning)
-	require.NoError(s.t, err)
-	assert.True(s.t, applied, "subtask 0 is still deploying: the stale FAILED was dropped")
+	require.NoError(s.T, err)
+	assert.True(s.T, applied, "subtask 0 is still deploying: the stale FAILED was dropped")
 	applied, err = s.update(token, s.b, jobgraph.ExecutionStateRunning)
-	require.NoError(s.t, err)
-	assert.True(s.t, applied, "subtask 1 is still deploying: the stale FINISHED was dropped")
-	assert.Equal(s.t, jobgraph.JobStatusRunning, s.status())
+	require.NoError(s.T, err)
+	assert.True(s.T, applied, "subtask 1 is still deploying: the stale FINISHED was dropped")
+	assert.Equal(s.T, jobgraph.JobStatusRunning, s.status())
 	for _, n := range []struct {
 		cb   *notifytest.Callback
 		what string
 	}{{failed, "the stale FAILED"}, {finished, "the stale FINISHED"}} {
 		got := s.answer(n.cb, n.what)
-		require.ErrorAs(s.t, got, &fe, "done of %s hears a *rpc.FencingError", n.what)
-		assert.ErrorIs(s.t, got, rpc.ErrFencingTokenMismatch)
+		require.ErrorAs(s.T, got, &fe, "done of %s hears a *rpc.FencingError", n.what)
+		assert.ErrorIs(s.T, got, rpc.ErrFencingTokenMismatch)
 	}
-	assert.Empty(s.t, notifytest.SameError(failed.Calls()[0].Err, callErr), "done hears what UpdateTaskExecutionState answers")
+	assert.Empty(s.T, notifytest.SameError(failed.Calls()[0].Err, callErr), "done hears what UpdateTaskExecutionState answers")
 }
 
 // A state of an attempt the JobMaster does not know is answered as UpdateTaskExecutionState
@@ -331,14 +329,14 @@ func unknownAttempt(s *suite) {
 	unknown := jobgraph.ExecutionAttemptID{ExecutionGraphID: s.a.ExecutionGraphID,
 		ExecutionVertexID: jobgraph.ExecutionVertexID{JobVertexID: jobgraph.NewJobVertexID()}}
 	applied, callErr := s.update(token, unknown, jobgraph.ExecutionStateFailed)
-	require.NoError(s.t, callErr, "UpdateTaskExecutionState of an unknown attempt")
-	require.False(s.t, applied)
+	require.NoError(s.T, callErr, "UpdateTaskExecutionState of an unknown attempt")
+	require.False(s.T, applied)
 	cb := s.notify(token, unknown, jobgraph.ExecutionStateFailed)
 	applied, err := s.update(token, s.a, jobgraph.ExecutionStateRunning)
-	require.NoError(s.t, err)
-	assert.True(s.t, applied, "subtask 0 is still deploying")
-	assert.Equal(s.t, jobgraph.JobStatusRunning, s.status())
-	assert.NoError(s.t, s.answer(cb, "the unknown attempt's FAILED"))
+	require.NoError(s.T, err)
+	assert.True(s.T, applied, "subtask 0 is still deploying")
+	assert.Equal(s.T, jobgraph.JobStatusRunning, s.status())
+	assert.NoError(s.T, s.answer(cb, "the unknown attempt's FAILED"))
 }
 
 // NotifyTaskExecutionState returns at once, also while the JobMaster's main loop is busy: the
@@ -356,8 +354,8 @@ func returnsAtOnce(s *suite) {
 	})
 	select {
 	case <-hold.Inside():
-	case <-s.ctx.Done():
-		s.t.Fatalf("waited %v for done of the first notification", Timeout)
+	case <-s.Ctx.Done():
+		s.T.Fatalf("waited %v for done of the first notification", Timeout)
 	}
 	running, finished, stale := s.New(), s.New(), s.New()
 	returned := make(chan struct{})
@@ -375,23 +373,23 @@ func returnsAtOnce(s *suite) {
 	}()
 	select {
 	case <-returned:
-	case <-s.ctx.Done():
-		s.t.Fatalf("NotifyTaskExecutionState did not return within %v while the JobMaster was busy in an earlier notification's done", Timeout)
+	case <-s.Ctx.Done():
+		s.T.Fatalf("NotifyTaskExecutionState did not return within %v while the JobMaster was busy in an earlier notification's done", Timeout)
 	}
 	s.Settle()
 	for i, cb := range []*notifytest.Callback{running, finished, stale} {
-		assert.Empty(s.t, cb.Calls(), "done of notification %d ran while the loop was held by an earlier one's", i+1)
+		assert.Empty(s.T, cb.Calls(), "done of notification %d ran while the loop was held by an earlier one's", i+1)
 	}
 	hold.Release()
-	require.NoError(s.t, s.answer(hold, "INITIALIZING"))
-	require.NoError(s.t, s.answer(running, "RUNNING"))
-	require.NoError(s.t, s.answer(finished, "FINISHED"))
+	require.NoError(s.T, s.answer(hold, "INITIALIZING"))
+	require.NoError(s.T, s.answer(running, "RUNNING"))
+	require.NoError(s.T, s.answer(finished, "FINISHED"))
 	var fe *rpc.FencingError
-	require.ErrorAs(s.t, s.answer(stale, "the stale FAILED"), &fe)
+	require.ErrorAs(s.T, s.answer(stale, "the stale FAILED"), &fe)
 	applied, err := s.update(token, s.a, jobgraph.ExecutionStateRunning)
-	require.NoError(s.t, err)
-	assert.False(s.t, applied, "subtask 0 FINISHED")
-	assert.Equal(s.t, jobgraph.JobStatusRunning, s.status(), "nothing failed")
+	require.NoError(s.T, err)
+	assert.False(s.T, applied, "subtask 0 FINISHED")
+	assert.Equal(s.T, jobgraph.JobStatusRunning, s.status(), "nothing failed")
 	s.finishB()
 }
 
@@ -407,13 +405,13 @@ func deliveredBeforeHeartbeat(s *suite) {
 	initializing := s.notify(token, s.a, jobgraph.ExecutionStateInitializing)
 	running := s.notify(token, s.a, jobgraph.ExecutionStateRunning)
 	finished := s.notify(token, s.a, jobgraph.ExecutionStateFinished)
-	require.NoError(s.t, s.jm.Gateway.HeartbeatFromTaskExecutor(s.ctx, teID, rpc.AllocatedSlotReport{
+	require.NoError(s.T, s.jm.Gateway.HeartbeatFromTaskExecutor(s.Ctx, teID, rpc.AllocatedSlotReport{
 		JobID: s.env.JobGraph.JobID, Slots: []jobgraph.AllocationID{s.allocA, s.allocB},
 		ExecutionDeploymentReport: &rpc.ExecutionDeploymentReport{Executions: []jobgraph.ExecutionAttemptID{s.b}},
 	}))
-	assert.Equal(s.t, jobgraph.JobStatusRunning, s.status(), "subtask 0 FINISHED before the heartbeat: not a lost deployment")
+	assert.Equal(s.T, jobgraph.JobStatusRunning, s.status(), "subtask 0 FINISHED before the heartbeat: not a lost deployment")
 	for _, cb := range []*notifytest.Callback{initializing, running, finished} {
-		require.NoError(s.t, s.answer(cb, "a state of subtask 0"))
+		require.NoError(s.T, s.answer(cb, "a state of subtask 0"))
 	}
 	s.finishB()
 }
@@ -440,19 +438,19 @@ func closedAnswers(s *suite) {
 		{"the session's FINISHED of an unknown attempt", token, unknown, jobgraph.ExecutionStateFinished},
 	} {
 		_, callErr := s.update(c.token, c.attempt, c.state)
-		require.Error(s.t, callErr, "UpdateTaskExecutionState of a closed JobMaster: %s", c.what)
+		require.Error(s.T, callErr, "UpdateTaskExecutionState of a closed JobMaster: %s", c.what)
 		if c.token == token {
-			assert.ErrorIs(s.t, callErr, rpc.ErrClosed, "a closed endpoint's error: %s", c.what)
+			assert.ErrorIs(s.T, callErr, rpc.ErrClosed, "a closed endpoint's error: %s", c.what)
 			if s.jm.ErrClosed != nil {
-				assert.ErrorIs(s.t, callErr, s.jm.ErrClosed, "the JobMaster's closed error: %s", c.what)
+				assert.ErrorIs(s.T, callErr, s.jm.ErrClosed, "the JobMaster's closed error: %s", c.what)
 			}
 		}
 		cb := s.notify(c.token, c.attempt, c.state)
 		calls := cb.Calls()
-		require.Len(s.t, calls, 1, "done of %s was called once before NotifyTaskExecutionState returned", c.what)
-		assert.True(s.t, calls[0].DuringNotify, "done of %s ran inside the call", c.what)
-		assert.Equal(s.t, calls[0].Caller, calls[0].Goroutine, "done of %s ran on the caller's goroutine", c.what)
-		assert.Empty(s.t, notifytest.SameError(calls[0].Err, callErr, s.jm.ErrClosed), "done of %s hears what UpdateTaskExecutionState answers", c.what)
+		require.Len(s.T, calls, 1, "done of %s was called once before NotifyTaskExecutionState returned", c.what)
+		assert.True(s.T, calls[0].DuringNotify, "done of %s ran inside the call", c.what)
+		assert.Equal(s.T, calls[0].Caller, calls[0].Goroutine, "done of %s ran on the caller's goroutine", c.what)
+		assert.Empty(s.T, notifytest.SameError(calls[0].Err, callErr, s.jm.ErrClosed), "done of %s hears what UpdateTaskExecutionState answers", c.what)
 	}
 	s.n.NotifyTaskExecutionState(token, state(s.a, jobgraph.ExecutionStateFinished), nil) // a nil done: nothing to call
 }

@@ -136,8 +136,6 @@ var slotProfile = jobgraph.ResourceProfile{CPUCores: 1}
 // suite is what one case sees.
 type suite struct {
 	*notifytest.Case
-	t   *testing.T      // Case.T
-	ctx context.Context // Case.Ctx
 	env Env
 	rm  ResourceManager
 	n   rpc.ResourceManagerNotifier
@@ -153,7 +151,7 @@ func run(t *testing.T, newResourceManager func(t *testing.T, env Env) ResourceMa
 	for _, c := range cases {
 		notifytest.RunCase(t, c.name, inBubble, Timeout, func(nc *notifytest.Case) {
 			t := nc.T
-			s := &suite{Case: nc, t: t, ctx: nc.Ctx, env: Env{RPC: nc.RPC},
+			s := &suite{Case: nc, env: Env{RPC: nc.RPC},
 				te: &fakeTaskExecutor{id: teID, changes: &nc.Changes}, job: jobgraph.NewJobID(), token: jobgraph.NewJobMasterID()}
 			require.NoError(t, nc.RPC.Register(teAddress, s.te))
 			require.NoError(t, nc.RPC.Register(jmAddress, fakeJobMaster{}))
@@ -184,14 +182,14 @@ func freeSlots(te jobgraph.ResourceID, n int) rpc.SlotReport {
 
 // register registers the fake TaskExecutor with two free slots and the fake JobMaster of s.job.
 func (s *suite) register() {
-	s.t.Helper()
-	rmID, err := s.rm.Gateway.RegisterTaskExecutor(s.ctx, rpc.TaskExecutorRegistration{ResourceID: teID, Address: teAddress,
+	s.T.Helper()
+	rmID, err := s.rm.Gateway.RegisterTaskExecutor(s.Ctx, rpc.TaskExecutorRegistration{ResourceID: teID, Address: teAddress,
 		TotalResource: jobgraph.ResourceProfile{CPUCores: 2}, DefaultSlotResource: slotProfile, SlotReport: freeSlots(teID, 2)})
-	require.NoError(s.t, err, "the TaskExecutor registers")
+	require.NoError(s.T, err, "the TaskExecutor registers")
 	s.rmID = rmID
-	rmID, err = s.rm.Gateway.RegisterJobMaster(s.ctx, s.token, jmID, jmAddress, s.job)
-	require.NoError(s.t, err, "the JobMaster registers")
-	require.Equal(s.t, s.rmID, rmID, "both registrations answer the ResourceManagerID")
+	rmID, err = s.rm.Gateway.RegisterJobMaster(s.Ctx, s.token, jmID, jmAddress, s.job)
+	require.NoError(s.T, err, "the JobMaster registers")
+	require.Equal(s.T, s.rmID, rmID, "both registrations answer the ResourceManagerID")
 }
 
 // requirements asks for n slots of any profile for s.job, offered at the JobMaster's address.
@@ -220,16 +218,16 @@ func (s *suite) disconnect(rm jobgraph.ResourceManagerID, token jobgraph.JobMast
 // unless it was called exactly once, and not on the caller's goroutine inside the Notify call:
 // an open ResourceManager calls done on its main loop.
 func (s *suite) answer(cb *notifytest.Callback, what string) error {
-	s.t.Helper()
+	s.T.Helper()
 	select {
 	case <-cb.Called():
-	case <-s.ctx.Done():
-		s.t.Fatalf("waited %v for done of %s", Timeout, what)
+	case <-s.Ctx.Done():
+		s.T.Fatalf("waited %v for done of %s", Timeout, what)
 	}
 	s.Settle()
 	calls := cb.Calls()
-	require.Len(s.t, calls, 1, "done of %s is called exactly once", what)
-	assert.False(s.t, calls[0].DuringNotify && calls[0].Goroutine == calls[0].Caller,
+	require.Len(s.T, calls, 1, "done of %s is called exactly once", what)
+	assert.False(s.T, calls[0].DuringNotify && calls[0].Goroutine == calls[0].Caller,
 		"done of %s ran on the caller's goroutine inside the Notify call, while the ResourceManager takes calls", what)
 	return calls[0].Err
 }
@@ -237,32 +235,32 @@ func (s *suite) answer(cb *notifytest.Callback, what string) error {
 // fenced checks that done of what heard a *rpc.FencingError with the text of callErr, the
 // waiting call's answer to the same arguments.
 func (s *suite) fenced(cb *notifytest.Callback, callErr error, what string) {
-	s.t.Helper()
+	s.T.Helper()
 	var fe *rpc.FencingError
-	require.ErrorAs(s.t, callErr, &fe, "the gateway method refuses %s", what)
+	require.ErrorAs(s.T, callErr, &fe, "the gateway method refuses %s", what)
 	got := s.answer(cb, what)
-	require.ErrorAs(s.t, got, &fe, "done of %s hears a *rpc.FencingError", what)
-	assert.ErrorIs(s.t, got, rpc.ErrFencingTokenMismatch)
-	assert.Empty(s.t, notifytest.SameError(got, callErr), "done of %s hears what the gateway method answers", what)
+	require.ErrorAs(s.T, got, &fe, "done of %s hears a *rpc.FencingError", what)
+	assert.ErrorIs(s.T, got, rpc.ErrFencingTokenMismatch)
+	assert.Empty(s.T, notifytest.SameError(got, callErr), "done of %s hears what the gateway method answers", what)
 }
 
 // requested waits until te has been asked for n slots, lets everything in flight happen, and
 // checks there were exactly n, each for the registered JobMaster of s.job under s.rmID.
 func (s *suite) requested(te *fakeTaskExecutor, n int, token jobgraph.JobMasterID, job jobgraph.JobID) {
-	s.t.Helper()
+	s.T.Helper()
 	s.WaitFor(fmt.Sprintf("%d slot requests at %s", n, te.id), func() bool { return len(te.requested()) >= n })
 	s.Settle()
 	got := te.requested()
-	require.Len(s.t, got, n, "slot requests at %s", te.id)
+	require.Len(s.T, got, n, "slot requests at %s", te.id)
 	var slots []rpc.SlotID
 	for _, r := range got {
-		assert.Equal(s.t, slotRequest{slot: r.slot, job: job, allocation: r.allocation, address: jmAddress, token: token, rm: s.rmID}, r,
+		assert.Equal(s.T, slotRequest{slot: r.slot, job: job, allocation: r.allocation, address: jmAddress, token: token, rm: s.rmID}, r,
 			"a slot requested for the declaring JobMaster, fenced by the ResourceManagerID")
-		assert.False(s.t, r.allocation.IsZero(), "an allocation")
+		assert.False(s.T, r.allocation.IsZero(), "an allocation")
 		slots = append(slots, r.slot)
 	}
 	slices.SortFunc(slots, func(a, b rpc.SlotID) int { return a.SlotNumber - b.SlotNumber })
-	assert.Equal(s.t, len(slots), len(slices.Compact(slots)), "each slot requested once")
+	assert.Equal(s.T, len(slots), len(slices.Compact(slots)), "each slot requested once")
 }
 
 // A declaration made through the notifier (with a nil done) comes before a waiting
@@ -271,7 +269,7 @@ func (s *suite) requested(te *fakeTaskExecutor, n int, token jobgraph.JobMasterI
 // would refuse the declaration of a job no longer registered and request nothing.
 func declaredBeforeLaterCall(s *suite) {
 	s.n.NotifyRequiredResources(s.rmID, s.token, s.requirements(2), nil) // done may be nil
-	require.NoError(s.t, s.rm.Gateway.DisconnectJobMaster(s.ctx, s.rmID, s.token, s.job, cause), "the later disconnect")
+	require.NoError(s.T, s.rm.Gateway.DisconnectJobMaster(s.Ctx, s.rmID, s.token, s.job, cause), "the later disconnect")
 	s.requested(s.te, 2, s.token, s.job)
 }
 
@@ -285,13 +283,13 @@ func appliedInOrder(s *suite) {
 	first := s.declare(s.rmID, s.token, s.requirements(1))
 	gone := s.disconnect(s.rmID, s.token)
 	late := s.declare(s.rmID, s.token, s.requirements(1))
-	callErr := s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(1))
-	require.Error(s.t, callErr, "a declaration made after the disconnect returned: the job has no registered JobMaster")
-	require.NoError(s.t, s.answer(first, "the first declaration"))
-	require.NoError(s.t, s.answer(gone, "the disconnect"))
+	callErr := s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(1))
+	require.Error(s.T, callErr, "a declaration made after the disconnect returned: the job has no registered JobMaster")
+	require.NoError(s.T, s.answer(first, "the first declaration"))
+	require.NoError(s.T, s.answer(gone, "the disconnect"))
 	lateErr := s.answer(late, "the declaration after the disconnect")
-	require.Error(s.t, lateErr, "the declaration after the disconnect is refused")
-	assert.Empty(s.t, notifytest.SameError(lateErr, callErr), "done hears what DeclareRequiredResources answers")
+	require.Error(s.T, lateErr, "the declaration after the disconnect is refused")
+	assert.Empty(s.T, notifytest.SameError(lateErr, callErr), "done hears what DeclareRequiredResources answers")
 	s.requested(s.te, 1, s.token, s.job)
 }
 
@@ -301,9 +299,9 @@ func appliedInOrder(s *suite) {
 // requests. One that applied the stale declaration of two requests both slots.
 func declareStaleResourceManager(s *suite) {
 	stale := jobgraph.NewResourceManagerID()
-	callErr := s.rm.Gateway.DeclareRequiredResources(s.ctx, stale, s.token, s.requirements(2))
+	callErr := s.rm.Gateway.DeclareRequiredResources(s.Ctx, stale, s.token, s.requirements(2))
 	cb := s.declare(stale, s.token, s.requirements(2))
-	require.NoError(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(1)))
+	require.NoError(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(1)))
 	s.fenced(cb, callErr, "a declaration with a stale ResourceManagerID")
 	s.requested(s.te, 1, s.token, s.job)
 }
@@ -312,9 +310,9 @@ func declareStaleResourceManager(s *suite) {
 // way and changes nothing.
 func declareStaleJobMaster(s *suite) {
 	stale := jobgraph.NewJobMasterID()
-	callErr := s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, stale, s.requirements(2))
+	callErr := s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, stale, s.requirements(2))
 	cb := s.declare(s.rmID, stale, s.requirements(2))
-	require.NoError(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(1)))
+	require.NoError(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(1)))
 	s.fenced(cb, callErr, "a declaration with a stale JobMasterID")
 	s.requested(s.te, 1, s.token, s.job)
 }
@@ -329,12 +327,12 @@ func declareRefused(s *suite) {
 		what string
 		reqs rpc.ResourceRequirements
 	}{{"a declaration for a job with no registered JobMaster", other}, {"a declaration of a negative count", negative}} {
-		callErr := s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, c.reqs)
-		require.Error(s.t, callErr, "DeclareRequiredResources refuses %s", c.what)
+		callErr := s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, c.reqs)
+		require.Error(s.T, callErr, "DeclareRequiredResources refuses %s", c.what)
 		got := s.answer(s.declare(s.rmID, s.token, c.reqs), c.what)
-		assert.Empty(s.t, notifytest.SameError(got, callErr), "done of %s hears what DeclareRequiredResources answers", c.what)
+		assert.Empty(s.T, notifytest.SameError(got, callErr), "done of %s hears what DeclareRequiredResources answers", c.what)
 	}
-	require.NoError(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(1)))
+	require.NoError(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(1)))
 	s.requested(s.te, 1, s.token, s.job)
 }
 
@@ -343,9 +341,9 @@ func declareRefused(s *suite) {
 // it is taken and its slot requested. One that applied it refuses that declaration.
 func disconnectStaleResourceManager(s *suite) {
 	stale := jobgraph.NewResourceManagerID()
-	callErr := s.rm.Gateway.DisconnectJobMaster(s.ctx, stale, s.token, s.job, cause)
+	callErr := s.rm.Gateway.DisconnectJobMaster(s.Ctx, stale, s.token, s.job, cause)
 	cb := s.disconnect(stale, s.token)
-	require.NoError(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(1)),
+	require.NoError(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(1)),
 		"the JobMaster is still registered")
 	s.fenced(cb, callErr, "a disconnect with a stale ResourceManagerID")
 	s.requested(s.te, 1, s.token, s.job)
@@ -355,9 +353,9 @@ func disconnectStaleResourceManager(s *suite) {
 // fenced the same way and leaves the current JobMaster registered.
 func disconnectStaleJobMaster(s *suite) {
 	stale := jobgraph.NewJobMasterID()
-	callErr := s.rm.Gateway.DisconnectJobMaster(s.ctx, s.rmID, stale, s.job, cause)
+	callErr := s.rm.Gateway.DisconnectJobMaster(s.Ctx, s.rmID, stale, s.job, cause)
 	cb := s.disconnect(s.rmID, stale)
-	require.NoError(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(1)),
+	require.NoError(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(1)),
 		"the current JobMaster is still registered")
 	s.fenced(cb, callErr, "a disconnect of an earlier session")
 	s.requested(s.te, 1, s.token, s.job)
@@ -370,28 +368,28 @@ func disconnectStaleJobMaster(s *suite) {
 // outstanding one. A ResourceManager that forgets the JobMaster but keeps its requirements hands
 // that slot to the old job, and the other job's slot is never requested.
 func disconnectClears(s *suite) {
-	require.NoError(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(3)))
+	require.NoError(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(3)))
 	s.requested(s.te, 2, s.token, s.job)
 	gone := s.disconnect(s.rmID, s.token)
-	require.Error(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(3)),
+	require.Error(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(3)),
 		"a declaration made after the disconnect returned: the job has no registered JobMaster")
-	require.NoError(s.t, s.answer(gone, "the disconnect"))
+	require.NoError(s.T, s.answer(gone, "the disconnect"))
 
 	te2 := &fakeTaskExecutor{id: "rmtest-taskexecutor-2", changes: &s.Changes}
-	require.NoError(s.t, s.env.RPC.Register(string(te2.id), te2))
-	rmID, err := s.rm.Gateway.RegisterTaskExecutor(s.ctx, rpc.TaskExecutorRegistration{ResourceID: te2.id, Address: string(te2.id),
+	require.NoError(s.T, s.env.RPC.Register(string(te2.id), te2))
+	rmID, err := s.rm.Gateway.RegisterTaskExecutor(s.Ctx, rpc.TaskExecutorRegistration{ResourceID: te2.id, Address: string(te2.id),
 		TotalResource: slotProfile, DefaultSlotResource: slotProfile, SlotReport: freeSlots(te2.id, 1)})
-	require.NoError(s.t, err)
-	require.Equal(s.t, s.rmID, rmID)
+	require.NoError(s.T, err)
+	require.Equal(s.T, s.rmID, rmID)
 	job2, token2 := jobgraph.NewJobID(), jobgraph.NewJobMasterID()
-	rmID, err = s.rm.Gateway.RegisterJobMaster(s.ctx, token2, "rmtest-jobmaster-2", jmAddress, job2)
-	require.NoError(s.t, err)
-	require.Equal(s.t, s.rmID, rmID)
+	rmID, err = s.rm.Gateway.RegisterJobMaster(s.Ctx, token2, "rmtest-jobmaster-2", jmAddress, job2)
+	require.NoError(s.T, err)
+	require.Equal(s.T, s.rmID, rmID)
 	reqs := s.requirements(1)
 	reqs.JobID = job2
-	require.NoError(s.t, s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, token2, reqs))
+	require.NoError(s.T, s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, token2, reqs))
 	s.requested(te2, 1, token2, job2)
-	assert.Len(s.t, s.te.requested(), 2, "nothing more of the first TaskExecutor")
+	assert.Len(s.T, s.te.requested(), 2, "nothing more of the first TaskExecutor")
 }
 
 // NotifyRequiredResources and NotifyJobMasterDisconnected return at once, also while the
@@ -407,8 +405,8 @@ func returnsAtOnce(s *suite) {
 	go hold.Notify(func(done func(error)) { s.n.NotifyRequiredResources(stale, s.token, s.requirements(2), done) })
 	select {
 	case <-hold.Inside():
-	case <-s.ctx.Done():
-		s.t.Fatalf("waited %v for done of the first notification", Timeout)
+	case <-s.Ctx.Done():
+		s.T.Fatalf("waited %v for done of the first notification", Timeout)
 	}
 	first, gone, late := s.New(), s.New(), s.New()
 	returned := make(chan struct{})
@@ -420,20 +418,20 @@ func returnsAtOnce(s *suite) {
 	}()
 	select {
 	case <-returned:
-	case <-s.ctx.Done():
-		s.t.Fatalf("the notifications did not return within %v while the ResourceManager was busy in an earlier one's done", Timeout)
+	case <-s.Ctx.Done():
+		s.T.Fatalf("the notifications did not return within %v while the ResourceManager was busy in an earlier one's done", Timeout)
 	}
 	s.Settle()
 	for i, cb := range []*notifytest.Callback{first, gone, late} {
-		assert.Empty(s.t, cb.Calls(), "done of notification %d ran while the loop was held by an earlier one's", i+1)
+		assert.Empty(s.T, cb.Calls(), "done of notification %d ran while the loop was held by an earlier one's", i+1)
 	}
-	assert.Empty(s.t, s.te.requested(), "nothing requested while the loop is held")
+	assert.Empty(s.T, s.te.requested(), "nothing requested while the loop is held")
 	hold.Release()
 	var fe *rpc.FencingError
-	require.ErrorAs(s.t, s.answer(hold, "the stale declaration"), &fe)
-	require.NoError(s.t, s.answer(first, "the declaration"))
-	require.NoError(s.t, s.answer(gone, "the disconnect"))
-	require.Error(s.t, s.answer(late, "the declaration after the disconnect"))
+	require.ErrorAs(s.T, s.answer(hold, "the stale declaration"), &fe)
+	require.NoError(s.T, s.answer(first, "the declaration"))
+	require.NoError(s.T, s.answer(gone, "the disconnect"))
+	require.Error(s.T, s.answer(late, "the declaration after the disconnect"))
 	s.requested(s.te, 1, s.token, s.job)
 }
 
@@ -453,39 +451,39 @@ func closedAnswers(s *suite) {
 		notify  func(done func(error))
 	}{
 		{"NotifyRequiredResources", true,
-			func() error { return s.rm.Gateway.DeclareRequiredResources(s.ctx, s.rmID, s.token, s.requirements(1)) },
+			func() error { return s.rm.Gateway.DeclareRequiredResources(s.Ctx, s.rmID, s.token, s.requirements(1)) },
 			func(done func(error)) { s.n.NotifyRequiredResources(s.rmID, s.token, s.requirements(1), done) }},
 		{"NotifyRequiredResources with a stale ResourceManagerID", false,
-			func() error { return s.rm.Gateway.DeclareRequiredResources(s.ctx, staleRM, s.token, s.requirements(1)) },
+			func() error { return s.rm.Gateway.DeclareRequiredResources(s.Ctx, staleRM, s.token, s.requirements(1)) },
 			func(done func(error)) { s.n.NotifyRequiredResources(staleRM, s.token, s.requirements(1), done) }},
 		{"NotifyJobMasterDisconnected", true,
-			func() error { return s.rm.Gateway.DisconnectJobMaster(s.ctx, s.rmID, s.token, s.job, cause) },
+			func() error { return s.rm.Gateway.DisconnectJobMaster(s.Ctx, s.rmID, s.token, s.job, cause) },
 			func(done func(error)) { s.n.NotifyJobMasterDisconnected(s.rmID, s.token, s.job, cause, done) }},
 		{"NotifyJobMasterDisconnected with a stale JobMasterID", false,
-			func() error { return s.rm.Gateway.DisconnectJobMaster(s.ctx, s.rmID, staleJM, s.job, cause) },
+			func() error { return s.rm.Gateway.DisconnectJobMaster(s.Ctx, s.rmID, staleJM, s.job, cause) },
 			func(done func(error)) { s.n.NotifyJobMasterDisconnected(s.rmID, staleJM, s.job, cause, done) }},
 	} {
 		callErr := c.call()
-		require.Error(s.t, callErr, "the gateway method of a closed ResourceManager: %s", c.what)
+		require.Error(s.T, callErr, "the gateway method of a closed ResourceManager: %s", c.what)
 		if c.current {
-			assert.ErrorIs(s.t, callErr, rpc.ErrClosed, "a closed endpoint's error: %s", c.what)
+			assert.ErrorIs(s.T, callErr, rpc.ErrClosed, "a closed endpoint's error: %s", c.what)
 			if s.rm.ErrClosed != nil {
-				assert.ErrorIs(s.t, callErr, s.rm.ErrClosed, "the ResourceManager's closed error: %s", c.what)
+				assert.ErrorIs(s.T, callErr, s.rm.ErrClosed, "the ResourceManager's closed error: %s", c.what)
 			}
 		}
 		cb := s.New()
 		cb.Notify(c.notify)
 		calls := cb.Calls()
-		require.Len(s.t, calls, 1, "done of %s was called once before the call returned", c.what)
-		assert.True(s.t, calls[0].DuringNotify, "done of %s ran inside the call", c.what)
-		assert.Equal(s.t, calls[0].Caller, calls[0].Goroutine, "done of %s ran on the caller's goroutine", c.what)
-		assert.Empty(s.t, notifytest.SameError(calls[0].Err, callErr, s.rm.ErrClosed), "done of %s hears what the gateway method answers", c.what)
+		require.Len(s.T, calls, 1, "done of %s was called once before the call returned", c.what)
+		assert.True(s.T, calls[0].DuringNotify, "done of %s ran inside the call", c.what)
+		assert.Equal(s.T, calls[0].Caller, calls[0].Goroutine, "done of %s ran on the caller's goroutine", c.what)
+		assert.Empty(s.T, notifytest.SameError(calls[0].Err, callErr, s.rm.ErrClosed), "done of %s hears what the gateway method answers", c.what)
 	}
 	// A nil done: nothing to call.
 	s.n.NotifyRequiredResources(s.rmID, s.token, s.requirements(1), nil)
 	s.n.NotifyJobMasterDisconnected(s.rmID, s.token, s.job, cause, nil)
 	s.Settle()
-	assert.Empty(s.t, s.te.requested(), "a closed ResourceManager requests nothing")
+	assert.Empty(s.T, s.te.requested(), "a closed ResourceManager requests nothing")
 }
 
 // ---- fakes ----
