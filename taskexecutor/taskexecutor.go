@@ -1446,9 +1446,10 @@ func (te *TaskExecutor) resourceManagerUnreachable(_ string, last error) {
 // on every disconnect while it runs; see rpc.ResourceManagerDisconnector for where we differ.
 func (te *TaskExecutor) DisconnectResourceManager(ctx context.Context, rm jobgraph.ResourceManagerID, cause *jobgraph.ErrorInfo) error {
 	return te.call(ctx, func() error {
-		if te.rm == nil || te.rmID.IsZero() || rm != te.rmID {
+		registered := te.rm != nil && !te.rmID.IsZero()
+		if !registered || rm != te.rmID {
 			expected := te.rmID.String()
-			if te.rm == nil || te.rmID.IsZero() {
+			if !registered {
 				expected = "none (no registration answered)"
 			}
 			return &rpc.FencingError{Endpoint: "TaskExecutor " + string(te.id) + " (ResourceManagerID)", Expected: expected, Got: rm.String()}
