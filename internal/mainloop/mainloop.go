@@ -35,9 +35,14 @@ type Loop struct {
 	namer     fmt.Stringer // NewNamed's: formats the name when asked for; nil for name
 	closedErr error        // what Call and Submit return once closed
 
-	mu      sync.Mutex
-	queue   []task
-	closed  bool
+	mu     sync.Mutex
+	queue  []task
+	closed bool
+	// busy is set while the loop's goroutine runs a batch, inline while a Call or Submit runs
+	// its closure on the caller's goroutine (callInline); both under mu. At most one is set, and
+	// the loop's goroutine takes no batch while inline is set: one closure at a time, in order.
+	busy    bool
+	inline  bool
 	posted  uint64 // closures accepted (Posted)
 	timers  map[*time.Timer]struct{}
 	wake    chan struct{}
@@ -117,18 +122,20 @@ func (l *Loop) run() {
 		close(l.stopped)
 	}()
 	var batch []task
+	l.mu.Lock()
 	for {
-		l.mu.Lock()
-		for len(l.queue) == 0 && !l.closed {
+		l.busy = false
+		for l.inline || (len(l.queue) == 0 && !l.closed) {
 			l.mu.Unlock()
 			<-l.wake
 			l.mu.Lock()
 		}
-		if len(l.queue) == 0 && l.closed {
+		if len(l.queue) == 0 { // closed, and nothing is left to run
 			l.mu.Unlock()
 			return
 		}
 		batch, l.queue = l.queue, batch[:0]
+		l.busy = true
 		l.mu.Unlock()
 		for i, t := range batch {
 			if !l.runOne(t) {
@@ -140,6 +147,7 @@ func (l *Loop) run() {
 			}
 			batch[i] = nil
 		}
+		l.mu.Lock()
 	}
 }
 
@@ -355,24 +363,86 @@ func (l *Loop) notifyDropped() {
 }
 
 // Call runs fn on the loop and returns its error, or ctx's error if ctx ends first (fn may still
-// run later), or ErrClosed (or NewWithClosedError's error) if the loop closed before fn ran. Never call it from the loop itself:
-// that waits forever for a closure queued behind the caller.
+// run later), or ErrClosed (or NewWithClosedError's error) if the loop closed before fn ran. Never
+// call it from the loop itself: that waits forever for a closure queued behind the caller.
+//
+// When the loop is idle (nothing queued, nothing running) and ctx has not ended, fn runs on the
+// caller's goroutine instead of the loop's, holding the loop as its goroutine would: nothing
+// else of the loop runs until fn returns, and what is posted meanwhile runs after it, in order.
+// The caller waits for fn either way, so only who runs it differs; it saves the two goroutine
+// wake-ups of a hand-over and back, which are most of a short call's cost. Such an fn runs to
+// its end even if ctx ends meanwhile (a loop's closures never block). A panic in it is the
+// loop's: with a panic handler the loop dies as if its goroutine had run fn (the handler still
+// runs on the loop's goroutine), and Call returns the failure; without one the panic goes on up
+// the caller's stack, as it would have ended the process from the loop's.
 func (l *Loop) Call(ctx context.Context, fn func() error) error {
-	c := &errCall{fn: fn, done: make(chan struct{}, 1)}
+	c := &errCall{fn: fn}
+	if ran, ok := l.callInline(ctx, c); ran {
+		if !ok {
+			return l.closedError()
+		}
+		return c.err
+	}
+	c.done = make(chan struct{}, 1)
 	if err := l.wait(ctx, c, c.done); err != nil {
 		return err
 	}
 	return c.err
 }
 
-// Submit runs fn on the loop and returns its results; see Call for the errors.
+// Submit runs fn on the loop and returns its results; see Call for the errors, and for when fn
+// runs on the caller's goroutine.
 func Submit[T any](ctx context.Context, l *Loop, fn func() (T, error)) (T, error) {
-	c := &call[T]{fn: fn, done: make(chan struct{}, 1)}
+	c := &call[T]{fn: fn}
+	if ran, ok := l.callInline(ctx, c); ran {
+		if !ok {
+			var zero T
+			return zero, l.closedError()
+		}
+		return c.v, c.err
+	}
+	c.done = make(chan struct{}, 1)
 	if err := l.wait(ctx, c, c.done); err != nil {
 		var zero T
 		return zero, err
 	}
 	return c.v, c.err
+}
+
+// callInline runs t on the calling goroutine if the loop is idle: open, nothing queued, neither
+// its goroutine nor another caller running a closure, and ctx not ended. ran reports whether it
+// did; ok is runOne's (false: t panicked and the loop died of it). The loop's goroutine may be
+// parked or about to park; it takes no batch while inline is set, and endInline wakes it when
+// something was posted meanwhile or the loop was closed (or died).
+func (l *Loop) callInline(ctx context.Context, t task) (ran, ok bool) {
+	l.mu.Lock()
+	if l.closed || l.busy || l.inline || len(l.queue) > 0 || ctx.Err() != nil {
+		l.mu.Unlock()
+		return false, false
+	}
+	l.inline = true
+	l.posted++
+	l.mu.Unlock()
+	// Deferred, so that a panic going on up without a handler still hands the loop back.
+	defer l.endInline()
+	return true, l.runOne(t)
+}
+
+// endInline hands the loop back after callInline. A post made while inline was set has already
+// sent its wake-up, which the loop's goroutine may have used up while it still saw inline set, so
+// endInline sends one again. die, run by runOne on a panic, wrote the loop goroutine's dying and
+// dropped before its mu.Unlock, so the goroutine reads them after this Lock: ordered by mu.
+func (l *Loop) endInline() {
+	l.mu.Lock()
+	l.inline = false
+	pending := len(l.queue) > 0 || l.closed
+	l.mu.Unlock()
+	if pending {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // call is one Submit: its closure, the results, and the channel its caller waits on. The loop
@@ -387,7 +457,9 @@ type call[T any] struct {
 
 func (c *call[T]) run() {
 	c.v, c.err = c.fn()
-	c.done <- struct{}{}
+	if c.done != nil { // nil when run inline (callInline)
+		c.done <- struct{}{}
+	}
 }
 
 // errCall is one Call: Submit's without a value, so Call needs no closure around fn.
@@ -403,7 +475,9 @@ type errCall struct {
 
 func (c *errCall) run() {
 	c.err = c.fn()
-	c.done <- struct{}{}
+	if c.done != nil { // nil when run inline (callInline)
+		c.done <- struct{}{}
+	}
 }
 
 // wait posts t, whose run sends on done once, and waits for that. nil means t ran and its

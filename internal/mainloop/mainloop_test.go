@@ -20,6 +20,7 @@ import (
 	"github.com/jobgraph/jobgraph"
 	"github.com/jobgraph/jobgraph/internal/gopool"
 	"github.com/jobgraph/jobgraph/internal/mainloop"
+	"github.com/jobgraph/jobgraph/internal/notifytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -394,17 +395,159 @@ func TestScheduleCancelRacingTheTimerTellsTheTruth(t *testing.T) {
 	}
 }
 
-// A Call or Submit allocates its reply channel and one object holding the closure and its
-// results (the queue holds that object itself, no closure around it). Endpoints make dozens of
-// calls per job.
-func TestCallAndSubmitAllocateTwoObjects(t *testing.T) {
+// A Call or Submit on an idle loop allocates one object, holding the closure and its results,
+// and runs it on the caller. (On a busy loop it also allocates its reply channel, and the queue
+// holds that object itself, no closure around it.) Endpoints make dozens of calls per job.
+func TestCallAndSubmitOnAnIdleLoopAllocateOneObject(t *testing.T) {
 	l := mainloop.New("allocs")
 	defer l.Close()
 	ctx := context.Background()
 	fn := func() error { return nil }
-	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() { _ = l.Call(ctx, fn) }), "Call")
 	sub := func() (int, error) { return 1, nil }
-	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() { _, _ = mainloop.Submit(ctx, l, sub) }), "Submit")
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _ = l.Call(ctx, fn) }), "Call, idle")
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _, _ = mainloop.Submit(ctx, l, sub) }), "Submit, idle")
+}
+
+// A Call or Submit on an idle loop runs on the caller's goroutine; on a loop that is running a
+// closure, or has one queued, it is handed to the loop's goroutine as before.
+func TestCallRunsOnTheCallerOnlyWhenTheLoopIsIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("where")
+		defer l.Close()
+		ctx := context.Background()
+		me := notifytest.GoroutineID()
+		var loopG uint64
+		l.Execute(func() { loopG = notifytest.GoroutineID() })
+		synctest.Wait() // idle again
+		require.NotZero(t, loopG)
+		require.NotEqual(t, me, loopG)
+
+		var got uint64
+		require.NoError(t, l.Call(ctx, func() error { got = notifytest.GoroutineID(); return nil }))
+		assert.Equal(t, me, got, "Call, idle loop")
+		v, err := mainloop.Submit(ctx, l, func() (uint64, error) { return notifytest.GoroutineID(), nil })
+		require.NoError(t, err)
+		assert.Equal(t, me, v, "Submit, idle loop")
+
+		// Busy: the loop's goroutine runs a closure that waits for release.
+		release := make(chan struct{})
+		l.Execute(func() { <-release })
+		synctest.Wait()
+		done := make(chan uint64)
+		go func() {
+			v, err := mainloop.Submit(ctx, l, func() (uint64, error) { return notifytest.GoroutineID(), nil })
+			assert.NoError(t, err)
+			done <- v
+		}()
+		synctest.Wait() // queued behind the holder
+		close(release)
+		assert.Equal(t, loopG, <-done, "Submit, busy loop: run by the loop's goroutine")
+
+		// An ended ctx is never run inline: the closure goes to the loop's goroutine (and Call
+		// may return ctx's error before it ran).
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		ran := make(chan uint64, 1)
+		_ = l.Call(canceled, func() error { ran <- notifytest.GoroutineID(); return nil })
+		assert.Equal(t, loopG, <-ran, "Call with an ended ctx")
+	})
+}
+
+// While a Call's closure runs on the caller, the loop is held exactly as when its goroutine runs
+// one: a closure posted meanwhile (by the closure itself or by another goroutine) and another
+// Call run after it, in the order posted, and Close waits for it.
+func TestCallOnTheCallerHoldsTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("held")
+		ctx := context.Background()
+		var order []string // touched only by the loop's closures
+		inside := make(chan struct{})
+		release := make(chan struct{})
+		callDone := make(chan error)
+		go func() {
+			callDone <- l.Call(ctx, func() error {
+				order = append(order, "call")
+				l.Execute(func() { order = append(order, "posted by the call") })
+				close(inside)
+				<-release
+				order = append(order, "call ends")
+				return nil
+			})
+		}()
+		<-inside
+		l.Execute(func() { order = append(order, "posted by another goroutine") })
+		second := make(chan error)
+		go func() {
+			second <- l.Call(ctx, func() error { order = append(order, "second call"); return nil })
+		}()
+		synctest.Wait() // the second Call is queued
+		closed := make(chan struct{})
+		go func() { l.Close(); close(closed) }()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a closure ran on the caller")
+		case err := <-second:
+			t.Fatalf("a second Call returned while the first one's closure ran: %v", err)
+		default:
+		}
+		close(release)
+		require.NoError(t, <-callDone)
+		<-closed
+		// The second Call was posted before Close, so it ran (Close runs what was queued).
+		require.NoError(t, <-second)
+		assert.Equal(t, []string{"call", "call ends", "posted by the call", "posted by another goroutine", "second call"}, order)
+	})
+}
+
+// A closure that panics while it runs on the caller ends the loop as on the loop's goroutine:
+// with a handler, Call returns the failure, what was posted meanwhile never runs (a Notify's
+// done hears the failure), and the handler runs on the loop's goroutine before Done closes.
+func TestPanicInACallOnTheCallerEndsTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.NewWithClosedError("jobmaster-9", errEndpointClosed)
+		var loopG uint64
+		l.Execute(func() { loopG = notifytest.GoroutineID() })
+		synctest.Wait()
+		handledOn := make(chan uint64, 1)
+		l.SetPanicHandler(func(*jobgraph.PanicError) { handledOn <- notifytest.GoroutineID() })
+		var ran atomic.Bool
+		var doneErr error
+		err := l.Call(context.Background(), func() error {
+			l.Execute(func() { ran.Store(true) })
+			l.Notify(func() error { ran.Store(true); return nil }, func(err error) { doneErr = err })
+			panic("region 4 restarted twice")
+		})
+		require.Error(t, err)
+		assert.Equal(t, "endpoint closed: jobmaster-9: panic: region 4 restarted twice", err.Error())
+		assert.Equal(t, loopG, <-handledOn, "the handler runs on the loop's goroutine")
+		<-l.Done()
+		assert.Equal(t, err, doneErr, "the dropped Notify's done hears the failure")
+		assert.False(t, ran.Load(), "nothing posted behind the panic runs")
+		assert.Equal(t, err, l.Err())
+		assert.Equal(t, err, l.Call(context.Background(), func() error { return nil }))
+		l.Close()
+	})
+}
+
+// Without a handler the panic of a closure run on the caller goes on up the caller's stack
+// (unrecovered, it ends the process as on the loop's goroutine), and the loop is handed back.
+func TestPanicInACallOnTheCallerWithoutAHandlerReachesTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mainloop.New("unhandled-inline")
+		defer l.Close()
+		var recovered any
+		func() {
+			defer func() { recovered = recover() }()
+			_ = l.Call(context.Background(), func() error { panic("no handler") })
+		}()
+		assert.Equal(t, "no handler", recovered)
+		assert.NoError(t, l.Call(context.Background(), func() error { return nil }))
+		var ran atomic.Bool
+		l.Execute(func() { ran.Store(true) })
+		synctest.Wait()
+		assert.True(t, ran.Load(), "the loop's goroutine runs again")
+	})
 }
 
 // SetAfterEach runs its function once installed and after every closure posted after it, on the
