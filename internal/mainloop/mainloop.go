@@ -3,7 +3,8 @@
 // so the state an endpoint keeps needs no locks. Timers fire onto the loop too.
 //
 // Posting never blocks (the queue is unbounded), so a closure may post to its own loop, and two
-// loops may post to each other without deadlock. Call waits for the reply or for ctx.
+// loops may post to each other without deadlock. Call waits for the reply or for ctx; on an idle
+// loop it runs the closure on the caller's goroutine instead, holding the loop (see Call).
 //
 // A closure that panics takes the process down, as a panic on any goroutine does, unless the
 // loop has a panic handler (SetPanicHandler): then the loop dies alone, and its endpoint reports
