@@ -1113,7 +1113,9 @@ func (d *StandaloneDispatcher) RequestJobResult(ctx context.Context, id jobgraph
 // the archived ones by JobID. StartTime is when SubmitJob accepted the job (its INITIALIZING
 // timestamp), in Unix milliseconds. Jobs that left the archive (see StandaloneDispatcher) are
 // not listed, even though the JobResultStore still answers for them. The running jobs' statuses
-// are asked of their runners off the Dispatcher's loop.
+// are asked of their runners off the Dispatcher's loop; a job that ends meanwhile (its runner
+// answers that it closed) is listed with its outcome, as RequestJobStatus answers it, not failed
+// with the runner's closed error. Errors: ErrClosed once the Dispatcher closed, ctx's.
 func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, error) {
 	type running struct {
 		id        jobgraph.JobID
@@ -1158,6 +1160,14 @@ func (d *StandaloneDispatcher) ListJobs(ctx context.Context) ([]rpc.JobStatusMes
 		status := r.status
 		if r.runner != nil {
 			s, err := r.runner.RequestJobStatus(ctx)
+			if errors.Is(err, jobmaster.ErrClosed) {
+				// The job ended after the snapshot above and its runner closed: it is listed
+				// with its outcome, as RequestJobStatus answers then, not with the runner's error.
+				s, err = d.RequestJobStatus(ctx, r.id)
+				if errors.Is(err, ErrJobNotFound) {
+					continue // gone from the archive meanwhile, as a listing taken now would not have it
+				}
+			}
 			if err != nil {
 				return nil, err
 			}

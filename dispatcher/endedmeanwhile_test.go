@@ -85,6 +85,33 @@ func TestAJobThatEndsAfterTheLookupIsAnsweredFromItsOutcome(t *testing.T) {
 	})
 }
 
+// A job that ends while ListJobs asks its runner for its status is listed with its outcome: the
+// listing does not fail with the closed runner's error (an outside host listing jobs while they
+// finished got "jobmaster: runner of job …: jobmaster: closed" from ListJobs).
+func TestAJobThatEndsWhileListedIsListedWithItsOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		services := embedded.New()
+		defer services.Close()
+		d, err := dispatcher.New(dispatcher.Config{HA: services,
+			JobManagerRunnerFactory: func(g *jobgraph.JobGraph, _ ha.Services) (jobmaster.JobManagerRunner, error) {
+				return &closedAfterLookupRunner{fakeRunner: &fakeRunner{g: g, done: make(chan struct{}), status: jobgraph.JobStatusCreated}, closed: make(chan struct{})}, nil
+			}})
+		require.NoError(t, err)
+		defer d.Close()
+
+		g := graph("ends during ListJobs")
+		require.NoError(t, d.SubmitJob(ctx, g))
+		synctest.Wait() // the runner is started: ListJobs asks it
+		jobs, err := d.ListJobs(ctx)
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		assert.Equal(t, g.JobID, jobs[0].JobID)
+		assert.Equal(t, "ends during ListJobs", jobs[0].Name)
+		assert.Equal(t, jobgraph.JobStatusCanceled, jobs[0].Status)
+	})
+}
+
 // closedAfterLookupSavepointRunner is a closedAfterLookupRunner that takes savepoints: each of
 // its jobmaster.SavepointGateway calls ends the job, waits until the Dispatcher closed the runner
 // and answers closed, as the runner or its JobMaster does when the job ended after the
