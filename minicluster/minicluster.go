@@ -493,6 +493,16 @@ func (mc *MiniCluster) closedErr() error {
 	return nil
 }
 
+// overtaken returns ErrClosed for a closed error (one matching rpc.ErrClosed: the Dispatcher's,
+// a JobMaster's) that a call got because Close began while it ran, so that every method returns
+// the cluster's ErrClosed once Close was called, as ErrClosed says; any other err unchanged.
+func (mc *MiniCluster) overtaken(err error) error {
+	if err != nil && errors.Is(err, rpc.ErrClosed) && mc.closedErr() != nil {
+		return ErrClosed
+	}
+	return err
+}
+
 // usable says why the cluster cannot take jobs or TaskExecutors now: ErrNotStarted, ErrClosed,
 // or nil.
 func (mc *MiniCluster) usable() error {
@@ -632,7 +642,7 @@ func (mc *MiniCluster) SubmitJob(ctx context.Context, g *jobgraph.JobGraph) erro
 	if err := mc.usable(); err != nil {
 		return err
 	}
-	return mc.leader.SubmitJob(ctx, g)
+	return mc.overtaken(mc.leader.SubmitJob(ctx, g))
 }
 
 // SubmitAttached submits g attached and returns its job client: with
@@ -655,7 +665,7 @@ func (mc *MiniCluster) ReportJobClientHeartbeat(ctx context.Context, id jobgraph
 	if err := mc.usable(); err != nil {
 		return err
 	}
-	return mc.leader.ReportJobClientHeartbeat(ctx, id, expires)
+	return mc.overtaken(mc.leader.ReportJobClientHeartbeat(ctx, id, expires))
 }
 
 // RequestJobResult waits for the job's result; see dispatcher.Dispatcher.RequestJobResult.
@@ -672,7 +682,7 @@ func (mc *MiniCluster) RequestJobResult(ctx context.Context, id jobgraph.JobID) 
 	if ferr := mc.fatalErr(); ferr != nil {
 		return nil, ferr // the job's result, or the cluster's close, came from a fatal error
 	}
-	return res, err
+	return res, mc.overtaken(err)
 }
 
 // RequestJob returns the job's ArchivedExecutionGraph: a snapshot of a running job, or the
@@ -684,7 +694,8 @@ func (mc *MiniCluster) RequestJob(ctx context.Context, id jobgraph.JobID) (*exec
 	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	return mc.leader.RequestJob(ctx, id)
+	v, err := mc.leader.RequestJob(ctx, id)
+	return v, mc.overtaken(err)
 }
 
 // CancelJob cancels the job; see dispatcher.Dispatcher.CancelJob.
@@ -692,7 +703,7 @@ func (mc *MiniCluster) CancelJob(ctx context.Context, id jobgraph.JobID) error {
 	if err := mc.usable(); err != nil {
 		return err
 	}
-	return mc.leader.CancelJob(ctx, id)
+	return mc.overtaken(mc.leader.CancelJob(ctx, id))
 }
 
 // RequestJobStatus returns the job's status.
@@ -700,7 +711,8 @@ func (mc *MiniCluster) RequestJobStatus(ctx context.Context, id jobgraph.JobID) 
 	if err := mc.usable(); err != nil {
 		return 0, err
 	}
-	return mc.leader.RequestJobStatus(ctx, id)
+	v, err := mc.leader.RequestJobStatus(ctx, id)
+	return v, mc.overtaken(err)
 }
 
 // TriggerSavepoint takes a savepoint of the running job under targetDirectory ("" means
@@ -717,7 +729,8 @@ func (mc *MiniCluster) TriggerSavepoint(ctx context.Context, id jobgraph.JobID, 
 	if err := mc.usable(); err != nil {
 		return "", err
 	}
-	return mc.leader.TriggerSavepoint(ctx, id, targetDirectory)
+	v, err := mc.leader.TriggerSavepoint(ctx, id, targetDirectory)
+	return v, mc.overtaken(err)
 }
 
 // StopWithSavepoint stops the running job with a savepoint: the tasks take the synchronous
@@ -729,7 +742,8 @@ func (mc *MiniCluster) StopWithSavepoint(ctx context.Context, id jobgraph.JobID,
 	if err := mc.usable(); err != nil {
 		return "", err
 	}
-	return mc.leader.StopWithSavepoint(ctx, id, targetDirectory)
+	v, err := mc.leader.StopWithSavepoint(ctx, id, targetDirectory)
+	return v, mc.overtaken(err)
 }
 
 // BlockTaskExecutor blocks a TaskExecutor through the leading Dispatcher (see
@@ -744,7 +758,8 @@ func (mc *MiniCluster) BlockTaskExecutor(ctx context.Context, req dispatcher.Blo
 	if err := mc.usable(); err != nil {
 		return rpc.BlockedNode{}, err
 	}
-	return mc.jm.BlockTaskExecutor(ctx, req)
+	v, err := mc.jm.BlockTaskExecutor(ctx, req)
+	return v, mc.overtaken(err)
 }
 
 // BlockedTaskExecutors returns the ResourceManager's blocklist, sorted by TaskExecutor.
@@ -752,7 +767,8 @@ func (mc *MiniCluster) BlockedTaskExecutors(ctx context.Context) ([]rpc.BlockedN
 	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	return mc.rm.BlockedNodes(ctx)
+	v, err := mc.rm.BlockedNodes(ctx)
+	return v, mc.overtaken(err)
 }
 
 // TriggerCheckpoint takes a checkpoint of the running job now, outside the periodic schedule,
@@ -762,7 +778,8 @@ func (mc *MiniCluster) TriggerCheckpoint(ctx context.Context, id jobgraph.JobID)
 	if err := mc.usable(); err != nil {
 		return 0, err
 	}
-	return mc.leader.TriggerCheckpoint(ctx, id)
+	v, err := mc.leader.TriggerCheckpoint(ctx, id)
+	return v, mc.overtaken(err)
 }
 
 // Run submits g and waits for its result. A job that ends other than FINISHED is not an error
@@ -805,7 +822,8 @@ func (mc *MiniCluster) SlotPoolStatus(ctx context.Context, id jobgraph.JobID) (j
 	if err := mc.closedErr(); err != nil {
 		return jobmaster.SlotPoolStatus{}, err
 	}
-	return mc.jm.SlotPoolStatus(ctx, id)
+	v, err := mc.jm.SlotPoolStatus(ctx, id)
+	return v, mc.overtaken(err)
 }
 
 // onFatal is the JobManager's FatalErrorHandler (the JobManager records the first fatal error):

@@ -13,7 +13,8 @@ func (mc *MiniCluster) ListJobs(ctx context.Context) ([]rpc.JobStatusMessage, er
 	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	return mc.leader.ListJobs(ctx)
+	v, err := mc.leader.ListJobs(ctx)
+	return v, mc.overtaken(err)
 }
 
 // RequestTaskManagerInfo returns the TaskExecutors registered with the cluster's ResourceManager,
