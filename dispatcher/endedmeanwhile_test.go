@@ -50,6 +50,20 @@ func (r *closedAfterLookupRunner) RequestJobStatus(context.Context) (jobgraph.Jo
 
 func (r *closedAfterLookupRunner) Cancel(context.Context) error { return r.endAndWaitForClose() }
 
+// newClosedAfterLookupDispatcher returns a started Dispatcher whose every runner is a
+// closedAfterLookupRunner; the test's Cleanup closes it and its HA services.
+func newClosedAfterLookupDispatcher(t *testing.T) *dispatcher.StandaloneDispatcher {
+	services := embedded.New()
+	t.Cleanup(func() { _ = services.Close() })
+	d, err := dispatcher.New(dispatcher.Config{HA: services,
+		JobManagerRunnerFactory: func(g *jobgraph.JobGraph, _ ha.Services) (jobmaster.JobManagerRunner, error) {
+			return &closedAfterLookupRunner{fakeRunner: &fakeRunner{g: g, done: make(chan struct{}), status: jobgraph.JobStatusCreated}, closed: make(chan struct{})}, nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
 // A job that ends between the Dispatcher's lookup and its runner's answer is answered from its
 // outcome, not with the closed runner's error (cmd/jobgraph's end-to-end test once got
 // "jobmaster: runner of job …: jobmaster: closed" from RequestJob right after the job was
@@ -57,14 +71,7 @@ func (r *closedAfterLookupRunner) Cancel(context.Context) error { return r.endAn
 func TestAJobThatEndsAfterTheLookupIsAnsweredFromItsOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		services := embedded.New()
-		defer services.Close()
-		d, err := dispatcher.New(dispatcher.Config{HA: services,
-			JobManagerRunnerFactory: func(g *jobgraph.JobGraph, _ ha.Services) (jobmaster.JobManagerRunner, error) {
-				return &closedAfterLookupRunner{fakeRunner: &fakeRunner{g: g, done: make(chan struct{}), status: jobgraph.JobStatusCreated}, closed: make(chan struct{})}, nil
-			}})
-		require.NoError(t, err)
-		defer d.Close()
+		d := newClosedAfterLookupDispatcher(t)
 
 		g := graph("ends during RequestJob")
 		require.NoError(t, d.SubmitJob(ctx, g))
@@ -91,14 +98,7 @@ func TestAJobThatEndsAfterTheLookupIsAnsweredFromItsOutcome(t *testing.T) {
 func TestAJobThatEndsWhileListedIsListedWithItsOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		services := embedded.New()
-		defer services.Close()
-		d, err := dispatcher.New(dispatcher.Config{HA: services,
-			JobManagerRunnerFactory: func(g *jobgraph.JobGraph, _ ha.Services) (jobmaster.JobManagerRunner, error) {
-				return &closedAfterLookupRunner{fakeRunner: &fakeRunner{g: g, done: make(chan struct{}), status: jobgraph.JobStatusCreated}, closed: make(chan struct{})}, nil
-			}})
-		require.NoError(t, err)
-		defer d.Close()
+		d := newClosedAfterLookupDispatcher(t)
 
 		g := graph("ends during ListJobs")
 		require.NoError(t, d.SubmitJob(ctx, g))
