@@ -43,6 +43,17 @@ func (d *teDisconnects) disconnects() []teDisconnect {
 	return slices.Clone(d.got)
 }
 
+// toldOnce requires that d was told exactly once so far, at virtual time at under rm, and returns
+// the cause it was told.
+func (d *teDisconnects) toldOnce(t *testing.T, at time.Duration, rm jobgraph.ResourceManagerID) error {
+	t.Helper()
+	got := d.disconnects()
+	require.Len(t, got, 1)
+	assert.Equal(t, at, got[0].At)
+	assert.Equal(t, rm, got[0].RM)
+	return got[0].Cause
+}
+
 // toldTaskExecutor is an hbTaskExecutor that is told when the ResourceManager drops it;
 // toldGoneTaskExecutor a goneTaskExecutor that is.
 type toldTaskExecutor struct {
@@ -96,12 +107,9 @@ func TestTaskExecutorWhoseHeartbeatTimedOutIsTold(t *testing.T) {
 
 		advance(time.Nanosecond) // 7 s
 		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors(), "both silent ones are unregistered")
-		got := told.disconnects()
-		require.Len(t, got, 1)
-		assert.Equal(t, 7*time.Second, got[0].At)
-		assert.Equal(t, e.rm.ResourceManagerID(), got[0].RM)
-		assert.ErrorIs(t, got[0].Cause, heartbeat.ErrTimeout)
-		assert.EqualError(t, got[0].Cause, "heartbeat of TaskExecutor te-told timed out after 5s")
+		cause := told.toldOnce(t, 7*time.Second, e.rm.ResourceManagerID())
+		assert.ErrorIs(t, cause, heartbeat.ErrTimeout)
+		assert.EqualError(t, cause, "heartbeat of TaskExecutor te-told timed out after 5s")
 
 		advance(time.Minute)
 		assert.Len(t, told.disconnects(), 1, "told once")
@@ -132,13 +140,10 @@ func TestUnreachableTaskExecutorIsTold(t *testing.T) {
 
 		advance(time.Nanosecond) // 4 s
 		assert.Equal(t, 1, e.rm.NumRegisteredTaskExecutors(), "both unreachable ones are unregistered")
-		got := told.disconnects()
-		require.Len(t, got, 1)
-		assert.Equal(t, 4*time.Second, got[0].At)
-		assert.Equal(t, e.rm.ResourceManagerID(), got[0].RM)
-		assert.ErrorIs(t, got[0].Cause, heartbeat.ErrUnreachable)
-		assert.NotErrorIs(t, got[0].Cause, heartbeat.ErrTimeout)
-		assert.EqualError(t, got[0].Cause, "TaskExecutor te-told is no longer reachable: 2 consecutive heartbeat RPCs failed, the last with: peer gone")
+		cause := told.toldOnce(t, 4*time.Second, e.rm.ResourceManagerID())
+		assert.ErrorIs(t, cause, heartbeat.ErrUnreachable)
+		assert.NotErrorIs(t, cause, heartbeat.ErrTimeout)
+		assert.EqualError(t, cause, "TaskExecutor te-told is no longer reachable: 2 consecutive heartbeat RPCs failed, the last with: peer gone")
 
 		advance(time.Minute)
 		assert.Len(t, told.disconnects(), 1, "told once")
