@@ -111,11 +111,7 @@ func TestTaskExecutorFollowsTheResourceManagerLeader(t *testing.T) {
 		}
 		fencing := func(err error, expected string, got jobgraph.ResourceManagerID) {
 			t.Helper()
-			require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
-			var fe *rpc.FencingError
-			require.ErrorAs(t, err, &fe)
-			assert.Equal(t, expected, fe.Expected)
-			assert.Equal(t, got.String(), fe.Got)
+			requireFencingError(t, err, expected, got.String())
 		}
 
 		fencing(request(rmToken(1), jobgraph.NewAllocationID()), "none (no ResourceManager leader known)", rmToken(1))

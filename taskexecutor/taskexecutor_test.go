@@ -161,11 +161,7 @@ func TestRequestSlotIsIdempotentAndRefusesAnOccupiedSlot(t *testing.T) {
 		// A request from another ResourceManager than the one te-1 registered with (rmToken(9))
 		// is fenced off and allocates nothing: slot 1 stays free for the current one.
 		err = te.RequestSlot(ctx, rpc.SlotID{ResourceID: "te-1", SlotNumber: 1}, jobID(1), allocID(3), jobgraph.ResourceProfile{}, jmAddr, jmToken(1), rmToken(8))
-		require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
-		var fe *rpc.FencingError
-		require.ErrorAs(t, err, &fe)
-		assert.Equal(t, rmToken(9).String(), fe.Expected)
-		assert.Equal(t, rmToken(8).String(), fe.Got)
+		requireFencingError(t, err, rmToken(9).String(), rmToken(8).String())
 		synctest.Wait()
 		assert.Len(t, c.jm.offers, 1, "nothing offered")
 		r, err := te.SlotReport(ctx)
@@ -755,4 +751,16 @@ func TestInputAndOutputIndexOutOfRange(t *testing.T) {
 		assert.EqualError(t, inErr, "v1 (1/2): input 0 out of range [0, 0)")
 		assert.EqualError(t, outErr, "v1 (1/2): output 2 out of range [0, 0)")
 	})
+}
+
+// requireFencingError requires err to be the *rpc.FencingError of a refused fenced call (it
+// matches rpc.ErrFencingTokenMismatch) with the token the TaskExecutor expected and the one it
+// got, as their String forms.
+func requireFencingError(t *testing.T, err error, expected, got string) {
+	t.Helper()
+	require.ErrorIs(t, err, rpc.ErrFencingTokenMismatch)
+	var fe *rpc.FencingError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, expected, fe.Expected)
+	assert.Equal(t, got, fe.Got)
 }
