@@ -494,7 +494,7 @@ func (mc *MiniCluster) closedErr() error {
 }
 
 // overtaken returns ErrClosed for a closed error (one matching rpc.ErrClosed: the Dispatcher's,
-// a JobMaster's) that a call got because Close began while it ran, so that every method returns
+// a JobMaster's, the ResourceManager's) that a call got because Close began while it ran, so that every method returns
 // the cluster's ErrClosed once Close was called, as ErrClosed says; any other err unchanged.
 func (mc *MiniCluster) overtaken(err error) error {
 	if err != nil && errors.Is(err, rpc.ErrClosed) && mc.closedErr() != nil {

@@ -26,5 +26,6 @@ func (mc *MiniCluster) RequestTaskManagerInfo(ctx context.Context) ([]rpc.TaskMa
 	if err := mc.usable(); err != nil {
 		return nil, err
 	}
-	return mc.rm.RequestTaskManagerInfo(ctx)
+	v, err := mc.rm.RequestTaskManagerInfo(ctx)
+	return v, mc.overtaken(err)
 }
