@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jobgraph/jobgraph/examples/wordcount/wc"
 )
@@ -55,4 +57,44 @@ func BenchmarkWordCountSequential(b *testing.B) {
 			b.Fatal("no words")
 		}
 	}
+}
+
+// BenchmarkTwoCores calibrates the machine for BenchmarkWordCount's ratio: per op it times a fixed
+// loop of arithmetic (no memory traffic) on one goroutine, then the same loop on two goroutines
+// at once, and reports one-over-two, the share of a second core the machine gave at that moment
+// (1.0: two full cores; 0.5: none). With two cores, BenchmarkWordCount / BenchmarkWordCountSequential
+// cannot go below about 0.5 over this figure, whatever the job does.
+func BenchmarkTwoCores(b *testing.B) {
+	var one, two time.Duration
+	for b.Loop() {
+		t := time.Now()
+		sums := [3]uint64{spin(spinRounds)}
+		one += time.Since(t)
+		t = time.Now()
+		var wg sync.WaitGroup
+		for i := 1; i <= 2; i++ {
+			wg.Go(func() { sums[i] = spin(spinRounds) })
+		}
+		wg.Wait()
+		two += time.Since(t)
+		if sums[0] != sums[1] || sums[1] != sums[2] {
+			b.Fatalf("the loop gave %d, %d and %d", sums[0], sums[1], sums[2])
+		}
+	}
+	b.ReportMetric(float64(one)/float64(two), "two-core-efficiency")
+}
+
+// spinRounds is BenchmarkTwoCores's loop length: about 0.1–0.3 s on the 2-core machine of
+// docs/BENCHMARKS.md.
+const spinRounds = 100_000_000
+
+// spin runs n rounds of a 64-bit LCG with a shift, on registers only, and returns the result
+// (so that the compiler keeps the loop).
+func spin(n int) uint64 {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		x ^= x >> 17
+	}
+	return x
 }
