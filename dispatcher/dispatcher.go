@@ -1053,8 +1053,10 @@ func answerJob[T any](ctx context.Context, d *StandaloneDispatcher, id jobgraph.
 
 // RequestJob returns the job's ArchivedExecutionGraph (a live snapshot while it runs, with the
 // INITIALIZING timestamp of its submission, as the archive of an ended job has it), or
-// ErrJobNotFound: for an unknown JobID, and for a job whose graph is no longer archived
-// (jobstore.expiration-time or jobstore.max-capacity) though the JobResultStore has its result.
+// ErrJobNotFound: for an unknown JobID, and for a job whose graph is not in this Dispatcher's
+// job store though the JobResultStore has its result: it expired (jobstore.expiration-time or
+// jobstore.max-capacity), or the job ended under an earlier Dispatcher (the job store is held in
+// memory, per Dispatcher, as Flink's MemoryExecutionGraphInfoStore).
 // A job that ends while it is asked (its runner answers that it closed) is answered from its
 // outcome, as RequestJobStatus does.
 func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID) (*executiongraph.ArchivedExecutionGraph, error) {
@@ -1065,7 +1067,7 @@ func (d *StandaloneDispatcher) RequestJob(ctx context.Context, id jobgraph.JobID
 		case l.ended != nil:
 			return l.ended.graph, nil
 		case l.stored != nil:
-			return nil, fmt.Errorf("%w: job %s ended with status %s, and its archived execution graph has expired from the job store (jobstore.expiration-time, jobstore.max-capacity)",
+			return nil, fmt.Errorf("%w: job %s ended with status %s, and its archived execution graph is not in this Dispatcher's job store: it expired (jobstore.expiration-time, jobstore.max-capacity), or the job ended under an earlier Dispatcher, whose job store was its own",
 				ErrJobNotFound, id, l.stored.Status)
 		case l.runner == nil:
 			return nil, fmt.Errorf("dispatcher: job %s is still being submitted", id)

@@ -140,7 +140,7 @@ func archived(t *testing.T, d *dispatcher.StandaloneDispatcher, id jobgraph.JobI
 	a, err := d.RequestJob(context.Background(), id)
 	if err != nil {
 		require.ErrorIs(t, err, dispatcher.ErrJobNotFound)
-		assert.Contains(t, err.Error(), "expired from the job store")
+		assert.Contains(t, err.Error(), "is not in this Dispatcher's job store: it expired")
 		return false
 	}
 	assert.Equal(t, id, a.JobID)
@@ -418,5 +418,26 @@ func TestBoundedArchiveAndResultStoreForgetOldJobs(t *testing.T) {
 		assert.Equal(t, int32(3), created.Load())
 		require.NoError(t, d.Close())
 		require.NoError(t, services.Close())
+	})
+}
+
+// A job whose result the JobResultStore holds from an earlier Dispatcher (this one never ran it,
+// so its job store never had the graph) is job-not-found for RequestJob, with a message that
+// names both ways a graph leaves the job store, not only the expiry; its status is still
+// answered from the JobResultStore.
+func TestRequestJobOfAJobAnEarlierDispatcherRanSaysSo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newStoreFixture(t, time.Hour, 0)
+		ctx := context.Background()
+		id := jobgraph.NewJobID()
+		store := f.ha.JobResultStore()
+		require.NoError(t, store.CreateDirty(ctx, jobgraph.JobResult{JobID: id, Name: "earlier", Status: jobgraph.JobStatusFinished}))
+		require.NoError(t, store.MarkClean(ctx, id))
+		_, err := f.d.RequestJob(ctx, id)
+		require.ErrorIs(t, err, dispatcher.ErrJobNotFound)
+		assert.Equal(t, "job not found: job "+id.String()+" ended with status FINISHED, and its archived execution graph is not in this Dispatcher's job store: it expired (jobstore.expiration-time, jobstore.max-capacity), or the job ended under an earlier Dispatcher, whose job store was its own", err.Error())
+		status, err := f.d.RequestJobStatus(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, jobgraph.JobStatusFinished, status)
 	})
 }
